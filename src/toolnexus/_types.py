@@ -1,0 +1,178 @@
+"""Core data types: Tool, ToolResult, ToolContext, RunResult and friends.
+
+These are the types every tool source produces and the loop consumes. They are plain data:
+a `Tool` is a name, a description, a JSON-Schema for its arguments, a source tag and an
+`execute` coroutine; a `ToolResult` is the text handed back to the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from .suspension import Answer, Request
+
+__all__ = [
+    "JSONSchema",
+    "Message",
+    "RunResult",
+    "RunStatus",
+    "Tool",
+    "ToolCallRecord",
+    "ToolContext",
+    "ToolExecute",
+    "ToolResult",
+    "ToolSource",
+    "Usage",
+    "empty_usage",
+    "sanitize",
+]
+
+ToolSource: TypeAlias = Literal[
+    "mcp", "skill", "native", "http", "custom", "builtin", "a2a", "agent", "relay"
+]
+"""Where a tool came from. Unknown sources are reported as ``custom`` in metrics."""
+
+JSONSchema: TypeAlias = dict[str, Any]
+Message: TypeAlias = dict[str, Any]
+"""One message of the canonical transcript (OpenAI chat shape)."""
+
+Usage: TypeAlias = dict[str, int]
+"""Token usage: ``prompt_tokens``, ``completion_tokens``, ``total_tokens``."""
+
+RunStatus: TypeAlias = Literal["done", "pending", "incomplete"]
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def sanitize(value: str) -> str:
+    """Replace every character outside ``[a-zA-Z0-9_-]`` with ``_``.
+
+    >>> sanitize("my server.v2")
+    'my_server_v2'
+    """
+    return _UNSAFE.sub("_", value)
+
+
+def empty_usage() -> Usage:
+    """A fresh zeroed usage dict."""
+    return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+
+
+@dataclass(slots=True)
+class ToolResult:
+    """What a tool hands back: ``output`` is the text the model sees.
+
+    A result whose ``metadata["pending"]`` is a `Request` is a *suspension*, not an error
+    (see `toolnexus.pending`).
+    """
+
+    output: str = ""
+    is_error: bool = False
+    metadata: dict[str, Any] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+@dataclass(slots=True)
+class ToolContext:
+    """Per-call context passed to ``Tool.execute``.
+
+    Attributes:
+        signal: an `asyncio.Event` set when the run is cancelled; long tools may watch it.
+        timeout: seconds left before the run's deadline, when one is set.
+        answer: present **only** on the retry after a suspension was answered.
+        call_id: the provider's id for this tool call, when the loop runs the tool.
+    """
+
+    signal: asyncio.Event | None = None
+    timeout: float | None = None
+    answer: Answer | None = None
+    call_id: str | None = None
+
+
+ToolExecute: TypeAlias = Callable[[dict[str, Any], "ToolContext | None"], Awaitable[ToolResult]]
+
+
+@dataclass(slots=True)
+class Tool:
+    """One uniform tool over every source.
+
+    ``execute(args, ctx)`` is a coroutine function returning a `ToolResult`. A synchronous
+    callable, or one returning a plain string, is accepted too and normalised by the loop.
+    """
+
+    name: str
+    description: str
+    input_schema: JSONSchema
+    source: ToolSource
+    execute: Callable[..., Any]
+    validate_args: bool = True
+    _validator: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One executed tool call, as listed in `RunResult.tool_calls`."""
+
+    name: str
+    args: dict[str, Any]
+    output: str
+    is_error: bool
+    metadata: dict[str, Any] | None = None
+    id: str = ""
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "args": self.args,
+            "output": self.output,
+            "is_error": self.is_error,
+            "metadata": self.metadata,
+        }
+
+
+@dataclass(slots=True)
+class RunResult:
+    """The outcome of one run.
+
+    Attributes:
+        text: the final assistant text (``pending.prompt`` when halted).
+        messages: the full canonical transcript (OpenAI chat shape), the input to the next run.
+        tool_calls: every executed tool call, in emission order.
+        tool_call_count: ``len(tool_calls)``.
+        turns: model calls made by this run.
+        usage: summed token usage of this run.
+        model: the model name sent on the wire.
+        status: ``done`` | ``pending`` | ``incomplete``.
+        limit: which limit stopped an ``incomplete`` run (e.g. ``"maxTurns"``).
+        pending: the `Request` a ``pending`` run halted on.
+        expired: on a durable resume, True when the answered request had already expired.
+    """
+
+    text: str
+    messages: list[Message]
+    tool_calls: list[ToolCallRecord]
+    tool_call_count: int
+    turns: int
+    usage: Usage
+    model: str
+    status: RunStatus = "done"
+    limit: str | None = None
+    pending: Request | None = None
+    expired: bool = False
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)

@@ -1,0 +1,398 @@
+"""The suspension primitive: `Request`, `Answer`, `pending()` and the relay helpers.
+
+Any tool can pause a run by returning ``pending(Request)``: an ordinary `ToolResult` whose
+``metadata["pending"]`` carries the `Request`. The host resolves it to an `Answer`, inline
+through ``wait_for`` or later through ``run_with_answer`` / ``ask_with_answer``.
+
+Both types are plain data. ``Request(**wire)`` / ``Answer(**wire)`` rebuild them from their
+wire dicts and ``.to_dict()`` gives the wire dict back, so they round-trip through JSON::
+
+    req = Request(**json.loads(blob))
+    json.dumps(req.to_dict())
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeAlias
+
+from ._types import Tool, ToolContext, ToolResult
+
+__all__ = [
+    "RELAY_CALLS_KEY",
+    "RELAY_IS_ERROR_KEY",
+    "RELAY_KIND",
+    "RELAY_OUTPUT_KEY",
+    "RELAY_RESULTS_KEY",
+    "Answer",
+    "RelayCall",
+    "RelayResult",
+    "Request",
+    "WaitFor",
+    "answer_declined",
+    "answer_output",
+    "auth_required",
+    "is_expired",
+    "is_relay_request",
+    "new_request_id",
+    "pending",
+    "pending_of",
+    "relay_answer",
+    "relay_calls_of",
+    "relay_tool",
+]
+
+RELAY_KIND = "tool_call"
+RELAY_CALLS_KEY = "calls"
+RELAY_RESULTS_KEY = "results"
+RELAY_OUTPUT_KEY = "output"
+RELAY_IS_ERROR_KEY = "isError"
+
+_seq = itertools.count(1)
+
+
+def new_request_id(prefix: str = "pnd") -> str:
+    """A process-unique request id, ``<prefix>-<ms hex>-<seq>``."""
+    return f"{prefix}-{int(time.time() * 1000):x}-{next(_seq)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """What a suspended tool needs from a human (or another system).
+
+    The field names are the wire keys, ``expiresAt`` included (camelCase on purpose).
+    ``kind`` is open: ``approval``, ``authorization``, ``input``, ``question``,
+    ``tool_call``, … ``expiresAt`` is an RFC 3339 timestamp after which the request is stale.
+    """
+
+    id: str
+    kind: str
+    prompt: str
+    url: str | None = None
+    data: dict[str, Any] | None = None
+    expiresAt: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire dict, with ``None`` fields omitted."""
+        out: dict[str, Any] = {"id": self.id, "kind": self.kind, "prompt": self.prompt}
+        if self.url is not None:
+            out["url"] = self.url
+        if self.data is not None:
+            out["data"] = self.data
+        if self.expiresAt is not None:
+            out["expiresAt"] = self.expiresAt
+        return out
+
+    @classmethod
+    def from_dict(cls, wire: Mapping[str, Any]) -> Request:
+        """Rebuild a Request from its wire dict; unknown keys are a `ValueError`."""
+        return cls(**_checked(wire, _REQUEST_KEYS, ("id", "kind", "prompt"), "Request"))
+
+    @property
+    def expires_at(self) -> datetime | None:
+        """``expiresAt`` parsed to an aware datetime (``None`` when absent)."""
+        return parse_timestamp(self.expiresAt) if self.expiresAt else None
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """The resolution of a `Request`: ``ok`` decides, ``reason`` is advisory.
+
+    ``id`` must echo the Request's id. ``reason`` is meaningful only when ``ok`` is false:
+    ``declined`` | ``cancelled`` | ``expired``.
+    """
+
+    id: str
+    ok: bool
+    data: dict[str, Any] | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The wire dict, with ``None`` fields omitted."""
+        out: dict[str, Any] = {"id": self.id, "ok": self.ok}
+        if self.data is not None:
+            out["data"] = self.data
+        if self.reason is not None:
+            out["reason"] = self.reason
+        return out
+
+    @classmethod
+    def from_dict(cls, wire: Mapping[str, Any]) -> Answer:
+        """Rebuild an Answer from its wire dict; unknown keys are a `ValueError`."""
+        fields = _checked(wire, _ANSWER_KEYS, ("id", "ok"), "Answer")
+        if not isinstance(fields["ok"], bool):
+            raise ValueError("Answer.ok must be a boolean")
+        return cls(**fields)
+
+
+_REQUEST_KEYS = frozenset({"id", "kind", "prompt", "url", "data", "expiresAt"})
+_ANSWER_KEYS = frozenset({"id", "ok", "data", "reason"})
+
+
+def _checked(
+    wire: Mapping[str, Any], allowed: frozenset[str], required: Sequence[str], what: str
+) -> dict[str, Any]:
+    if not isinstance(wire, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"{what} must be a JSON object, got {type(wire).__name__}")
+    unknown = sorted(set(wire) - allowed)
+    if unknown:
+        raise ValueError(f"{what} has unknown keys: {', '.join(unknown)}")
+    missing = [k for k in required if k not in wire]
+    if missing:
+        raise ValueError(f"{what} is missing required keys: {', '.join(missing)}")
+    if not isinstance(wire["id"], str) or not wire["id"]:
+        raise ValueError(f"{what}.id must be a non-empty string")
+    data = wire.get("data")
+    if data is not None and not isinstance(data, dict):
+        raise ValueError(f"{what}.data must be an object")
+    return dict(wire)
+
+
+WaitFor: TypeAlias = Callable[[Request], Awaitable[Answer] | Answer]
+"""The host's slot that resolves a Request inline (sync or async)."""
+
+
+def parse_timestamp(value: str) -> datetime:
+    """Parse an RFC 3339 timestamp (``Z`` accepted) to an aware datetime."""
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    parsed = datetime.fromisoformat(text)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def format_timestamp(moment: datetime) -> str:
+    """Render an aware datetime as RFC 3339 in UTC with millisecond precision."""
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def is_expired(request: Request, now: datetime | None = None) -> bool:
+    """True when the request carries an ``expiresAt`` that lies in the past.
+
+    An unparseable ``expiresAt`` counts as expired: a stale request must never be honoured
+    because its deadline could not be read.
+    """
+    if not request.expiresAt:
+        return False
+    try:
+        deadline = parse_timestamp(request.expiresAt)
+    except ValueError:
+        return True
+    return (now or datetime.now(UTC)) >= deadline
+
+
+def pending(
+    *,
+    kind: str,
+    prompt: str,
+    id: str | None = None,
+    url: str | None = None,
+    data: dict[str, Any] | None = None,
+    expiresAt: str | None = None,
+) -> ToolResult:
+    """Suspend: a `ToolResult` carrying a `Request` in ``metadata["pending"]``.
+
+    The output is the human fallback text: the prompt, plus the url on its own line.
+
+    >>> r = pending(kind="approval", prompt="Ship it?")
+    >>> pending_of(r).kind
+    'approval'
+    """
+    request = Request(
+        id=id or new_request_id(),
+        kind=kind,
+        prompt=prompt,
+        url=url,
+        data=data,
+        expiresAt=expiresAt,
+    )
+    return suspension_result(request)
+
+
+def suspension_result(request: Request) -> ToolResult:
+    """The `ToolResult` that carries ``request`` as a suspension."""
+    output = request.prompt + (f"\n{request.url}" if request.url else "")
+    return ToolResult(output=output, is_error=True, metadata={"pending": request})
+
+
+def auth_required(url: str, prompt: str = "Authorization required to continue") -> ToolResult:
+    """Suspend with ``kind="authorization"``: the human goes to ``url`` to log in."""
+    return pending(kind="authorization", prompt=prompt, url=url)
+
+
+def pending_of(result: ToolResult | None) -> Request | None:
+    """The `Request` a result suspends on, or ``None`` for an ordinary result.
+
+    A plain dict in ``metadata["pending"]`` with the wire keys is accepted too.
+    """
+    if result is None or not result.metadata:
+        return None
+    value = result.metadata.get("pending")
+    if isinstance(value, Request):
+        return value
+    if isinstance(value, dict):
+        try:
+            return Request.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+# --- relay tools -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RelayCall:
+    """One tool call the host must execute: ``input`` parsed, ``arguments`` raw JSON."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class RelayResult:
+    """The host's output for one relayed call."""
+
+    id: str
+    output: str
+    is_error: bool = False
+
+
+def relay_tool(name: str, description: str, schema: dict[str, Any] | None = None) -> Tool:
+    """A declaration-only tool: the model calls it, the *host* executes it.
+
+    The first execution suspends with ``kind="tool_call"`` and ``data.calls``; the loop stamps
+    each call's ``id``. The retry with an answer turns ``answer.data["output"]`` /
+    ``["isError"]`` into the result; ``ok=False`` becomes
+    ``relay declined for <name>: <reason>``.
+    """
+    input_schema: dict[str, Any] = (
+        schema if schema is not None else {"type": "object", "properties": {}}
+    )
+
+    async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        answer = ctx.answer if ctx is not None else None
+        if answer is None:
+            call = {
+                "id": (ctx.call_id if ctx is not None else None) or "",
+                "name": name,
+                "input": args,
+                "arguments": json.dumps(args, separators=(",", ":")),
+            }
+            return pending(
+                kind=RELAY_KIND,
+                prompt=f"relay tool call {name} to the caller for execution",
+                data={RELAY_CALLS_KEY: [call]},
+            )
+        return relay_result_from_answer(name, answer, ctx.call_id if ctx is not None else None)
+
+    return Tool(
+        name=name,
+        description=description,
+        input_schema=input_schema,
+        source="relay",
+        execute=execute,
+        validate_args=False,
+    )
+
+
+def relay_result_from_answer(name: str, answer: Answer, call_id: str | None) -> ToolResult:
+    """Map a host's answer for one relayed call to the call's result."""
+    if not answer.ok:
+        return ToolResult(f"relay declined for {name}: {answer.reason or 'declined'}", True)
+    found = relay_output_for(answer, call_id, first=True)
+    if found is None:
+        return ToolResult(f"no result supplied on resume for {name}", True)
+    return ToolResult(found[0], found[1])
+
+
+def relay_output_for(
+    answer: Answer, call_id: str | None, *, first: bool
+) -> tuple[str, bool] | None:
+    """Find the host's ``(output, isError)`` for ``call_id`` in ``answer.data``.
+
+    ``results[]`` entries match by id; the single-call ``output`` shorthand applies only when
+    ``first`` is true (the first slot of the halted turn).
+    """
+    data = answer.data or {}
+    results = data.get(RELAY_RESULTS_KEY)
+    if isinstance(results, list):
+        for entry in results:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(entry, dict) and entry.get("id") == call_id:  # pyright: ignore[reportUnknownMemberType]
+                return _stringify(entry.get("output")), bool(entry.get("isError"))  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    if first and RELAY_OUTPUT_KEY in data:
+        return _stringify(data[RELAY_OUTPUT_KEY]), bool(data.get(RELAY_IS_ERROR_KEY))
+    return None
+
+
+def _stringify(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value)
+
+
+def is_relay_request(request: Request | None) -> bool:
+    """True for a ``kind="tool_call"`` Request carrying ``data.calls``."""
+    return (
+        request is not None
+        and request.kind == RELAY_KIND
+        and isinstance((request.data or {}).get(RELAY_CALLS_KEY), list)
+    )
+
+
+def relay_calls_of(request: Request) -> list[RelayCall]:
+    """The calls a relay Request asks the host to execute, in tool-call order."""
+    calls: list[RelayCall] = []
+    raw_calls: list[Any] = (request.data or {}).get(RELAY_CALLS_KEY) or []
+    for raw in raw_calls:
+        if not isinstance(raw, dict):
+            continue
+        entry: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+        inp = entry.get("input")
+        calls.append(
+            RelayCall(
+                id=str(entry.get("id") or ""),
+                name=str(entry.get("name") or ""),
+                input=inp if isinstance(inp, dict) else {},  # pyright: ignore[reportUnknownArgumentType]
+                arguments=str(entry.get("arguments") or "{}"),
+            )
+        )
+    return calls
+
+
+def relay_answer(request_id: str, results: Sequence[RelayResult | Mapping[str, Any]]) -> Answer:
+    """An Answer carrying the host's output for every relayed call (``data.results``)."""
+    rendered: list[dict[str, Any]] = []
+    for r in results:
+        if isinstance(r, RelayResult):
+            rendered.append({"id": r.id, "output": r.output, "isError": r.is_error})
+        else:
+            rendered.append(
+                {
+                    "id": r["id"],
+                    "output": r.get("output", ""),
+                    "isError": bool(r.get("isError", r.get("is_error", False))),
+                }
+            )
+    return Answer(id=request_id, ok=True, data={RELAY_RESULTS_KEY: rendered})
+
+
+def answer_output(id: str, output: str, is_error: bool = False) -> Answer:
+    """An Answer carrying one output: the single-call shorthand."""
+    return Answer(id=id, ok=True, data={RELAY_OUTPUT_KEY: output, RELAY_IS_ERROR_KEY: is_error})
+
+
+def answer_declined(id: str, reason: str = "declined") -> Answer:
+    """The human said no: ``ok=False`` with a reason. A resolution, not an error."""
+    return Answer(id=id, ok=False, reason=reason)
