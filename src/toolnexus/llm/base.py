@@ -16,8 +16,8 @@ from .._types import Message, Tool, Usage, empty_usage
 __all__ = [
     "Dialect",
     "FinishReason",
-    "ModelTurn",
     "ModelToolCall",
+    "ModelTurn",
     "SSEEvent",
     "StreamAssembler",
     "Style",
