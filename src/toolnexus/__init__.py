@@ -1,1 +1,169 @@
-"""toolnexus: one uniform Tool over every source, a tool-calling loop, durable suspension."""
+"""toolnexus: one uniform Tool over every source, a tool-calling loop, durable suspension.
+
+::
+
+    import toolnexus as tn
+
+    @tn.define_tool
+    def add(a: float, b: float) -> str:
+        \"\"\"Add two numbers.\"\"\"
+        return str(a + b)
+
+    toolkit = await tn.create_toolkit(extra_tools=[add])
+    async with tn.create_client(base_url=url, style="openai", model="gpt-4o") as client:
+        result = await client.run("What is 2 + 3?", toolkit)
+
+Every public name lives here, in one flat namespace; the modules behind it are private.
+"""
+
+from __future__ import annotations
+
+from ._types import (
+    JSONSchema,
+    Message,
+    RunResult,
+    RunStatus,
+    Tool,
+    ToolCallRecord,
+    ToolContext,
+    ToolResult,
+    ToolSource,
+    Usage,
+    sanitize,
+)
+from .client import Client, Conversation, create_client, create_in_process_client
+from .errors import (
+    AnswerConflict,
+    AnswerMismatch,
+    BadResponse,
+    CallbackError,
+    CheckpointError,
+    ProviderError,
+    RequestExpired,
+    ResumeError,
+    RunCancelled,
+    RunTimeout,
+    StoreError,
+    ToolnexusError,
+    TransportError,
+    UnknownRequest,
+    UsageError,
+)
+from .llm.base import Transport
+from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
+from .llm.transport import AiohttpTransport, LegacyTransport
+from .loop.checkpoint import Checkpoint
+from .loop.hooks import Hooks
+from .observability import MetricEvent, Metrics, OnMetric
+from .stores.base import ConversationStore
+from .stores.memory import InMemoryConversationStore
+from .stores.sqlite import SqliteStore
+from .suspension import (
+    RELAY_CALLS_KEY,
+    RELAY_IS_ERROR_KEY,
+    RELAY_KIND,
+    RELAY_OUTPUT_KEY,
+    RELAY_RESULTS_KEY,
+    Answer,
+    RelayCall,
+    RelayResult,
+    Request,
+    WaitFor,
+    answer_declined,
+    answer_output,
+    auth_required,
+    is_expired,
+    is_relay_request,
+    pending,
+    pending_of,
+    relay_answer,
+    relay_calls_of,
+    relay_tool,
+)
+from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
+from .tools.http import http_tool
+from .tools.native import define_tool, tool
+from .translate import TranslatedToolCall, TranslateResult, openai_messages_to_anthropic
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BUILTIN_NAMES",
+    "RELAY_CALLS_KEY",
+    "RELAY_IS_ERROR_KEY",
+    "RELAY_KIND",
+    "RELAY_OUTPUT_KEY",
+    "RELAY_RESULTS_KEY",
+    "AiohttpTransport",
+    "Answer",
+    "AnswerConflict",
+    "AnswerMismatch",
+    "BadResponse",
+    "CallbackError",
+    "Checkpoint",
+    "CheckpointError",
+    "Client",
+    "Conversation",
+    "ConversationStore",
+    "ErrorClassifier",
+    "ErrorInfo",
+    "ErrorTier",
+    "Hooks",
+    "InMemoryConversationStore",
+    "JSONSchema",
+    "LegacyTransport",
+    "Message",
+    "MetricEvent",
+    "Metrics",
+    "OnError",
+    "OnMetric",
+    "ProviderError",
+    "RelayCall",
+    "RelayResult",
+    "Request",
+    "RequestExpired",
+    "ResumeError",
+    "RunCancelled",
+    "RunResult",
+    "RunStatus",
+    "RunTimeout",
+    "SqliteStore",
+    "StoreError",
+    "Tool",
+    "ToolCallRecord",
+    "ToolContext",
+    "ToolResult",
+    "ToolSource",
+    "Toolkit",
+    "ToolnexusError",
+    "TranslateResult",
+    "TranslatedToolCall",
+    "Transport",
+    "TransportError",
+    "UnknownRequest",
+    "Usage",
+    "UsageError",
+    "WaitFor",
+    "__version__",
+    "answer_declined",
+    "answer_output",
+    "auth_required",
+    "create_client",
+    "create_in_process_client",
+    "create_toolkit",
+    "define_tool",
+    "http_tool",
+    "is_expired",
+    "is_relay_request",
+    "openai_messages_to_anthropic",
+    "pending",
+    "pending_of",
+    "relay_answer",
+    "relay_calls_of",
+    "relay_tool",
+    "sanitize",
+    "to_anthropic",
+    "to_gemini",
+    "to_openai",
+    "tool",
+]

@@ -1,0 +1,541 @@
+"""The unified LLM client: ``run`` / ``ask`` / ``stream`` over OpenAI- and Anthropic-style APIs.
+
+::
+
+    client = create_client(base_url="https://api.openai.com/v1", style="openai", model="gpt-4o")
+    async with client:
+        result = await client.run("What is 2 + 3?", toolkit)
+        print(result.text)
+
+Without a ``wait_for``, a tool that suspends halts the run with ``status="pending"``; with one,
+the host answers inline and the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Literal
+
+from ._types import Message, RunResult, Tool
+from .errors import ToolnexusError, UsageError
+from .llm.anthropic import AnthropicDialect
+from .llm.base import Dialect, Style
+from .llm.convert import normalize_history
+from .llm.inprocess import Generate, InProcessTransport
+from .llm.openai import OpenAIDialect
+from .llm.retry import OnError, RetryPolicy
+from .llm.transport import as_transport
+from .loop.checkpoint import Checkpoint
+from .loop.engine import Engine, EngineConfig, RunState
+from .loop.hooks import as_hooks
+from .observability import Metrics
+from .stores.base import ConversationStore
+from .stores.url import resolve_store
+from .suspension import WaitFor
+from .toolkit import Toolkit, tool_fingerprint
+from .translate import TranslateResult
+from .translate_call import translate_once
+
+__all__ = ["Client", "Conversation", "create_client", "create_in_process_client"]
+
+log = logging.getLogger("toolnexus")
+
+ToolSet = Toolkit | Sequence[Tool] | None
+
+
+def _resolve_api_key(style: Style, api_key: str | None) -> str:
+    if api_key:
+        return api_key
+    own, other = (
+        ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+        if style == "anthropic"
+        else ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    )
+    for name in ("OPENROUTER_API_KEY", own, other):
+        value = os.environ.get(name)
+        if value:
+            return value
+    raise UsageError(f"no API key: pass api_key= or set OPENROUTER_API_KEY or {own} (or {other})")
+
+
+class Conversation:
+    """A multi-turn conversation held in memory: ``await conv.send(prompt)``."""
+
+    def __init__(self, client: Client, toolkit: ToolSet) -> None:
+        self._client = client
+        self._toolkit = toolkit
+        self.messages: list[Message] = []
+
+    async def send(self, prompt: str) -> RunResult:
+        """Send one user message; the transcript carries over to the next ``send``."""
+        result = await self._client.run(prompt, self._toolkit, history=self.messages)
+        self.messages = result.messages
+        return result
+
+    def reset(self) -> None:
+        """Forget the transcript."""
+        self.messages = []
+
+
+class Client:
+    """Runs the tool-calling loop against one model endpoint. Build with `create_client`."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        *,
+        store: ConversationStore,
+        in_process: bool = False,
+    ) -> None:
+        self._cfg = config
+        self._metrics = Metrics()
+        self._on_metric = config.on_metric
+        self._engine = Engine(config, self._emit)
+        self._store = store
+        self._in_process = in_process
+        self._halted: dict[str, Checkpoint] = {}
+        self._metric_tasks: set[asyncio.Future[Any]] = set()
+
+    # -- properties ----------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        return self._cfg.model
+
+    @property
+    def style(self) -> str:
+        return self._cfg.style
+
+    @property
+    def conversation_store(self) -> ConversationStore:
+        """The `ConversationStore` behind ``ask(id=...)``."""
+        return self._store
+
+    def metrics(self) -> str:
+        """Prometheus text for every LLM call, tool call and run so far."""
+        return self._metrics.render()
+
+    def _emit(self, event: dict[str, Any]) -> None:
+        self._metrics.record(event)
+        if self._on_metric is not None:
+            try:
+                value = self._on_metric(event)
+                if inspect.isawaitable(value):
+                    task = asyncio.ensure_future(value)
+                    self._metric_tasks.add(task)
+                    task.add_done_callback(self._metric_tasks.discard)
+            except Exception:
+                log.warning("toolnexus: on_metric raised", exc_info=True)
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _state(
+        self,
+        prompt: str | None,
+        toolkit: ToolSet,
+        history: Sequence[Message] | None,
+        cancel: asyncio.Event | None,
+    ) -> RunState:
+        if isinstance(toolkit, Toolkit):
+            tools = toolkit.tools()
+            wire = toolkit.to_anthropic() if self._cfg.style == "anthropic" else toolkit.to_openai()
+            skills_prompt = toolkit.skills_prompt()
+        elif toolkit is None:
+            tools, wire, skills_prompt = [], [], ""
+        else:
+            tools = list(toolkit)
+            wire = self._cfg.dialect.render_tools(tools)
+            skills_prompt = ""
+        messages = normalize_history(list(history)) if history else []
+        if not messages:
+            system = "\n\n".join(p for p in (self._cfg.system_prompt, skills_prompt) if p)
+            if system:
+                messages.append({"role": "system", "content": system})
+        if prompt is not None:
+            messages.append({"role": "user", "content": prompt})
+        deadline = None
+        if self._cfg.timeout_ms is not None:
+            deadline = asyncio.get_running_loop().time() + self._cfg.timeout_ms / 1000
+        return RunState(
+            messages=messages,
+            tools=tools,
+            by_name={t.name: t for t in tools},
+            wire_tools=wire,
+            cancel=cancel,
+            deadline=deadline,
+            fingerprint=tool_fingerprint(tools),
+            wait_for=self._cfg.wait_for,
+        )
+
+    async def _drive(self, state: RunState, *, stream: bool) -> AsyncIterator[dict[str, Any]]:
+        started = time.perf_counter()
+        result: RunResult | None = None
+        try:
+            async for event in self._engine.drive(state, stream=stream):
+                if event["type"] == "done":
+                    result = event["result"]
+                    if state.checkpoint is not None and result is not None:
+                        self._halted[state.checkpoint.pending.id] = state.checkpoint
+                yield event
+        except BaseException as exc:
+            self._run_event(state, started, error=exc)
+            raise
+        self._run_event(state, started, error=None)
+
+    def _run_event(self, state: RunState, started: float, error: BaseException | None) -> None:
+        event: dict[str, Any] = {
+            "event": "run",
+            "model": self._cfg.model,
+            "turns": state.turns,
+            "tool_calls": len(state.records),
+            "total_tokens": state.usage["total_tokens"],
+            "ms": (time.perf_counter() - started) * 1000,
+        }
+        if error is not None:
+            event["error"] = f"{type(error).__name__}: {error}"
+        self._emit(event)
+
+    async def _final(self, state: RunState) -> RunResult:
+        result: RunResult | None = None
+        async for event in self._drive(state, stream=False):
+            if event["type"] == "done":
+                result = event["result"]
+        assert result is not None
+        return result
+
+    # -- the loop ------------------------------------------------------------------------
+
+    async def run(
+        self,
+        prompt: str,
+        toolkit: ToolSet = None,
+        history: Sequence[Message] | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
+        """Run the tool-calling loop on ``prompt`` until the model answers.
+
+        Args:
+            prompt: the user message.
+            toolkit: a `Toolkit` (or a list of tools, or ``None`` for none).
+            history: an earlier transcript (``RunResult.messages``) to continue.
+            cancel: an `asyncio.Event`; setting it aborts the in-flight request
+                (`toolnexus.errors.RunCancelled`).
+
+        Returns:
+            A `RunResult`; ``status`` is ``done``, ``pending`` (a tool suspended and there is
+            no ``wait_for``) or ``incomplete`` (``max_turns`` ran out).
+        """
+        return await self._final(self._state(prompt, toolkit, history, cancel))
+
+    async def ask(
+        self,
+        prompt: str,
+        toolkit: ToolSet = None,
+        *,
+        id: str | None = None,
+        on_text: Callable[[str], Any] | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
+        """``run`` with memory: with ``id`` the transcript is loaded before and saved after.
+
+        ``on_text`` receives text deltas as they stream; a `RunResult` is still returned.
+        """
+        history = await self._load(id)
+        state = self._state(prompt, toolkit, history, cancel)
+        if state.checkpoint is None:
+            state.conversation_id = id
+        if on_text is None:
+            result = await self._final(state)
+        else:
+            if self._in_process:
+                raise UsageError("the in-process client does not stream; call ask without on_text")
+            result = None
+            async for event in self._drive(state, stream=True):
+                if event["type"] == "text":
+                    value = on_text(event["delta"])
+                    if inspect.isawaitable(value):
+                        await value
+                elif event["type"] == "done":
+                    result = event["result"]
+            assert result is not None
+        if id is not None:
+            await self._store.save(id, result.messages)
+        return result
+
+    async def stream(
+        self,
+        prompt: str,
+        toolkit: ToolSet = None,
+        *,
+        id: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Stream one run as event dicts.
+
+        Per turn: ``text`` deltas; then either ``usage`` + ``done`` (no tool calls), or one
+        ``tool_call`` per call followed, per call in order, by ``pending`` (before
+        ``wait_for`` runs) and/or ``tool_result``. The last event is always
+        ``{"type": "done", "result": RunResult}``. With ``id`` the transcript is loaded
+        before and saved on ``done``.
+        """
+        if self._in_process:
+            raise UsageError("the in-process client does not stream; use run() or ask()")
+        history = await self._load(id)
+        state = self._state(prompt, toolkit, history, cancel)
+        state.conversation_id = id
+        async for event in self._drive(state, stream=True):
+            if event["type"] == "done" and id is not None:
+                await self._store.save(id, event["result"].messages)
+            yield event
+
+    def conversation(self, toolkit: ToolSet = None) -> Conversation:
+        """An in-memory multi-turn conversation over ``toolkit``."""
+        return Conversation(self, toolkit)
+
+    async def translate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[dict[str, Any]] | None = None,
+        toolkit: ToolSet = None,
+        tool_choice: Any = None,
+        system: str | None = None,
+        max_tokens: int = 0,
+        cancel: asyncio.Event | None = None,
+    ) -> TranslateResult:
+        """One provider call, no loop, no tool execution: OpenAI-shaped in, result out."""
+        if isinstance(toolkit, Toolkit):
+            declared = toolkit.to_openai()
+        elif toolkit is None:
+            declared = []
+        else:
+            declared = OpenAIDialect().render_tools(list(toolkit))
+        return await translate_once(
+            self._engine,
+            messages,
+            declared=declared,
+            tools=list(tools or ()),
+            tool_choice=tool_choice,
+            system=system,
+            max_tokens=max_tokens,
+            cancel=cancel,
+        )
+
+    async def _load(self, id: str | None) -> list[Message] | None:
+        if id is None:
+            return None
+        return await self._store.get(id)
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Close the pooled HTTP session (and a store the client opened from a URL)."""
+        await self._cfg.transport.aclose()
+        closer = getattr(self._store, "aclose", None)
+        if closer is not None and getattr(self, "_owns_store", False):
+            await closer()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _dialect(style: str) -> Dialect:
+    if style == "openai":
+        return OpenAIDialect()
+    if style == "anthropic":
+        return AnthropicDialect()
+    raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
+
+
+def _build(
+    *,
+    dialect: Dialect,
+    transport: Any,
+    url: str,
+    headers: dict[str, str],
+    model: str,
+    system_prompt: str | None,
+    max_turns: int,
+    hooks: Any,
+    retries: int,
+    retry_base_ms: int,
+    timeout_ms: float | None,
+    store: Any,
+    on_metric: Callable[[dict[str, Any]], Any] | None,
+    wait_for: WaitFor | None,
+    request_params: Mapping[str, Any] | None,
+    body_transform: Callable[[dict[str, Any]], Any] | None,
+    on_error: OnError | None,
+    pending_ttl: float | None,
+    in_process: bool,
+) -> Client:
+    if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UsageError("model must be a non-empty string")
+    if max_turns < 1:
+        raise UsageError("max_turns must be at least 1")
+    if retries < 0 or retry_base_ms < 0:
+        raise UsageError("retries and retry_base_ms must not be negative")
+    if timeout_ms is not None and timeout_ms <= 0:
+        raise UsageError("timeout_ms must be positive")
+    config = EngineConfig(
+        dialect=dialect,
+        transport=transport,
+        url=url,
+        headers=headers,
+        model=model,
+        style=dialect.style,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        hooks=as_hooks(hooks),
+        retry=RetryPolicy(retries=retries, base_ms=retry_base_ms, on_error=on_error),
+        timeout_ms=timeout_ms,
+        on_metric=on_metric,
+        wait_for=wait_for,
+        request_params=request_params,
+        body_transform=body_transform,
+        pending_ttl=pending_ttl,
+        supports_stream=bool(getattr(transport, "supports_stream", True)),
+    )
+    owns = isinstance(store, str)
+    client = Client(config, store=resolve_store(store), in_process=in_process)
+    client._owns_store = owns  # pyright: ignore[reportAttributeAccessIssue]
+    return client
+
+
+def create_client(
+    *,
+    base_url: str,
+    style: Literal["openai", "anthropic"] = "openai",
+    model: str,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    system_prompt: str | None = None,
+    max_turns: int = 10,
+    hooks: Any = None,
+    retries: int = 2,
+    retry_base_ms: int = 500,
+    timeout_ms: float | None = None,
+    store: Any = None,
+    on_metric: Callable[[dict[str, Any]], Any] | None = None,
+    wait_for: WaitFor | None = None,
+    request_params: Mapping[str, Any] | None = None,
+    body_transform: Callable[[dict[str, Any]], Any] | None = None,
+    http_transport: Any = None,
+    on_error: OnError | None = None,
+    pending_ttl: float | None = None,
+) -> Client:
+    """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
+
+    Args:
+        base_url: e.g. ``https://api.openai.com/v1`` or ``https://api.anthropic.com``.
+        style: ``"openai"`` (``POST {base}/chat/completions``) or ``"anthropic"``
+            (``POST {base}/v1/messages``).
+        model: sent verbatim on every request.
+        api_key: falls back to ``OPENROUTER_API_KEY``, then the style's own key
+            (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``), then the other one.
+        headers: extra request headers (they win over the auth headers).
+        system_prompt: joined with the toolkit's skills prompt by a blank line.
+        max_turns: model calls per run (default 10).
+        hooks: ``before_llm`` / ``after_llm`` / ``before_tool`` / ``after_tool``.
+        retries: extra attempts on 429/5xx/network errors (default 2).
+        retry_base_ms: backoff base (default 500 ms); ``Retry-After`` seconds win.
+        timeout_ms: whole-run deadline for model calls; the in-flight request is aborted.
+        store: conversation store for ``ask(id=)``: an object, ``"memory"`` or
+            ``"sqlite:///path.db"``.
+        on_metric: receives ``llm`` / ``tool`` / ``run`` event dicts.
+        wait_for: answers suspensions inline; without it a suspension halts the run.
+        request_params: merged into every request body (wins on collision).
+        body_transform: ``body -> body``, runs last before the wire.
+        http_transport: our `Transport`, or any object with a sync
+            ``post(url, headers, payload, timeout) -> dict``.
+        on_error: ``info -> "retry" | "fail"`` for failed model calls.
+        pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
+    """
+    dialect = _dialect(style)
+    key = _resolve_api_key(dialect.style, api_key)
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
+    wire_headers = {**dialect.auth_headers(key), **dict(headers or {})}
+    try:
+        transport = as_transport(http_transport)
+    except ToolnexusError:
+        raise
+    return _build(
+        dialect=dialect,
+        transport=transport,
+        url=dialect.endpoint(base_url),
+        headers=wire_headers,
+        model=model,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        hooks=hooks,
+        retries=retries,
+        retry_base_ms=retry_base_ms,
+        timeout_ms=timeout_ms,
+        store=store,
+        on_metric=on_metric,
+        wait_for=wait_for,
+        request_params=request_params,
+        body_transform=body_transform,
+        on_error=on_error,
+        pending_ttl=pending_ttl,
+        in_process=False,
+    )
+
+
+def create_in_process_client(
+    *,
+    model: str,
+    generate: Generate,
+    system_prompt: str | None = None,
+    max_turns: int = 10,
+    hooks: Any = None,
+    timeout_ms: float | None = None,
+    store: Any = None,
+    on_metric: Callable[[dict[str, Any]], Any] | None = None,
+    wait_for: WaitFor | None = None,
+    request_params: Mapping[str, Any] | None = None,
+    body_transform: Callable[[dict[str, Any]], Any] | None = None,
+    pending_ttl: float | None = None,
+) -> Client:
+    """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
+
+    ``generate(request)`` gets the OpenAI-shaped body and returns one assistant message:
+    ``{"content": "..."}`` or ``{"toolCalls": [{"name": ..., "arguments": {...}}]}``. No URL,
+    key or HTTP is involved; failures are final (no retries); streaming raises `UsageError`.
+    """
+    return _build(
+        dialect=OpenAIDialect(),
+        transport=InProcessTransport(generate),
+        url="inprocess://model",
+        headers={},
+        model=model,
+        system_prompt=system_prompt,
+        max_turns=max_turns,
+        hooks=hooks,
+        retries=0,
+        retry_base_ms=0,
+        timeout_ms=timeout_ms,
+        store=store,
+        on_metric=on_metric,
+        wait_for=wait_for,
+        request_params=request_params,
+        body_transform=body_transform,
+        on_error=None,
+        pending_ttl=pending_ttl,
+        in_process=True,
+    )

@@ -1,0 +1,348 @@
+"""The canonical transcript and its conversion to and from the Anthropic messages shape.
+
+Our transcript is the OpenAI chat shape for every provider (DESIGN §3)::
+
+    {"role": "system" | "developer" | "user" | "assistant" | "tool",
+     "content": str | None | [{"type": "text", "text": ...}, ...],
+     "tool_calls": [{"id", "type": "function", "function": {"name", "arguments": str}}],
+     "tool_call_id": str}
+
+A ``tool`` message may also carry our private marker ``"is_error": True``; it is never sent as
+such (see `PRIVATE_MESSAGE_KEYS`) but becomes Anthropic's ``is_error`` on a ``tool_result``.
+
+Decisions the contract leaves open, taken here:
+
+- Tool-call ``arguments`` that are not a JSON object (unparseable text, an array, a number)
+  become ``{}`` in the ``tool_use`` block: Anthropic only accepts an object there, and keeping
+  the raw text under some key would invent arguments the model never sent.
+- Consecutive messages of the same role are merged into one message of content blocks, so the
+  rendered conversation always alternates user/assistant. This is what makes consecutive tool
+  results ONE user turn, and it keeps a user message that follows tool results valid too.
+- Content parts other than text (images, audio) are dropped when flattening: the canonical
+  transcript carries text and tool calls.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
+
+from .._types import Message, Usage
+from ..errors import UsageError
+from .base import FinishReason
+
+__all__ = [
+    "PRIVATE_MESSAGE_KEYS",
+    "arguments_text",
+    "compact_json",
+    "from_anthropic",
+    "make_usage",
+    "normalize_finish_reason",
+    "normalize_history",
+    "text_of",
+    "to_anthropic",
+]
+
+PRIVATE_MESSAGE_KEYS = frozenset({"is_error"})
+"""Keys we keep on canonical messages that no provider accepts on the wire."""
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
+_TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
+_ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
+
+
+def compact_json(value: Any) -> str:
+    """JSON text with compact separators and UTF-8 kept as is: how we store tool arguments.
+
+    >>> compact_json({"city": "Zürich", "days": 2})
+    '{"city":"Zürich","days":2}'
+    """
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def arguments_text(value: Any) -> str:
+    """Tool-call arguments as JSON text: a string is kept as received, ``None`` or ``""`` is
+    ``{}`` (what servers send for a call without arguments), anything else (object-form
+    arguments) is serialised with `compact_json`."""
+    if isinstance(value, str):
+        return value or "{}"
+    return "{}" if value is None else compact_json(value)
+
+
+def make_usage(prompt: Any, completion: Any, total: Any = None) -> Usage:
+    """A usage dict from provider counts; anything that is not a non-negative int counts 0.
+
+    ``total`` defaults to ``prompt + completion`` when the provider did not send one.
+    """
+    p, c = _count(prompt), _count(completion)
+    t = _count(total) if total is not None else p + c
+    return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": t}
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return 0
+
+
+def normalize_finish_reason(raw: Any, has_tool_calls: bool) -> FinishReason:
+    """Map any provider's finish/stop reason onto our four (CONTRACT §11 outbound).
+
+    Any tool call wins; then ``length``/``max_tokens`` ⇒ ``length``; ``content_filter``/
+    ``refusal`` ⇒ ``content_filter``; everything else ⇒ ``stop``.
+    """
+    if has_tool_calls:
+        return "tool_calls"
+    if raw in ("length", "max_tokens"):
+        return "length"
+    if raw in ("content_filter", "refusal"):
+        return "content_filter"
+    return "stop"
+
+
+def text_of(content: Any) -> str | None:
+    """The text of a message ``content``: a string, ``None`` (⇒ ``""``) or a parts array.
+
+    Text parts are concatenated with no separator; other parts are skipped. Returns ``None``
+    when ``content`` has none of those shapes, so each caller can raise its own error.
+
+    >>> text_of([{"type": "text", "text": "a"}, {"type": "image_url"}, {"text": "b"}])
+    'ab'
+    """
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if not isinstance(content, list):
+        return None
+    pieces: list[str] = []
+    for part in cast(list[Any], content):
+        if isinstance(part, str):
+            pieces.append(part)
+        elif isinstance(part, dict):
+            part = cast(dict[str, Any], part)
+            text = part.get("text")
+            if isinstance(text, str) and part.get("type", "text") in _TEXT_PART_TYPES:
+                pieces.append(text)
+    return "".join(pieces)
+
+
+def _checked(messages: Iterable[Any]) -> list[Message]:
+    out: list[Message] = []
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise UsageError(f"messages[{i}] must be a dict, got {type(message).__name__}")
+        message = cast(Message, message)
+        if not isinstance(message.get("role"), str) or not message["role"]:
+            raise UsageError(f"messages[{i}] has no role")
+        out.append(message)
+    return out
+
+
+def _content_text(message: Message, i: int) -> str:
+    text = text_of(message.get("content"))
+    if text is None:
+        raise UsageError(f"messages[{i}].content must be a string, null or a list of parts")
+    return text
+
+
+def _tool_input(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, dict):
+        return cast(dict[str, Any], arguments)
+    if isinstance(arguments, str):
+        try:
+            parsed = json.loads(arguments)
+        except ValueError:
+            return {}
+        if isinstance(parsed, dict):
+            return cast(dict[str, Any], parsed)
+    return {}
+
+
+def _tool_use_blocks(calls: Any, i: int) -> list[dict[str, Any]]:
+    if calls is None:
+        return []
+    if not isinstance(calls, list):
+        raise UsageError(f"messages[{i}].tool_calls must be a list")
+    blocks: list[dict[str, Any]] = []
+    for j, call in enumerate(cast(list[Any], calls)):
+        where = f"messages[{i}].tool_calls[{j}]"
+        if not isinstance(call, dict):
+            raise UsageError(f"{where} must be a dict")
+        call = cast(dict[str, Any], call)
+        function = call.get("function")
+        name = cast(dict[str, Any], function).get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            raise UsageError(f"{where} has no function name")
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise UsageError(f"{where} has no id")
+        arguments = cast(dict[str, Any], function).get("arguments")
+        blocks.append(
+            {"type": "tool_use", "id": call_id, "name": name, "input": _tool_input(arguments)}
+        )
+    return blocks
+
+
+def _as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if content else []
+
+
+def _append(out: list[dict[str, Any]], role: str, content: str | list[dict[str, Any]]) -> None:
+    # Every list in ``out`` was built here, so extending one in place never touches the input.
+    if out and out[-1]["role"] == role:
+        blocks = _as_blocks(out[-1]["content"])
+        blocks.extend(_as_blocks(content))
+        out[-1]["content"] = blocks
+    else:
+        out.append({"role": role, "content": content})
+
+
+def to_anthropic(
+    messages: Sequence[Message], system: str | None = None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Render a canonical transcript as Anthropic ``messages`` plus the top-level ``system``.
+
+    ``system``/``developer`` messages are hoisted and joined by ``\\n\\n``; an explicit
+    ``system`` overrides them. Assistant ``tool_calls`` become ``tool_use`` blocks after the
+    text; ``tool`` messages become ``tool_result`` blocks; same-role neighbours merge, so
+    consecutive tool results form one user turn. An assistant turn with neither text nor tool
+    calls is dropped. The input is not modified.
+
+    Raises:
+        UsageError: a message is not a dict, has no role or an unknown one, unreadable
+            content, or a tool call / tool result without its id or name.
+
+    Example::
+
+        to_anthropic([{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": "hi"}])
+        # ([{"role": "user", "content": "hi"}], "Be brief.")
+    """
+    hoisted: list[str] = []
+    out: list[dict[str, Any]] = []
+    for i, message in enumerate(_checked(messages)):
+        role = message["role"]
+        if role in _SYSTEM_ROLES:
+            text = _content_text(message, i)
+            if text:
+                hoisted.append(text)
+        elif role == "user":
+            _append(out, "user", _content_text(message, i))
+        elif role == "assistant":
+            text = _content_text(message, i)
+            uses = _tool_use_blocks(message.get("tool_calls"), i)
+            if uses:
+                _append(out, "assistant", _as_blocks(text) + uses)
+            elif text:
+                _append(out, "assistant", text)
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise UsageError(f"messages[{i}] is a tool result without tool_call_id")
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": _content_text(message, i),
+            }
+            if message.get("is_error") is True:
+                block["is_error"] = True
+            _append(out, "user", [block])
+        else:
+            raise UsageError(f"messages[{i}] has an unsupported role {role!r}")
+    chosen = system if system is not None else "\n\n".join(hoisted)
+    return out, chosen or None
+
+
+def _from_blocks(message: Message, i: int) -> list[Message]:
+    role = message["role"]
+    blocks = cast(list[Any], message["content"])
+    texts: list[str] = []
+    existing = message.get("tool_calls")
+    calls: list[Any] = list(cast(list[Any], existing)) if isinstance(existing, list) else []
+    results: list[Message] = []
+    for j, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            raise UsageError(f"messages[{i}].content[{j}] must be a dict")
+        block = cast(dict[str, Any], block)
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        elif kind == "tool_use":
+            name, call_id = block.get("name"), block.get("id")
+            if not isinstance(name, str) or not name or not isinstance(call_id, str):
+                raise UsageError(f"messages[{i}].content[{j}] is a tool_use without id or name")
+            arguments = block.get("input", {})
+            calls.append(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": compact_json(arguments)},
+                }
+            )
+        elif kind == "tool_result":
+            call_id = block.get("tool_use_id")
+            text = text_of(block.get("content"))
+            if not isinstance(call_id, str) or text is None:
+                raise UsageError(f"messages[{i}].content[{j}] is an unreadable tool_result")
+            result: Message = {"role": "tool", "tool_call_id": call_id, "content": text}
+            if block.get("is_error") is True:
+                result["is_error"] = True
+            results.append(result)
+    text = "".join(texts)
+    if calls:
+        return [*results, {"role": role, "content": text or None, "tool_calls": calls}]
+    if results:
+        return [*results, {"role": role, "content": text}] if text else results
+    return [{"role": role, "content": text}]
+
+
+def from_anthropic(messages: Sequence[Message]) -> list[Message]:
+    """Turn an Anthropic-shaped history into canonical messages.
+
+    ``tool_use`` blocks become ``tool_calls`` (arguments as compact JSON text), each
+    ``tool_result`` block becomes its own ``tool`` message (before any text of the same turn),
+    text blocks are concatenated into ``content``. Messages whose content is a string or
+    ``None`` are already canonical and pass through (copied), so a mixed history works too.
+
+    Raises:
+        UsageError: a message is not a dict or has no role, or a block is unreadable.
+    """
+    out: list[Message] = []
+    for i, message in enumerate(_checked(messages)):
+        if isinstance(message.get("content"), list):
+            out.extend(_from_blocks(message, i))
+        else:
+            out.append(dict(message))
+    return out
+
+
+def _is_anthropic(message: Mapping[str, Any]) -> bool:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return False
+    return any(
+        isinstance(block, dict) and cast(dict[str, Any], block).get("type") in _ANTHROPIC_BLOCKS
+        for block in cast(list[Any], content)
+    )
+
+
+def normalize_history(messages: Sequence[Any]) -> list[Message]:
+    """Canonical messages from a history that may be canonical or Anthropic-shaped.
+
+    A history is taken as Anthropic-shaped when any message holds a ``tool_use`` or
+    ``tool_result`` block; otherwise it is returned as a new list of shallow copies.
+
+    Raises:
+        UsageError: a message is not a dict or has no role (the message names its index).
+
+    >>> normalize_history([{"role": "user", "content": "hi"}])
+    [{'role': 'user', 'content': 'hi'}]
+    """
+    checked = _checked(messages)
+    if any(_is_anthropic(message) for message in checked):
+        return from_anthropic(checked)
+    return [dict(message) for message in checked]

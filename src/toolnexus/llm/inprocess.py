@@ -1,0 +1,101 @@
+"""An in-process model: a host function stands in for the provider.
+
+``generate(request)`` receives the OpenAI-shaped request body (``model``, ``messages``,
+``tools``) and returns exactly one assistant message: ``{"content": str}`` or
+``{"toolCalls": [{"id"?, "name", "arguments"}]}`` (``tool_calls`` is accepted too), with an
+optional ``usage``. The library builds the provider envelope around it. Failures are final (no
+retry) and streaming is not supported.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from ..errors import BadResponse, UsageError
+from .base import SSEEvent
+
+__all__ = ["Generate", "InProcessTransport"]
+
+Generate = Callable[[dict[str, Any]], Any]
+
+
+class InProcessTransport:
+    """A `Transport` that calls ``generate`` instead of the network."""
+
+    supports_stream = False
+
+    def __init__(self, generate: Generate) -> None:
+        if not callable(generate):
+            raise UsageError("create_in_process_client: generate must be callable")
+        self._generate = generate
+        self._ids = itertools.count(1)
+
+    async def post(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
+    ) -> dict[str, Any]:
+        del url, headers, timeout
+        value = self._generate(body)
+        if inspect.isawaitable(value):
+            value = await value
+        return self._envelope(body, value)
+
+    def _envelope(self, body: dict[str, Any], value: Any) -> dict[str, Any]:
+        if isinstance(value, str):
+            value = {"content": value}
+        if not isinstance(value, dict):
+            raise BadResponse(
+                f"generate must return a dict with content or toolCalls, got {type(value).__name__}"
+            )
+        reply: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+        raw_calls: Any = reply.get("toolCalls", reply.get("tool_calls")) or []
+        if not isinstance(raw_calls, list):
+            raise BadResponse("generate: toolCalls must be a list")
+        calls: list[dict[str, Any]] = []
+        for raw in raw_calls:  # pyright: ignore[reportUnknownVariableType]
+            if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):  # pyright: ignore[reportUnknownMemberType]
+                raise BadResponse("generate: every tool call needs a string name")
+            call: dict[str, Any] = raw  # pyright: ignore[reportUnknownVariableType]
+            arguments = call.get("arguments", {})
+            if not isinstance(arguments, str):
+                arguments = json.dumps(arguments, separators=(",", ":"))
+            calls.append(
+                {
+                    "id": str(call.get("id") or f"call_{next(self._ids)}"),
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": arguments},
+                }
+            )
+        content = reply.get("content")
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": content if isinstance(content, str) else None,
+        }
+        if calls:
+            message["tool_calls"] = calls
+        usage = reply.get("usage")
+        return {
+            "object": "chat.completion",
+            "model": body.get("model"),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if calls else "stop",
+                }
+            ],
+            "usage": usage
+            if isinstance(usage, dict)
+            else {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+        }
+
+    def stream(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
+    ) -> AsyncIterator[SSEEvent]:
+        raise UsageError("the in-process client does not stream; use run() or ask()")
+
+    async def aclose(self) -> None:
+        return None

@@ -1,0 +1,427 @@
+"""Transports for the LLM path: aiohttp by default, the existing package's shape adapted.
+
+A transport makes **one attempt** (retries live in `toolnexus.llm.retry`, aborts in
+`toolnexus.llm.abort`) and speaks only our error tree::
+
+    non-2xx reply                          ProviderError(status, body, retry_after)
+    2xx that is not a JSON object          BadResponse
+    refused / reset / cut / stalled        TransportError   (retryable)
+    malformed URL, unserialisable body     UsageError
+
+The ``timeout`` argument is a per-request cap on a stalled exchange, not the run's deadline: when
+it fires the attempt fails with a retryable `TransportError`. The whole-run ``timeout_ms`` is
+enforced by `toolnexus.llm.abort.run_abortable`, which cancels the request and raises
+`RunTimeout`; a client should pass ``timeout=None`` unless it wants a per-attempt cap too.
+
+aiohttp is imported on first use, not at import time: it costs more than the whole import budget
+of ``toolnexus``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import math
+import sys
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from ..errors import BadResponse, ProviderError, ToolnexusError, TransportError, UsageError
+from .base import SSEEvent, Transport
+from .retry import parse_retry_after
+from .sse import SSEParser
+
+if TYPE_CHECKING:
+    import aiohttp
+
+__all__ = ["AiohttpTransport", "LegacyTransport", "as_transport"]
+
+_JSON = "application/json"
+
+T = TypeVar("T")
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"request body is not JSON-serialisable: {exc}") from exc
+
+
+def _decode(data: bytes) -> dict[str, Any]:
+    try:
+        payload: object = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise BadResponse(
+            f"2xx reply is not valid JSON: {_text(data)[:200]!r}", body=_text(data)
+        ) from exc
+    if not isinstance(payload, dict):
+        raise BadResponse(
+            f"2xx reply is not a JSON object but {type(payload).__name__}", body=_text(data)
+        )
+    return cast("dict[str, Any]", payload)
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")
+
+
+def _status_error(status: int, body: str, retry_after: str | None) -> ProviderError:
+    return ProviderError(
+        f"HTTP {status}: {body}",
+        status=status,
+        body=body,
+        retry_after=parse_retry_after(retry_after),
+    )
+
+
+def _where(url: str) -> str:
+    # Never echo a query string: some gateways carry credentials there.
+    return url.split("?", 1)[0]
+
+
+class AiohttpTransport:
+    """The default transport: one pooled keep-alive `aiohttp.ClientSession`, created lazily.
+
+    Pass ``session`` to share a session the host owns; `aclose` then leaves it open. Without
+    one, the transport creates its own on first use (inside the running loop) and closes it in
+    `aclose`; a later call after `aclose`, or from a new event loop (a host running each call
+    under its own ``asyncio.run``), starts a fresh one.
+
+    Redirects are not followed: a 3xx is a `ProviderError`, so credentials never travel to a
+    host the caller did not name.
+
+    Args:
+        session: a host-owned session to send through.
+        connector_limit: the most simultaneous connections of the transport's own session
+            (``0`` ⇒ unlimited); ignored when ``session`` is given.
+
+    >>> transport = AiohttpTransport()
+    >>> reply = await transport.post(url, headers, body, timeout=None)
+    >>> await transport.aclose()
+    """
+
+    supports_stream = True
+
+    def __init__(
+        self, session: aiohttp.ClientSession | None = None, *, connector_limit: int = 256
+    ) -> None:
+        limit = cast(object, connector_limit)
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise UsageError(f"connector_limit must be an int ≥ 0, got {limit!r}")
+        self._session = session
+        self._owned = session is None
+        self._limit = connector_limit
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def _fresh_session(self) -> aiohttp.ClientSession:
+        import aiohttp
+
+        stale = self._session
+        session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=self._limit),
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
+        self._session, self._loop = session, asyncio.get_running_loop()
+        if stale is not None:
+            # Its loop is gone (a host running each call under a new asyncio.run()); closing
+            # it here only marks it closed, which is all that can be done from this loop.
+            await stale.close()
+        return session
+
+    async def _send(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], timeout: float | None
+    ) -> aiohttp.ClientResponse:
+        data = _encode(body)
+        if not any(name.lower() == "content-type" for name in headers):
+            headers = {"Content-Type": _JSON, **headers}
+        options: dict[str, Any] = {"data": data, "headers": headers, "allow_redirects": False}
+        session = self._session
+        if session is None or (self._owned and self._loop is not asyncio.get_running_loop()):
+            session = await self._fresh_session()
+        elif session.closed:
+            raise UsageError("the aiohttp session given to AiohttpTransport is closed")
+        if timeout is not None:
+            import aiohttp
+
+            options["timeout"] = aiohttp.ClientTimeout(total=timeout)
+        return await _read(session.post(url, **options), url, timeout)
+
+    async def post(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
+    ) -> dict[str, Any]:
+        """POST ``body`` as JSON and return the reply's JSON object.
+
+        Raises:
+            ProviderError: the endpoint answered with a non-2xx status.
+            BadResponse: a 2xx reply that is not a JSON object.
+            TransportError: the connection failed, was reset, or ``timeout`` passed.
+            UsageError: the URL is malformed or the body cannot be encoded.
+        """
+        response = await self._send(url, headers, body, timeout)
+        try:
+            data = await _read(response.read(), url, timeout)
+        except BaseException:
+            response.close()
+            raise
+        response.release()
+        if not 200 <= response.status < 300:
+            raise _status_error(response.status, _text(data), response.headers.get("Retry-After"))
+        return _decode(data)
+
+    async def stream(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
+    ) -> AsyncGenerator[SSEEvent, None]:
+        """POST ``body`` and yield the reply's server-sent events as they arrive.
+
+        Closing the generator early (``aclose``) closes the connection. ``timeout`` bounds the
+        whole exchange, stream included.
+
+        Raises:
+            ProviderError: the endpoint answered with a non-2xx status (body read first).
+            BadResponse: the stream is unreadable (an event beyond the parser's size limit).
+            TransportError: the connection failed before or during the stream.
+        """
+        response = await self._send(url, headers, body, timeout)
+        finished = False
+        try:
+            if not 200 <= response.status < 300:
+                data = await _read(response.read(), url, timeout)
+                retry_after = response.headers.get("Retry-After")
+                raise _status_error(response.status, _text(data), retry_after)
+            parser = SSEParser()
+            while chunk := await _read(response.content.readany(), url, timeout):
+                for event in parser.feed(chunk):
+                    yield event
+            for event in parser.flush():
+                yield event
+            finished = True
+        finally:
+            # A fully read reply goes back to the pool; anything else drops the connection.
+            if finished:
+                response.release()
+            else:
+                response.close()
+
+    async def aclose(self) -> None:
+        """Close the session this transport created; a host's session is left open."""
+        session, self._session = self._session, (None if self._owned else self._session)
+        if self._owned and session is not None:
+            await session.close()
+
+
+async def _read(pending: Awaitable[T], url: str, timeout: float | None) -> T:
+    try:
+        return await pending
+    except ToolnexusError:
+        raise
+    except Exception as exc:
+        raise _translate(exc, url, timeout) from exc
+
+
+def _translate(exc: Exception, url: str, timeout: float | None) -> ToolnexusError:
+    """Map an aiohttp/OS failure onto our tree (the caller chains ``exc``)."""
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None and isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
+        return UsageError(f"invalid URL {_where(url)!r}: {exc}")
+    if isinstance(exc, TimeoutError):
+        return TransportError(f"POST {_where(url)} timed out after {timeout}s")
+    if isinstance(exc, OSError) or (aiohttp is not None and isinstance(exc, aiohttp.ClientError)):
+        detail = str(exc) or type(exc).__name__
+        return TransportError(f"POST {_where(url)} failed: {detail}")
+    return TransportError(f"POST {_where(url)} failed: {type(exc).__name__}: {exc}")
+
+
+class LegacyTransport:
+    """Adapts the existing package's synchronous transport to our async `Transport`.
+
+    The wrapped object has a blocking ``post(url, headers, payload, timeout) -> dict`` and,
+    optionally, ``open(url, headers, payload, timeout)`` returning a live response with
+    ``read1``/``readline``/``read`` and ``close`` for SSE. Each blocking call runs in a worker
+    thread (`asyncio.to_thread`), so the event loop never stalls. A thread cannot be interrupted:
+    an abort returns control at once, but the blocking call finishes in the background and its
+    result is discarded.
+
+    ``supports_stream`` is ``False`` when the object has no ``open``: the client should then
+    make a non-streaming call instead of calling `stream` (which raises `UsageError`).
+
+    Errors the object raises are mapped onto our tree: ours pass through; one carrying an int
+    HTTP ``status`` or ``code`` becomes `ProviderError` (with ``body``/``text`` and
+    ``retry_after`` or a ``Retry-After`` header when it has them); invalid JSON becomes
+    `BadResponse`; anything else becomes `TransportError`, chained. ``timeout`` is passed on
+    as given, ``None`` included.
+
+    >>> transport = LegacyTransport(UrllibTransport())
+    """
+
+    def __init__(self, obj: object) -> None:
+        if not callable(getattr(obj, "post", None)):
+            raise UsageError(f"{type(obj).__name__} has no post(url, headers, payload, timeout)")
+        self._obj: Any = obj
+        self.supports_stream: bool = callable(getattr(obj, "open", None))
+
+    async def post(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
+    ) -> dict[str, Any]:
+        """Run the object's blocking ``post`` in a worker thread and check what it returned."""
+        result = await _off_loop(self._obj.post, url, headers, body, timeout)
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
+            raise UsageError(
+                f"{type(self._obj).__name__}.post returned an awaitable; an async transport "
+                "needs async post() and stream() methods"
+            )
+        if not isinstance(result, dict):
+            raise BadResponse(
+                f"legacy transport returned {type(result).__name__}, not a JSON object"
+            )
+        return cast("dict[str, Any]", result)
+
+    async def stream(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
+    ) -> AsyncGenerator[SSEEvent, None]:
+        """Stream through the object's blocking ``open``, reading chunks in worker threads.
+
+        Raises:
+            UsageError: the object has no ``open`` (check ``supports_stream`` first).
+        """
+        if not self.supports_stream:
+            raise UsageError(
+                f"{type(self._obj).__name__} cannot stream (it has no open()); "
+                "make a non-streaming call instead"
+            )
+        response: Any = await _off_loop(self._obj.open, url, headers, body, timeout)
+        read = _reader(response)
+        parser = SSEParser()
+        try:
+            while True:
+                try:
+                    chunk: object = await asyncio.to_thread(read)
+                except Exception as exc:
+                    raise TransportError(f"stream from {_where(url)} broke: {exc}") from exc
+                if not chunk:
+                    break
+                data = chunk.encode() if isinstance(chunk, str) else bytes(cast("bytes", chunk))
+                for event in parser.feed(data):
+                    yield event
+            for event in parser.flush():
+                yield event
+        finally:
+            close = getattr(response, "close", None)
+            if callable(close):
+                await asyncio.to_thread(close)
+
+    async def aclose(self) -> None:
+        """Nothing to release: the wrapped object belongs to the host."""
+
+
+def _reader(response: Any) -> Callable[[], object]:
+    for name in ("read1", "readline"):
+        method = getattr(response, name, None)
+        if callable(method):
+            return cast("Callable[[], object]", method)
+    read = getattr(response, "read", None)
+    if not callable(read):
+        raise UsageError(f"open() returned {type(response).__name__}, which has no read method")
+    return lambda: read(_CHUNK)
+
+
+_CHUNK = 65536
+
+
+async def _off_loop(function: Callable[..., Any], *args: Any) -> Any:
+    try:
+        return await asyncio.to_thread(function, *args)
+    except ToolnexusError:
+        raise
+    except Exception as exc:
+        raise _legacy_error(exc) from exc
+
+
+def _http_status(exc: Exception) -> int | None:
+    for name in ("status", "code"):
+        value = getattr(exc, name, None)
+        if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 599:
+            return value
+    return None
+
+
+def _legacy_body(exc: Exception) -> str:
+    for name in ("body", "text"):
+        value = getattr(exc, name, None)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bytes | bytearray):
+            return _text(bytes(value))
+    return ""
+
+
+def _legacy_retry_after(exc: Exception) -> float | None:
+    value = getattr(exc, "retry_after", None)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) if math.isfinite(value) and value >= 0 else None
+    if isinstance(value, str):
+        return parse_retry_after(value)
+    headers = getattr(exc, "headers", None)
+    items = getattr(headers, "items", None)
+    if callable(items):
+        for name, header in cast("Callable[[], Any]", items)():
+            if isinstance(name, str) and name.lower() == "retry-after" and isinstance(header, str):
+                return parse_retry_after(header)
+    return None
+
+
+def _legacy_error(exc: Exception) -> ToolnexusError:
+    """Map whatever a legacy transport raised onto our tree (the caller chains ``exc``)."""
+    status = _http_status(exc)
+    if status is not None:
+        body = _legacy_body(exc)
+        return ProviderError(
+            f"HTTP {status}: {body or exc}",
+            status=status,
+            body=body,
+            retry_after=_legacy_retry_after(exc),
+        )
+    if isinstance(exc, json.JSONDecodeError):
+        return BadResponse(f"reply is not valid JSON: {exc}")
+    return TransportError(f"legacy transport failed: {type(exc).__name__}: {exc}")
+
+
+def as_transport(obj: object | None) -> Transport:
+    """Turn what a host passed as ``http_transport`` into a `Transport`.
+
+    * ``None`` ⇒ a new `AiohttpTransport`;
+    * an `aiohttp.ClientSession` ⇒ an `AiohttpTransport` sending through it (left open);
+    * an object with an ``async def post`` ⇒ used as is; it must also have ``stream`` and
+      ``aclose`` (the `Transport` Protocol);
+    * an object with a plain ``post`` (the existing package's shape) ⇒ `LegacyTransport`.
+
+    Raises:
+        UsageError: anything else, naming what is expected.
+
+    >>> as_transport(None)
+    <toolnexus.llm.transport.AiohttpTransport object at ...>
+    """
+    if obj is None:
+        return AiohttpTransport()
+    aiohttp = sys.modules.get("aiohttp")
+    if aiohttp is not None and isinstance(obj, aiohttp.ClientSession):
+        return AiohttpTransport(cast("aiohttp.ClientSession", obj))
+    post = getattr(obj, "post", None)
+    if not callable(post):
+        raise UsageError(
+            f"http_transport must have post(): an async transport with async post(), stream() "
+            f"and aclose(), or an object with a blocking post(url, headers, payload, timeout); "
+            f"got {type(obj).__name__}"
+        )
+    if inspect.iscoroutinefunction(post):
+        missing = [name for name in ("stream", "aclose") if not callable(getattr(obj, name, None))]
+        if missing:
+            raise UsageError(
+                f"http_transport {type(obj).__name__} has async post() but lacks "
+                f"{' and '.join(f'{name}()' for name in missing)}"
+            )
+        return cast(Transport, obj)
+    return LegacyTransport(obj)

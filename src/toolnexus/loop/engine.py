@@ -1,0 +1,784 @@
+"""The engine: one state machine that moves a run forward, turn by turn.
+
+call the model → plan the tool calls → execute them concurrently → record each result or
+suspension → decide (continue, finish, halt). ``run``, ``ask`` and ``stream`` all drive this
+one generator; the non-streaming paths simply skip the events. Resolving a suspension — inline
+through ``wait_for`` or later from a checkpoint — is one code path: re-execute the call with
+``ctx.answer`` (see `Engine.resolve`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from .._types import Message, RunResult, Tool, ToolCallRecord, ToolContext, ToolResult, Usage
+from ..errors import AnswerMismatch, CallbackError
+from ..llm.abort import abortable_iter, run_abortable
+from ..llm.base import Dialect, ModelToolCall, ModelTurn, SSEEvent, Transport
+from ..llm.retry import RetryPolicy, call_with_retries
+from ..suspension import (
+    RELAY_CALLS_KEY,
+    Answer,
+    Request,
+    WaitFor,
+    format_timestamp,
+    is_expired,
+    is_relay_request,
+    pending_of,
+    relay_output_for,
+)
+from ..tools.validation import parse_arguments, validate_arguments
+from .checkpoint import Checkpoint, Outstanding
+from .execute import coerce_result, invoke_tool, unknown_tool_result
+from .hooks import Hooks, call_callback
+
+__all__ = ["Engine", "EngineConfig", "RunState", "Slot", "relay_splice"]
+
+log = logging.getLogger("toolnexus")
+
+Event = dict[str, Any]
+_STRIPPED_PARAMS = ("messages", "tools", "stream")
+
+
+@dataclass(slots=True)
+class EngineConfig:
+    """Everything a client fixes at construction."""
+
+    dialect: Dialect
+    transport: Transport
+    url: str
+    headers: dict[str, str]
+    model: str
+    style: str
+    system_prompt: str | None = None
+    max_turns: int = 10
+    hooks: Hooks = field(default_factory=Hooks)
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    timeout_ms: float | None = None
+    on_metric: Callable[[dict[str, Any]], Any] | None = None
+    wait_for: WaitFor | None = None
+    request_params: Mapping[str, Any] | None = None
+    body_transform: Callable[[dict[str, Any]], Any] | None = None
+    pending_ttl: float | None = None
+    supports_stream: bool = True
+
+
+@dataclass(slots=True)
+class Slot:
+    """One tool call of the current turn while it executes."""
+
+    index: int
+    id: str
+    name: str
+    arguments: str
+    args: dict[str, Any] = field(default_factory=lambda: {})
+    result: ToolResult | None = None
+    request: Request | None = None
+
+
+@dataclass(slots=True)
+class RunState:
+    """The mutable state of one run."""
+
+    messages: list[Message]
+    tools: list[Tool]
+    by_name: dict[str, Tool]
+    wire_tools: list[dict[str, Any]]
+    cancel: asyncio.Event | None = None
+    deadline: float | None = None
+    turns: int = 0
+    usage: Usage = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    )
+    records: list[ToolCallRecord] = field(default_factory=lambda: [])
+    fingerprint: str = ""
+    conversation_id: str | None = None
+    wait_for: WaitFor | None = None
+    expired: bool = False
+    checkpoint: Checkpoint | None = None
+
+
+class Engine:
+    """Drives runs for one client configuration."""
+
+    def __init__(self, config: EngineConfig, emit: Callable[[dict[str, Any]], None]) -> None:
+        self.cfg = config
+        self._emit = emit
+
+    # -- model calls -----------------------------------------------------------------------
+
+    async def _prepare(self, state: RunState, stream: bool) -> dict[str, Any]:
+        cfg = self.cfg
+        wire_tools = state.wire_tools
+        hooks = cfg.hooks
+        if hooks.before_llm is not None:
+            info = {
+                "messages": state.messages,
+                "tools": wire_tools,
+                "model": cfg.model,
+                "turn": state.turns,
+            }
+            change = await call_callback("before_llm hook", hooks.before_llm, info)
+            if isinstance(change, Mapping):
+                if change.get("messages") is not None:  # pyright: ignore[reportUnknownMemberType]
+                    state.messages = list(change["messages"])  # pyright: ignore[reportUnknownArgumentType]
+                if change.get("tools") is not None:  # pyright: ignore[reportUnknownMemberType]
+                    wire_tools = cast(list[dict[str, Any]], list(change["tools"]))  # pyright: ignore[reportUnknownArgumentType]
+        body = cfg.dialect.build_body(
+            model=cfg.model, messages=state.messages, tools=wire_tools, stream=stream
+        )
+        if cfg.request_params:
+            for key, value in cfg.request_params.items():
+                if key in _STRIPPED_PARAMS:
+                    log.warning("toolnexus: request_params key %r ignored", key)
+                    continue
+                body[key] = value
+        if cfg.body_transform is not None:
+            changed = await call_callback("body_transform", cfg.body_transform, body)
+            if isinstance(changed, dict):
+                body = changed  # pyright: ignore[reportUnknownVariableType]
+        return body  # pyright: ignore[reportUnknownVariableType]
+
+    async def finish_call(self, turn: ModelTurn, started: float, turn_index: int) -> None:
+        """Emit the ``llm`` metric and run ``after_llm`` for a finished model call."""
+        cfg = self.cfg
+        self._emit(
+            {
+                "event": "llm",
+                "model": cfg.model,
+                "status": "ok",
+                "ms": (time.perf_counter() - started) * 1000,
+                "prompt_tokens": turn.usage.get("prompt_tokens", 0),
+                "completion_tokens": turn.usage.get("completion_tokens", 0),
+            }
+        )
+        if cfg.hooks.after_llm is not None:
+            info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
+            await call_callback("after_llm hook", cfg.hooks.after_llm, info)
+
+    def emit_llm_error(self, started: float) -> None:
+        """Emit the ``llm`` metric for a failed model call."""
+        self._emit(
+            {
+                "event": "llm",
+                "model": self.cfg.model,
+                "status": "error",
+                "ms": (time.perf_counter() - started) * 1000,
+                "prompt_tokens": 0,
+                "completion_tokens": 0,
+            }
+        )
+
+    async def call_model(self, state: RunState) -> ModelTurn:
+        """One non-streaming model call (retries, abort, hooks, metrics)."""
+        cfg = self.cfg
+        body = await self._prepare(state, stream=False)
+        started = time.perf_counter()
+        transport = cfg.transport
+        url, headers = cfg.url, cfg.headers
+
+        async def attempt() -> dict[str, Any]:
+            return await transport.post(url, headers, body, timeout=None)
+
+        try:
+            payload = await run_abortable(
+                call_with_retries(attempt, cfg.retry),
+                cancel=state.cancel,
+                deadline=state.deadline,
+                timeout_ms=cfg.timeout_ms,
+            )
+            turn = cfg.dialect.parse_reply(payload)
+        except BaseException:
+            self.emit_llm_error(started)
+            raise
+        await self.finish_call(turn, started, state.turns)
+        return turn
+
+    async def stream_model(self, state: RunState) -> AsyncIterator[Event | ModelTurn]:
+        """One streaming model call: yields text events, then the assembled `ModelTurn`."""
+        cfg = self.cfg
+        if not cfg.supports_stream:
+            turn = await self.call_model(state)
+            if turn.text:
+                yield {"type": "text", "delta": turn.text}
+            yield turn
+            return
+        body = await self._prepare(state, stream=True)
+        started = time.perf_counter()
+        transport = cfg.transport
+        url, headers = cfg.url, cfg.headers
+
+        async def open_stream() -> tuple[AsyncIterator[SSEEvent], SSEEvent | None]:
+            events = transport.stream(url, headers, body, timeout=None)
+            try:
+                first = await anext(events)
+            except StopAsyncIteration:
+                return events, None
+            except BaseException:
+                await _aclose(events)
+                raise
+            return events, first
+
+        try:
+            events, first = await run_abortable(
+                call_with_retries(open_stream, cfg.retry),
+                cancel=state.cancel,
+                deadline=state.deadline,
+                timeout_ms=cfg.timeout_ms,
+            )
+        except BaseException:
+            self.emit_llm_error(started)
+            raise
+        assembler = cfg.dialect.new_stream()
+        try:
+            if first is not None:
+                delta = assembler.feed(first)
+                if delta:
+                    yield {"type": "text", "delta": delta}
+            if not assembler.complete:
+                async for event in abortable_iter(
+                    events, cancel=state.cancel, deadline=state.deadline, timeout_ms=cfg.timeout_ms
+                ):
+                    delta = assembler.feed(event)
+                    if delta:
+                        yield {"type": "text", "delta": delta}
+                    if assembler.complete:
+                        break
+            turn = assembler.finish()
+        except BaseException:
+            self.emit_llm_error(started)
+            raise
+        finally:
+            await _aclose(events)
+        await self.finish_call(turn, started, state.turns)
+        yield turn
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    def _ctx(self, state: RunState, slot: Slot, answer: Answer | None) -> ToolContext:
+        timeout = None
+        if state.deadline is not None:
+            timeout = max(0.0, state.deadline - asyncio.get_running_loop().time())
+        return ToolContext(signal=state.cancel, timeout=timeout, answer=answer, call_id=slot.id)
+
+    async def _execute_once(
+        self, state: RunState, slot: Slot, answer: Answer | None
+    ) -> tuple[ToolResult, str]:
+        """before_tool → lookup → validate → execute. Returns the result and the source."""
+        hooks = self.cfg.hooks
+        args = slot.args
+        if hooks.before_tool is not None:
+            info: dict[str, Any] = {
+                "name": slot.name,
+                "args": args,
+                "id": slot.id,
+                "turn": state.turns,
+            }
+            if answer is not None:
+                info["answer"] = answer
+            change = await call_callback("before_tool hook", hooks.before_tool, info)
+            if isinstance(change, Mapping):
+                if "result" in change:
+                    return coerce_result(change["result"]), _source(state, slot.name)
+                new_args = change.get("args")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+                if isinstance(new_args, dict):
+                    args = slot.args = dict(new_args)  # pyright: ignore[reportUnknownArgumentType]
+        tool = state.by_name.get(slot.name)
+        if tool is None:
+            return unknown_tool_result(slot.name, list(state.by_name)), "custom"
+        problem = validate_arguments(tool, args)
+        if problem is not None:
+            return ToolResult(problem, True), tool.source
+        return await invoke_tool(tool, args, self._ctx(state, slot, answer)), tool.source
+
+    async def _run(self, state: RunState, slot: Slot, answer: Answer | None) -> ToolResult:
+        started = time.perf_counter()
+        result, source = await self._execute_once(state, slot, answer)
+        request = pending_of(result)
+        event: dict[str, Any] = {
+            "event": "tool",
+            "tool": slot.name,
+            "source": source,
+            "is_error": result.is_error and request is None,
+            "ms": (time.perf_counter() - started) * 1000,
+        }
+        if request is not None:
+            event["pending"] = True
+        self._emit(event)
+        return result
+
+    async def _after_tool(self, state: RunState, slot: Slot, result: ToolResult) -> ToolResult:
+        hook = self.cfg.hooks.after_tool
+        if hook is None:
+            return result
+        info = {
+            "name": slot.name,
+            "args": slot.args,
+            "result": result,
+            "id": slot.id,
+            "turn": state.turns,
+        }
+        change = await call_callback("after_tool hook", hook, info)
+        if isinstance(change, Mapping) and "result" in change:
+            return coerce_result(change["result"])
+        return result
+
+    def _stamp(self, request: Request, slot: Slot) -> Request:
+        """Give a suspension its deadline and, for relay calls, the provider call id."""
+        changes: dict[str, Any] = {}
+        ttl = self.cfg.pending_ttl
+        if request.expiresAt is None and ttl is not None:
+            changes["expiresAt"] = format_timestamp(datetime.now(UTC) + timedelta(seconds=ttl))
+        if is_relay_request(request):
+            calls: list[Any] = list((request.data or {})[RELAY_CALLS_KEY])
+            stamped: list[Any] = []
+            for call in calls:
+                if isinstance(call, dict) and not call.get("id"):  # pyright: ignore[reportUnknownMemberType]
+                    call = {**call, "id": slot.id}  # pyright: ignore[reportUnknownVariableType]
+                stamped.append(call)
+            changes["data"] = {**(request.data or {}), RELAY_CALLS_KEY: stamped}
+        return replace(request, **changes) if changes else request
+
+    async def start_slot(self, state: RunState, slot: Slot, resolve_inline: bool) -> None:
+        """First execution of a call; with ``resolve_inline`` a suspension is resolved here."""
+        try:
+            slot.args, problem = _parse(slot)
+        except Exception as exc:
+            slot.args, problem = {}, f"malformed arguments for tool {slot.name}: {exc}"
+        if problem is not None:
+            self._emit(
+                {
+                    "event": "tool",
+                    "tool": slot.name,
+                    "source": _source(state, slot.name),
+                    "is_error": True,
+                    "ms": 0.0,
+                }
+            )
+            slot.result = await self._after_tool(state, slot, ToolResult(problem, True))
+            return
+        result = await self._run(state, slot, None)
+        request = pending_of(result)
+        if request is None:
+            slot.result = await self._after_tool(state, slot, result)
+            return
+        slot.request = self._stamp(request, slot)
+        if resolve_inline:
+            answer = await self.ask(state, slot.request)
+            await self.resolve(state, slot, answer)
+
+    async def resolve(self, state: RunState, slot: Slot, answer: Answer) -> None:
+        """Resolve a suspended call with ``answer``: the one rule for inline and durable paths.
+
+        ``ok`` ⇒ re-execute once with ``ctx.answer`` (a second suspension becomes
+        ``unresolved: <prompt>``); ``!ok`` ⇒ ``declined/expired: <prompt>``. Relay tools map
+        the answer themselves (their output, or ``relay declined for …``).
+        """
+        request = slot.request
+        assert request is not None
+        tool = state.by_name.get(slot.name)
+        relay = tool is not None and tool.source == "relay"
+        if not answer.ok and not relay:
+            result = ToolResult(f"declined/expired: {request.prompt}", True)
+        else:
+            retry = await self._run(state, slot, answer)
+            if pending_of(retry) is not None:
+                result = ToolResult(f"unresolved: {request.prompt}", True)
+            else:
+                result = retry
+        slot.result = await self._after_tool(state, slot, result)
+        slot.request = None
+
+    def restore(self, state: RunState, checkpoint: Checkpoint) -> list[Slot]:
+        """Load a checkpoint into ``state``; return the halted turn's calls as slots."""
+        state.messages = list(checkpoint.messages)
+        state.turns = checkpoint.turn
+        state.usage = dict(checkpoint.usage)
+        state.records = list(checkpoint.tool_calls)
+        slots: list[Slot] = []
+        for i, o in enumerate(checkpoint.outstanding):
+            slot = Slot(i, o.call_id, o.name, o.arguments)
+            slot.args, _ = parse_arguments(o.arguments)
+            if o.state == "done":
+                slot.result = o.result
+            elif o.state == "suspended":
+                slot.request = o.request
+            slots.append(slot)
+        return slots
+
+    async def apply_answer(
+        self, state: RunState, slots: list[Slot], request: Request, answer: Answer
+    ) -> None:
+        """Resolve every slot waiting on ``request`` with ``answer`` (the durable resume).
+
+        A non-relay call is re-executed with ``ctx.answer`` — the same rule as the inline
+        path. Relay calls get the host's output spliced (``results[]`` by call id, or the
+        single-call ``output`` shorthand for the first one).
+        """
+        targets = [s for s in slots if s.request is not None and s.request.id == request.id]
+        for position, slot in enumerate(targets):
+            tool = state.by_name.get(slot.name)
+            if tool is not None and tool.source == "relay":
+                started = time.perf_counter()
+                result = relay_splice(slot.name, slot.id, answer, first=position == 0)
+                self._emit(
+                    {
+                        "event": "tool",
+                        "tool": slot.name,
+                        "source": "relay",
+                        "is_error": result.is_error,
+                        "ms": (time.perf_counter() - started) * 1000,
+                    }
+                )
+                slot.result = await self._after_tool(state, slot, result)
+                slot.request = None
+            else:
+                await self.resolve(state, slot, answer)
+
+    async def ask(self, state: RunState, request: Request) -> Answer:
+        """Ask the host's ``wait_for``, enforcing the Request's deadline and the id echo."""
+        wait_for = state.wait_for
+        assert wait_for is not None
+        expired = Answer(id=request.id, ok=False, reason="expired")
+        if is_expired(request):
+            return expired
+        remaining: float | None = None
+        deadline = request.expires_at if request.expiresAt else None
+        if deadline is not None:
+            remaining = (deadline - datetime.now(UTC)).total_seconds()
+
+        async def call() -> Any:
+            value = wait_for(request)
+            if inspect.isawaitable(value):
+                value = await value
+            return value
+
+        try:
+            if remaining is not None:
+                async with asyncio.timeout(remaining):
+                    value = await run_abortable(call(), cancel=state.cancel, deadline=None)
+            else:
+                value = await run_abortable(call(), cancel=state.cancel, deadline=None)
+        except TimeoutError:
+            if deadline is not None and is_expired(request):
+                return expired
+            raise CallbackError("wait_for raised TimeoutError") from None
+        except (CallbackError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            if type(exc).__module__.startswith("toolnexus"):
+                raise
+            raise CallbackError(f"wait_for raised {type(exc).__name__}: {exc}") from exc
+        answer = _as_answer(value)
+        if answer.id != request.id:
+            raise AnswerMismatch(
+                f'wait_for answered id "{answer.id}", which does not echo the pending request '
+                f'id "{request.id}"'
+            )
+        if is_expired(request):
+            return expired
+        return answer
+
+    # -- the loop ----------------------------------------------------------------------------
+
+    async def drive(
+        self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
+    ) -> AsyncIterator[Event]:
+        """Run turns until the model answers, a limit stops the run, or a call halts it.
+
+        With ``resumed``, the halted turn's calls (already resolved, still suspended, or not
+        yet run) are settled first, as if the turn had just been executed.
+
+        Yields stream events; the last one is always ``{"type": "done", "result": ...}``.
+        """
+        cfg = self.cfg
+        limit = state.turns + cfg.max_turns
+        if resumed is not None:
+            inline = state.wait_for is not None and not stream
+            await _gather(
+                self.start_slot(state, s, inline)
+                for s in resumed
+                if s.result is None and s.request is None
+            )
+            async for event in self._settle(state, resumed, stream):
+                yield event
+                if event["type"] == "done":
+                    return
+            if state.turns >= limit:
+                yield self._capped(state, _last_text(state.messages))
+                return
+        while True:
+            if state.turns >= limit:
+                yield self._done(state, _last_text(state.messages), "incomplete", "maxTurns")
+                return
+            turn: ModelTurn | None = None
+            if stream:
+                async for item in self.stream_model(state):
+                    if isinstance(item, ModelTurn):
+                        turn = item
+                    else:
+                        yield item
+            else:
+                turn = await self.call_model(state)
+            assert turn is not None
+            state.turns += 1
+            _add_usage(state.usage, turn.usage)
+            calls = _unique_calls(turn.tool_calls, state.turns)
+            state.messages.append(_assistant_message(turn.text, calls))
+            if not calls:
+                if stream:
+                    yield {"type": "usage", "usage": dict(state.usage)}
+                yield self._done(state, turn.text or "", "done", None)
+                return
+            slots = [Slot(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
+            if stream:
+                for s in slots:
+                    yield {"type": "tool_call", "id": s.id, "name": s.name, "args": _peek(s)}
+            inline = state.wait_for is not None and not stream
+            await _gather(self.start_slot(state, s, inline) for s in slots)
+            async for event in self._settle(state, slots, stream):
+                yield event
+                if event["type"] == "done":
+                    return
+            if state.turns >= limit:
+                yield self._capped(state, turn.text)
+                return
+
+    async def _settle(
+        self, state: RunState, slots: list[Slot], stream: bool
+    ) -> AsyncIterator[Event]:
+        """After a turn's calls ran: resolve (``wait_for``) or halt, in call order.
+
+        Ends with a ``done`` event when the run halts; otherwise every result is appended.
+        """
+        for s in slots:
+            if s.request is not None and state.wait_for is not None:
+                yield {"type": "pending", "request": s.request}
+                await self.resolve(state, s, await self.ask(state, s.request))
+            if s.request is not None:
+                yield self._halt(state, slots, s)
+                return
+            if stream:
+                yield _result_event(s)
+        self.append_results(state, slots)
+
+    def _capped(self, state: RunState, text: str | None) -> Event:
+        if text:
+            return self._done(state, text, "done", None)
+        return self._done(state, "", "incomplete", "maxTurns")
+
+    def append_results(self, state: RunState, slots: Sequence[Slot]) -> None:
+        """Append one tool message and one record per call, in emission order."""
+        for s in slots:
+            assert s.result is not None
+            state.messages.append(_tool_message(s.id, s.result))
+            state.records.append(_record(s, s.result))
+
+    def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> Event:
+        _fold_relay(slots)
+        request = halted.request
+        assert request is not None
+        assistant_at = len(state.messages)
+        outstanding = [
+            Outstanding(
+                call_id=s.id,
+                name=s.name,
+                arguments=s.arguments,
+                state="suspended" if s.request is not None else "done",
+                result=s.result,
+                request=s.request,
+            )
+            for s in slots
+        ]
+        checkpoint = Checkpoint(
+            model=self.cfg.model,
+            style=self.cfg.style,
+            messages=list(state.messages[:assistant_at]),
+            turn=state.turns,
+            usage=dict(state.usage),
+            tool_calls=list(state.records),
+            outstanding=outstanding,
+            pending=request,
+            fingerprint=state.fingerprint,
+            conversation_id=state.conversation_id,
+        )
+        state.checkpoint = checkpoint
+        before = slots[: halted.index]
+        self.append_results(state, before)
+        placeholder = ToolResult(request.prompt, True, {"pending": request})
+        state.messages.append(_tool_message(halted.id, placeholder))
+        state.records.append(_record(halted, placeholder))
+        return self._done(state, request.prompt, "pending", None, pending=request)
+
+    def _done(
+        self,
+        state: RunState,
+        text: str,
+        status: Any,
+        limit: str | None,
+        pending: Request | None = None,
+    ) -> Event:
+        result = RunResult(
+            text=text,
+            messages=state.messages,
+            tool_calls=state.records,
+            tool_call_count=len(state.records),
+            turns=state.turns,
+            usage=state.usage,
+            model=self.cfg.model,
+            status=status,
+            limit=limit,
+            pending=pending,
+            expired=state.expired,
+        )
+        return {"type": "done", "result": result}
+
+
+# -- pure helpers --------------------------------------------------------------------------
+
+
+async def _aclose(events: AsyncIterator[Any]) -> None:
+    closer = getattr(events, "aclose", None)
+    if closer is not None:
+        try:
+            await closer()
+        except Exception:
+            log.debug("toolnexus: closing a stream failed", exc_info=True)
+
+
+async def _gather(coros: Any) -> None:
+    items = list(coros)
+    if len(items) == 1:
+        await items[0]
+        return
+    async with asyncio.TaskGroup() as group:
+        for c in items:
+            group.create_task(c)
+
+
+def _parse(slot: Slot) -> tuple[dict[str, Any], str | None]:
+    args, problem = parse_arguments(slot.arguments)
+    if problem is not None:
+        return {}, f"tool {slot.name}: {problem}"
+    return args, None
+
+
+def _peek(slot: Slot) -> dict[str, Any]:
+    args, _ = parse_arguments(slot.arguments)
+    return args
+
+
+def _source(state: RunState, name: str) -> str:
+    tool = state.by_name.get(name)
+    return tool.source if tool is not None else "custom"
+
+
+def _as_answer(value: Any) -> Answer:
+    if isinstance(value, Answer):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
+        except (TypeError, ValueError) as exc:
+            raise CallbackError(f"wait_for returned an invalid Answer: {exc}") from exc
+    raise CallbackError(f"wait_for must return an Answer, got {type(value).__name__}")
+
+
+def _add_usage(total: Usage, part: Usage) -> None:
+    p = part.get("prompt_tokens", 0)
+    c = part.get("completion_tokens", 0)
+    total["prompt_tokens"] += p
+    total["completion_tokens"] += c
+    total["total_tokens"] += part.get("total_tokens", p + c) or (p + c)
+
+
+def _unique_calls(calls: list[ModelToolCall], turn: int) -> list[ModelToolCall]:
+    seen: set[str] = set()
+    out: list[ModelToolCall] = []
+    for i, c in enumerate(calls):
+        cid = c.id or f"call_{turn}_{i}"
+        if cid in seen:
+            cid = f"{cid}_{i}"
+        seen.add(cid)
+        out.append(c if cid == c.id else ModelToolCall(cid, c.name, c.arguments))
+    return out
+
+
+def _assistant_message(text: str | None, calls: list[ModelToolCall]) -> Message:
+    message: Message = {"role": "assistant", "content": text if text else None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in calls
+        ]
+    return message
+
+
+def _tool_message(call_id: str, result: ToolResult) -> Message:
+    message: Message = {"role": "tool", "tool_call_id": call_id, "content": result.output}
+    if result.is_error:
+        message["is_error"] = True
+    return message
+
+
+def _record(slot: Slot, result: ToolResult) -> ToolCallRecord:
+    return ToolCallRecord(
+        name=slot.name,
+        args=slot.args,
+        output=result.output,
+        is_error=result.is_error,
+        metadata=result.metadata,
+        id=slot.id,
+    )
+
+
+def _result_event(slot: Slot) -> Event:
+    assert slot.result is not None
+    return {
+        "type": "tool_result",
+        "id": slot.id,
+        "name": slot.name,
+        "output": slot.result.output,
+        "is_error": slot.result.is_error,
+    }
+
+
+def _last_text(messages: list[Message]) -> str:
+    for m in reversed(messages):
+        if m.get("role") == "assistant":
+            content = m.get("content")
+            return content if isinstance(content, str) else ""
+    return ""
+
+
+def relay_splice(name: str, call_id: str, answer: Answer, *, first: bool) -> ToolResult:
+    """The result of a relayed call from the host's answer (durable path)."""
+    if not answer.ok:
+        return ToolResult(f"relay declined for {name}: {answer.reason or 'declined'}", True)
+    found = relay_output_for(answer, call_id, first=first)
+    if found is None:
+        return ToolResult(f"no result supplied on resume for {name}", True)
+    return ToolResult(found[0], found[1])
+
+
+def _fold_relay(slots: list[Slot]) -> None:
+    """Fold every relay suspension of the turn into the first one's ``data.calls``."""
+    relays = [s for s in slots if s.request is not None and is_relay_request(s.request)]
+    if len(relays) < 2:
+        return
+    head = relays[0]
+    assert head.request is not None
+    calls: list[Any] = []
+    for s in relays:
+        assert s.request is not None
+        calls.extend((s.request.data or {}).get(RELAY_CALLS_KEY) or [])
+    merged = replace(head.request, data={**(head.request.data or {}), RELAY_CALLS_KEY: calls})
+    for s in relays:
+        s.request = merged

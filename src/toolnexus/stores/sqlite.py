@@ -1,0 +1,326 @@
+"""`SqliteStore`: durable conversations (and soon halted runs) in one SQLite file.
+
+The file is opened lazily, in WAL mode with ``synchronous=NORMAL``, a ``busy_timeout`` and
+foreign keys on, and brought up to date by the migrations in
+`toolnexus.stores.sqlite_schema`. All blocking sqlite3 work runs on one dedicated worker
+thread per store, which owns the store's single connection: calls are serialised, the
+connection is reused (and with it sqlite3's cache of prepared statements, keyed by SQL text),
+and the event loop never blocks on the disk.
+
+Each logical operation is one hop to the worker: the thread hand-off costs far more than the
+SQL itself (measured here: ≈ 60-75 µs per hop against ≈ 5-8 µs for an indexed select or
+upsert), so a multi-statement operation is one job (see `SqliteStore._call`), never a chain of
+awaits. The worker is a bare thread and queue rather than a ``ThreadPoolExecutor``, which
+measured ≈ 20 % slower per hop.
+
+Every sqlite3 failure surfaces as a `StoreError` that names the file and says what happened
+(locked, corrupt, cannot open, read-only, …); a failed operation changes nothing. A call that
+is cancelled while its job runs still completes on the worker (SQLite cannot be interrupted
+safely mid-statement); its result is discarded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sqlite3
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from functools import partial
+from queue import SimpleQueue
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from .._types import Message
+from ..errors import StoreError, UsageError
+from ._codec import check_id, decode_messages, encode_messages
+from .sqlite_schema import MIGRATIONS, migrate
+
+__all__ = ["SqliteStore"]
+
+T = TypeVar("T")
+
+_Job = tuple[Callable[[], Any], "asyncio.Future[Any] | None", "asyncio.AbstractEventLoop | None"]
+
+_SELECT_CONVERSATION = "SELECT messages FROM conversations WHERE id = ?"
+_UPSERT_CONVERSATION = (
+    "INSERT INTO conversations (id, messages, updated_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET messages = excluded.messages, updated_at = excluded.updated_at"
+)
+_DELETE_CONVERSATION = "DELETE FROM conversations WHERE id = ?"
+
+# Primary result codes (the low byte of an extended code).
+_PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 11, 13, 14, 26
+
+
+class SqliteStore:
+    """A `ConversationStore` in one SQLite file; the durable default.
+
+    Example:
+        >>> import asyncio
+        >>> async def demo():
+        ...     async with SqliteStore(":memory:") as store:
+        ...         await store.save("c1", [{"role": "user", "content": "hi"}])
+        ...         return await store.get("c1")
+        >>> asyncio.run(demo())
+        [{'role': 'user', 'content': 'hi'}]
+
+    Args:
+        path: the database file (created if missing; its directory must exist), or
+            ``":memory:"`` for a private in-memory database.
+        busy_timeout_ms: how long a write waits for another connection's lock before
+            failing with `StoreError`.
+
+    Raises:
+        UsageError: ``busy_timeout_ms`` is not a non-negative int.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_busy_timeout_ms",
+        "_closed",
+        "_db",
+        "_detach_finalizer",
+        "_path",
+        "_worker",
+    )
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000) -> None:
+        if (
+            isinstance(busy_timeout_ms, bool)
+            or not isinstance(busy_timeout_ms, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or busy_timeout_ms < 0
+        ):
+            raise UsageError(f"busy_timeout_ms must be an int >= 0, got {busy_timeout_ms!r}")
+        self._path = os.fspath(path)
+        self._busy_timeout_ms = busy_timeout_ms
+        self._db = _Database(self._path, self._busy_timeout_ms)
+        self._worker: _Worker | None = None
+        self._detach_finalizer: Callable[[], object] | None = None
+        self._closed = False
+
+    @property
+    def path(self) -> str:
+        """The database path as given."""
+        return self._path
+
+    def __repr__(self) -> str:
+        return f"SqliteStore({self._path!r})"
+
+    async def get(self, id: str) -> list[Message] | None:
+        """The transcript stored under ``id``, or ``None``.
+
+        Raises:
+            StoreError: the database failed, or the stored row is not a JSON array of
+                message objects (it is left as it is).
+        """
+        key = check_id(id)
+        text = await self._call(partial(_select, key))
+        return None if text is None else decode_messages(text, key, self._path)
+
+    async def save(self, id: str, messages: list[Message]) -> None:
+        """Store ``messages`` under ``id``, replacing any previous transcript.
+
+        Raises:
+            UsageError: ``messages`` is not a list of JSON-serialisable dicts.
+            StoreError: the database failed (e.g. locked); the previous transcript stays.
+        """
+        key = check_id(id)
+        await self._call(partial(_upsert, key, encode_messages(messages)))
+
+    async def delete(self, id: str) -> bool:
+        """Forget ``id``; True when a transcript was deleted."""
+        return await self._call(partial(_delete, check_id(id)))
+
+    async def aclose(self) -> None:
+        """Close the connection and stop the worker thread. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        worker, self._worker = self._worker, None
+        if worker is None:
+            return
+        if self._detach_finalizer is not None:
+            self._detach_finalizer()
+        try:
+            await worker.submit(self._db.close)
+        except sqlite3.Error as exc:
+            raise _translate(exc, self._path, self._busy_timeout_ms) from exc
+        finally:
+            worker.stop()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def _call(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``job(connection)`` on the worker thread and return its result.
+
+        The connection is opened (and migrated) on first use. ``job`` should do all the
+        statements of one logical operation (wrap writes that belong together in
+        `toolnexus.stores.sqlite_schema.immediate`), so that each operation costs one hop.
+
+        Raises:
+            StoreError: the store is closed, or SQLite failed (translated, with the path).
+        """
+        if self._closed:
+            raise StoreError(f"the SQLite store {self._path} is closed")
+        worker = self._worker
+        if worker is None:
+            worker = self._worker = _Worker(self._db)
+            # An abandoned store releases its thread when collected; at interpreter exit the
+            # daemon thread simply dies (WAL keeps the file consistent).
+            finalizer = weakref.finalize(self, worker.shutdown)
+            finalizer.atexit = False
+            self._detach_finalizer = finalizer.detach
+        try:
+            return await worker.submit(partial(self._db.run, job))
+        except sqlite3.Error as exc:
+            raise _translate(exc, self._path, self._busy_timeout_ms) from exc
+
+
+def _select(id: str, conn: sqlite3.Connection) -> object:
+    row = conn.execute(_SELECT_CONVERSATION, (id,)).fetchone()
+    return None if row is None else row[0]
+
+
+def _upsert(id: str, text: str, conn: sqlite3.Connection) -> None:
+    conn.execute(_UPSERT_CONVERSATION, (id, text, time.time()))
+
+
+def _delete(id: str, conn: sqlite3.Connection) -> bool:
+    return conn.execute(_DELETE_CONVERSATION, (id,)).rowcount > 0
+
+
+class _Database:
+    """The store's one connection. Every method runs on the worker thread only."""
+
+    __slots__ = ("busy_timeout_ms", "conn", "path")
+
+    def __init__(self, path: str, busy_timeout_ms: int) -> None:
+        self.path = path
+        self.busy_timeout_ms = busy_timeout_ms
+        self.conn: sqlite3.Connection | None = None
+
+    def run(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        conn = self.conn
+        if conn is None:
+            conn = self.conn = self._open()
+        return job(conn)
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout_ms / 1000,
+            isolation_level=None,
+            cached_statements=256,
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {self.busy_timeout_ms}")
+            conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            migrate(conn, MIGRATIONS, where=self.path)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def close(self) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.close()
+
+
+class _Worker:
+    """One daemon thread running submitted jobs in order and resolving asyncio futures."""
+
+    __slots__ = ("_db", "_jobs")
+
+    def __init__(self, db: _Database) -> None:
+        self._db = db
+        self._jobs: SimpleQueue[_Job | None] = SimpleQueue()
+        # Daemon: an unclosed store must not keep the interpreter alive at exit (WAL makes an
+        # abandoned connection safe); `shutdown` runs when the store is garbage-collected.
+        threading.Thread(
+            target=_serve, args=(self._jobs,), name="toolnexus-sqlite", daemon=True
+        ).start()
+
+    def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put((fn, future, loop))
+        return future
+
+    def stop(self) -> None:
+        self._jobs.put(None)
+
+    def shutdown(self) -> None:
+        """Close the connection on its own thread, then stop (for an unclosed store)."""
+        self._jobs.put((self._db.close, None, None))
+        self.stop()
+
+
+def _serve(jobs: SimpleQueue[_Job | None]) -> None:
+    while (item := jobs.get()) is not None:
+        fn, future, loop = item
+        try:
+            result = fn()
+        except BaseException as exc:
+            if future is not None and loop is not None:
+                _deliver(loop, _reject, future, exc)
+        else:
+            if future is not None and loop is not None:
+                _deliver(loop, _resolve, future, result)
+
+
+def _deliver(
+    loop: asyncio.AbstractEventLoop,
+    settle: Callable[[asyncio.Future[Any], Any], None],
+    future: asyncio.Future[Any],
+    value: Any,
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the caller's loop closed: nobody is waiting
+        loop.call_soon_threadsafe(settle, future, value)
+
+
+def _resolve(future: asyncio.Future[Any], result: Any) -> None:
+    if not future.done():
+        future.set_result(result)
+
+
+def _reject(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+
+
+def _translate(exc: sqlite3.Error, path: str, busy_timeout_ms: int) -> StoreError:
+    code = getattr(exc, "sqlite_errorcode", None)
+    primary = code & 0xFF if isinstance(code, int) else None
+    where = f"the SQLite database {path}"
+    if primary in (_BUSY, _LOCKED):
+        text = (
+            f"{where} is locked by another connection (waited {busy_timeout_ms} ms); "
+            "nothing was changed"
+        )
+    elif primary in (_CORRUPT, _NOTADB):
+        text = f"{path} is not a SQLite database or is corrupt ({exc}); it was left as it is"
+    elif primary == _CANTOPEN:
+        text = f"cannot open {where} ({exc}); check that its directory exists and is writable"
+    elif primary in (_READONLY, _PERM):
+        text = f"{where} cannot be written ({exc}); check its permissions"
+    elif primary == _FULL:
+        text = f"{where} cannot grow: the disk is full ({exc})"
+    else:
+        text = f"{where} failed: {exc}"
+    return StoreError(text)

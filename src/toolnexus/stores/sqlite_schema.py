@@ -1,0 +1,155 @@
+"""The SQLite schema as an ordered list of migrations, and the code that applies them.
+
+Every change to the schema is a new `Migration` appended to `MIGRATIONS` with the next version
+number; a released migration is never edited. `migrate` runs at open and applies each missing
+migration in its own ``BEGIN IMMEDIATE`` transaction together with its row in
+``schema_migrations(version, name, applied_at)``, so a migration is either fully applied and
+recorded or not at all, and two processes opening a fresh file at once apply it once.
+
+A database whose recorded version is newer than the newest migration here was written by a
+newer toolnexus; it is refused with a `StoreError` rather than used (or "downgraded") blindly.
+
+Adding the run store (halted checkpoints keyed by request id, the pending index, the answer
+records) means appending, e.g.::
+
+    Migration(2, "run_store", (
+        "CREATE TABLE runs (request_id TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, ...)",
+        "CREATE INDEX runs_pending ON runs (state, kind, created_at)",
+    )),
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Generator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..errors import StoreError
+
+__all__ = ["MIGRATIONS", "Migration", "immediate", "migrate", "schema_version"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Migration:
+    """One schema step: SQL statements applied together in one transaction.
+
+    Attributes:
+        version: 1 for the first migration, then consecutive integers.
+        name: a short label recorded in ``schema_migrations``.
+        statements: DDL/DML statements, one per string (no ``;``-joined scripts).
+    """
+
+    version: int
+    name: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        version=1,
+        name="conversations",
+        statements=(
+            "CREATE TABLE conversations ("
+            " id TEXT PRIMARY KEY,"
+            " messages TEXT NOT NULL,"
+            " updated_at REAL"
+            ")",
+        ),
+    ),
+)
+"""Every migration, oldest first. Append only."""
+
+_CREATE_LEDGER = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+    " version INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL,"
+    " applied_at REAL NOT NULL"
+    ")"
+)
+
+
+@contextmanager
+def immediate(conn: sqlite3.Connection) -> Generator[sqlite3.Connection]:
+    """Run a block in one ``BEGIN IMMEDIATE`` transaction: commit on success, else roll back.
+
+    The connection must be in autocommit mode (``isolation_level=None``). ``IMMEDIATE`` takes
+    the write lock up front, so a read-then-write block cannot lose a race halfway through.
+
+    Example:
+        >>> conn = sqlite3.connect(":memory:", isolation_level=None)
+        >>> with immediate(conn):
+        ...     _ = conn.execute("CREATE TABLE t (x)")
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The highest recorded migration version; 0 for a database with no ledger yet."""
+    ledger = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if ledger is None:
+        return 0
+    row = conn.execute("SELECT max(version) FROM schema_migrations").fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def migrate(
+    conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIONS, *, where: str = ""
+) -> int:
+    """Bring the database up to the newest migration; return the resulting version.
+
+    Idempotent: migrations already recorded are skipped, re-checked inside each transaction so
+    that a concurrent opener's work is never repeated. Reads only when nothing is missing.
+
+    Args:
+        conn: an autocommit connection (``isolation_level=None``).
+        migrations: the ordered list (versions 1, 2, 3, …).
+        where: a description of the database for error messages (e.g. its path).
+
+    Raises:
+        StoreError: the database records a version newer than ``migrations`` knows.
+        ValueError: ``migrations`` is not numbered 1, 2, 3, … (a programming error).
+        sqlite3.Error: SQLite failed; the failing migration was rolled back.
+    """
+    _check_numbering(migrations)
+    known = len(migrations)
+    current = schema_version(conn)
+    if current > known:
+        place = f"{where} " if where else ""
+        raise StoreError(
+            f"the database {place}has schema version {current}, newer than the newest this "
+            f"toolnexus knows ({known}); upgrade toolnexus to use it (nothing was changed)"
+        )
+    for migration in migrations[current:]:
+        with immediate(conn):
+            conn.execute(_CREATE_LEDGER)
+            done = conn.execute(
+                "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
+            ).fetchone()
+            if done is None:
+                for statement in migration.statements:
+                    conn.execute(statement)
+                conn.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                    (migration.version, migration.name, time.time()),
+                )
+    return max(current, known)
+
+
+def _check_numbering(migrations: Sequence[Migration]) -> None:
+    for position, migration in enumerate(migrations, start=1):
+        if migration.version != position:
+            raise ValueError(
+                f"migration {migration.name!r} has version {migration.version}, "
+                f"expected {position}: versions must run 1, 2, 3, … in order"
+            )

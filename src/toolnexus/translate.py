@@ -1,0 +1,166 @@
+"""Single-turn translation (CONTRACT §11): the pure parts.
+
+``client.translate(...)`` makes ONE provider call from OpenAI-shaped input and returns a
+`TranslateResult`; nothing is executed. This module holds the data it returns and the pure
+steps around that call: merging toolkit declarations with the caller's ``tools``, applying an
+explicit ``system``, and turning the dialect's `ModelTurn` into the result. The Anthropic
+rendering itself is `toolnexus.llm.convert.to_anthropic`, public here as
+`openai_messages_to_anthropic`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from ._types import Message, Usage
+from .errors import UsageError
+from .llm.base import FinishReason, ModelTurn
+from .llm.convert import to_anthropic
+
+__all__ = [
+    "TranslateResult",
+    "TranslatedToolCall",
+    "merge_tools",
+    "openai_messages_to_anthropic",
+    "to_translate_result",
+    "with_system",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TranslatedToolCall:
+    """One tool call the model asked for; ``arguments`` is JSON text, never parsed."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, str]:
+        """``{"id", "name", "arguments"}``."""
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TranslateResult:
+    """What one translated provider call produced.
+
+    Attributes:
+        text: the assistant text (``""`` when there was none).
+        tool_calls: the requested calls in provider order, none dropped or truncated.
+        finish_reason: ``stop`` | ``tool_calls`` | ``length`` | ``content_filter``.
+        usage: ``prompt_tokens``, ``completion_tokens``, ``total_tokens``.
+        model: the model name sent on the wire.
+        raw: the provider's reply payload.
+    """
+
+    text: str
+    tool_calls: list[TranslatedToolCall]
+    finish_reason: FinishReason
+    usage: Usage
+    model: str
+    raw: dict[str, Any]
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict with the same keys as the attributes."""
+        return {
+            "text": self.text,
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "finish_reason": self.finish_reason,
+            "usage": dict(self.usage),
+            "model": self.model,
+            "raw": self.raw,
+        }
+
+
+def to_translate_result(turn: ModelTurn, model: str) -> TranslateResult:
+    """The `TranslateResult` for one parsed provider reply.
+
+    >>> from toolnexus.llm.base import ModelToolCall
+    >>> turn = ModelTurn(text=None, tool_calls=[ModelToolCall(id="c1", name="f", arguments="{}")])
+    >>> to_translate_result(turn, "gpt-x").tool_calls[0].name
+    'f'
+    """
+    return TranslateResult(
+        text=turn.text or "",
+        tool_calls=[
+            TranslatedToolCall(id=call.id, name=call.name, arguments=call.arguments)
+            for call in turn.tool_calls
+        ],
+        finish_reason=turn.finish_reason,
+        usage=dict(turn.usage),
+        model=model,
+        raw=turn.raw,
+    )
+
+
+def openai_messages_to_anthropic(
+    messages: Sequence[Message],
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Render OpenAI chat messages as Anthropic ``messages`` plus the hoisted ``system``.
+
+    The §11 inbound rules: system/developer hoisted (joined by ``\\n\\n``), parts flattened,
+    ``tool_calls`` → ``tool_use`` (string or object arguments), consecutive tool results →
+    one user turn of ``tool_result`` blocks, empty assistant turns dropped.
+
+    >>> openai_messages_to_anthropic([{"role": "system", "content": "S"},
+    ...                               {"role": "user", "content": "hi"}])
+    ([{'role': 'user', 'content': 'hi'}], 'S')
+    """
+    return to_anthropic(messages)
+
+
+def with_system(messages: Sequence[Message], system: str | None) -> list[Message]:
+    """Apply an explicit ``system``: it replaces every system/developer message.
+
+    With ``system=None`` the messages are returned unchanged (as a new list). This is how an
+    explicit ``system`` reaches a dialect whose ``build_body`` only takes messages.
+    """
+    if system is None:
+        return list(messages)
+    kept = [m for m in messages if m.get("role") not in ("system", "developer")]
+    return [{"role": "system", "content": system}, *kept]
+
+
+def _tool_name(tool: Any, where: str) -> str:
+    if isinstance(tool, dict):
+        tool = cast(dict[str, Any], tool)
+        spec = tool.get("function", tool)
+        name = cast(dict[str, Any], spec).get("name") if isinstance(spec, dict) else None
+        if isinstance(name, str) and name:
+            return name
+    raise UsageError(f"{where} is not a tool declaration with a name")
+
+
+def merge_tools(
+    toolkit_tools: Sequence[dict[str, Any]], tools: Sequence[dict[str, Any]] | None
+) -> list[dict[str, Any]]:
+    """Toolkit declarations first, then the caller's ``tools`` (both OpenAI-shaped).
+
+    A caller tool identical to an earlier declaration of the same name is dropped; a
+    *different* declaration under a taken name is an error rather than a silent pick, since
+    providers reject duplicate names and either choice could hide the caller's intent.
+
+    Raises:
+        UsageError: a tool has no name, or two different tools share one.
+    """
+    merged: list[dict[str, Any]] = []
+    seen: dict[str, dict[str, Any]] = {}
+    labelled = [("toolkit", t) for t in toolkit_tools] + [("tools", t) for t in tools or ()]
+    for i, (origin, tool) in enumerate(labelled):
+        index = i if origin == "toolkit" else i - len(toolkit_tools)
+        name = _tool_name(tool, f"{origin}[{index}]")
+        if name in seen:
+            if seen[name] != tool:
+                raise UsageError(f"two different tools are named {name!r}")
+            continue
+        seen[name] = tool
+        merged.append(tool)
+    return merged
