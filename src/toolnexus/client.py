@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from ._types import Message, RunResult, Tool
-from .errors import ToolnexusError, UsageError
+from .errors import ResumeError, ToolnexusError, UsageError
 from .llm.anthropic import AnthropicDialect
 from .llm.base import Dialect, Style
 from .llm.convert import normalize_history
@@ -31,13 +31,21 @@ from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
 from .llm.retry import OnError, RetryPolicy
 from .llm.transport import as_transport
-from .loop.checkpoint import Checkpoint
-from .loop.engine import Engine, EngineConfig, RunState
+from .loop.engine import Engine, EngineConfig, RunState, Slot
 from .loop.hooks import as_hooks
+from .loop.resume import (
+    as_answer,
+    as_request,
+    check_echo,
+    check_relay_payload,
+    check_tools,
+    checkpoint_from_transcript,
+)
 from .observability import Metrics
 from .stores.base import ConversationStore
+from .stores.runs import InMemoryRunStore, PendingEntry, RunStore, call_digest, halted_call
 from .stores.url import resolve_store
-from .suspension import WaitFor
+from .suspension import Answer, Request, WaitFor, is_expired
 from .toolkit import Toolkit, tool_fingerprint
 from .translate import TranslateResult
 from .translate_call import translate_once
@@ -92,6 +100,7 @@ class Client:
         *,
         store: ConversationStore,
         in_process: bool = False,
+        owns_store: bool = False,
     ) -> None:
         self._cfg = config
         self._metrics = Metrics()
@@ -99,7 +108,8 @@ class Client:
         self._engine = Engine(config, self._emit)
         self._store = store
         self._in_process = in_process
-        self._halted: dict[str, Checkpoint] = {}
+        self._runs: RunStore = store if isinstance(store, RunStore) else InMemoryRunStore()
+        self._owns_store = owns_store
         self._metric_tasks: set[asyncio.Future[Any]] = set()
 
     # -- properties ----------------------------------------------------------------------
@@ -116,6 +126,34 @@ class Client:
     def conversation_store(self) -> ConversationStore:
         """The `ConversationStore` behind ``ask(id=...)``."""
         return self._store
+
+    @property
+    def run_store(self) -> RunStore:
+        """Where halted runs wait for their answer (the store itself when it is durable)."""
+        return self._runs
+
+    async def list_pending(
+        self,
+        *,
+        kind: str | None = None,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        limit: int = 100,
+    ) -> list[PendingEntry]:
+        """Requests still waiting for an answer, oldest first (the approvals inbox).
+
+        ``older_than`` / ``newer_than`` are ages in seconds.
+        """
+        return await self._runs.list_pending(
+            kind=kind,
+            tool=tool,
+            conversation_id=conversation_id,
+            older_than=older_than,
+            newer_than=newer_than,
+            limit=limit,
+        )
 
     def metrics(self) -> str:
         """Prometheus text for every LLM call, tool call and run so far."""
@@ -173,15 +211,19 @@ class Client:
             wait_for=self._cfg.wait_for,
         )
 
-    async def _drive(self, state: RunState, *, stream: bool) -> AsyncIterator[dict[str, Any]]:
-        started = time.perf_counter()
-        result: RunResult | None = None
+    async def _drive(
+        self,
+        state: RunState,
+        *,
+        stream: bool,
+        resumed: list[Slot] | None = None,
+        started: float | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        started = time.perf_counter() if started is None else started
         try:
-            async for event in self._engine.drive(state, stream=stream):
-                if event["type"] == "done":
-                    result = event["result"]
-                    if state.checkpoint is not None and result is not None:
-                        self._halted[state.checkpoint.pending.id] = state.checkpoint
+            async for event in self._engine.drive(state, stream=stream, resumed=resumed):
+                if event["type"] == "done" and state.checkpoint is not None:
+                    await self._runs.save_halt(state.checkpoint)
                 yield event
         except BaseException as exc:
             self._run_event(state, started, error=exc)
@@ -294,6 +336,202 @@ class Client:
                 await self._store.save(id, event["result"].messages)
             yield event
 
+    # -- durable resume --------------------------------------------------------------------
+
+    async def _resume(
+        self,
+        toolkit: ToolSet,
+        history: Sequence[Message] | None,
+        pending: Request | Mapping[str, Any],
+        answer: Answer | Mapping[str, Any],
+        *,
+        stream: bool,
+        conversation_id: str | None,
+        answered_by: str | None,
+        cancel: asyncio.Event | None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        request = as_request(pending)
+        reply = as_answer(answer)
+        check_echo(request, reply)
+        checkpoint = await self._runs.load_halt(request.id)
+        if checkpoint is None:
+            checkpoint = checkpoint_from_transcript(
+                history or [], request, model=self._cfg.model, style=self._cfg.style
+            )
+            checkpoint.conversation_id = conversation_id
+        state = self._state(None, toolkit, None, cancel)
+        check_tools(checkpoint, state.by_name)
+        check_relay_payload(checkpoint, reply, state.by_name)
+        if checkpoint.fingerprint and checkpoint.fingerprint != state.fingerprint:
+            log.warning(
+                "toolnexus: the tool set changed since request %s halted; resuming anyway",
+                request.id,
+            )
+        halted_request = next(
+            (o.request for o in checkpoint.outstanding if o.request and o.request.id == request.id),
+            checkpoint.pending,
+        )
+        effective = reply
+        if is_expired(halted_request):
+            effective = Answer(id=request.id, ok=False, reason="expired")
+            state.expired = True
+        name, arguments = halted_call(checkpoint)
+        await self._runs.claim(
+            request.id, reply, answered_by=answered_by, digest=call_digest(name, arguments)
+        )
+        started = time.perf_counter()
+        try:
+            slots = self._engine.restore(state, checkpoint)
+            state.conversation_id = checkpoint.conversation_id or conversation_id
+            await self._engine.apply_answer(state, slots, halted_request, effective)
+            # Record the resolved calls before going on: a resume that fails from here (or a
+            # process that dies) and is retried never executes them twice.
+            progress = self._engine.snapshot(state, slots, checkpoint.pending)
+            progress.created_at = checkpoint.created_at
+            await self._runs.save_halt(progress)
+            async for event in self._drive(state, stream=stream, resumed=slots, started=started):
+                if event["type"] == "done":
+                    await self._runs.complete(request.id)
+                    if conversation_id is not None:
+                        await self._store.save(conversation_id, event["result"].messages)
+                yield event
+        except BaseException:
+            await _release(self._runs, request.id)
+            raise
+
+    async def run_with_answer(
+        self,
+        toolkit: ToolSet,
+        history: Sequence[Message] | None,
+        pending: Request | Mapping[str, Any],
+        answer: Answer | Mapping[str, Any],
+        *,
+        answered_by: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
+        """Resume a halted run with the human's ``answer`` — in this process or any other.
+
+        The halted tool is re-executed with ``ctx.answer`` (relayed calls get the host's
+        output spliced); calls of the halted turn that already finished keep their recorded
+        result; calls that never ran run now or suspend again (then the result is ``pending``
+        once more, with the next Request). No user turn is added; turns and usage continue.
+
+        Args:
+            toolkit: the tools, as when the run halted.
+            history: the halted ``RunResult.messages`` (used when no store holds the
+                checkpoint; with a durable ``store=`` it may be ``None``).
+            pending: the halted ``RunResult.pending`` (a `Request` or its wire dict).
+            answer: the `Answer`; its ``id`` must echo ``pending.id``.
+            answered_by: recorded with the answer (who approved).
+            cancel: aborts the in-flight model request.
+
+        Raises:
+            AnswerMismatch: the answer does not echo the pending id (nothing changed).
+            AnswerConflict: the request was already answered (nothing changed).
+            ResumeError: no transcript, no halted turn, a missing tool, or an ``ok`` relay
+                answer without output (nothing changed).
+        """
+        result: RunResult | None = None
+        async for event in self._resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            stream=False,
+            conversation_id=None,
+            answered_by=answered_by,
+            cancel=cancel,
+        ):
+            if event["type"] == "done":
+                result = event["result"]
+        assert result is not None
+        return result
+
+    async def ask_with_answer(
+        self,
+        toolkit: ToolSet,
+        id: str,
+        pending: Request | Mapping[str, Any],
+        answer: Answer | Mapping[str, Any],
+        *,
+        answered_by: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
+        """`run_with_answer` for a conversation kept in the store: load, resume, save."""
+        history = await self._history_for_resume(id)
+        result: RunResult | None = None
+        async for event in self._resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            stream=False,
+            conversation_id=id,
+            answered_by=answered_by,
+            cancel=cancel,
+        ):
+            if event["type"] == "done":
+                result = event["result"]
+        assert result is not None
+        return result
+
+    async def stream_with_answer(
+        self,
+        toolkit: ToolSet,
+        history: Sequence[Message] | None,
+        pending: Request | Mapping[str, Any],
+        answer: Answer | Mapping[str, Any],
+        *,
+        answered_by: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """`run_with_answer` as a stream: ``tool_result`` events for the halted turn, then the
+        events of the continued loop, ending with ``done``."""
+        if self._in_process:
+            raise UsageError("the in-process client does not stream; use run_with_answer()")
+        async for event in self._resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            stream=True,
+            conversation_id=None,
+            answered_by=answered_by,
+            cancel=cancel,
+        ):
+            yield event
+
+    async def stream_ask_with_answer(
+        self,
+        toolkit: ToolSet,
+        id: str,
+        pending: Request | Mapping[str, Any],
+        answer: Answer | Mapping[str, Any],
+        *,
+        answered_by: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """`ask_with_answer` as a stream; the transcript is saved on ``done``."""
+        if self._in_process:
+            raise UsageError("the in-process client does not stream; use ask_with_answer()")
+        history = await self._history_for_resume(id)
+        async for event in self._resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            stream=True,
+            conversation_id=id,
+            answered_by=answered_by,
+            cancel=cancel,
+        ):
+            yield event
+
+    async def _history_for_resume(self, id: str) -> list[Message] | None:
+        if not isinstance(id, str) or not id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ResumeError("toolnexus: cannot resume — ask_with_answer needs a conversation id")
+        return await self._store.get(id)
+
     def conversation(self, toolkit: ToolSet = None) -> Conversation:
         """An in-memory multi-turn conversation over ``toolkit``."""
         return Conversation(self, toolkit)
@@ -338,7 +576,7 @@ class Client:
         """Close the pooled HTTP session (and a store the client opened from a URL)."""
         await self._cfg.transport.aclose()
         closer = getattr(self._store, "aclose", None)
-        if closer is not None and getattr(self, "_owns_store", False):
+        if closer is not None and self._owns_store:
             await closer()
 
     async def __aenter__(self) -> Client:
@@ -351,6 +589,13 @@ class Client:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+async def _release(runs: RunStore, request_id: str) -> None:
+    try:
+        await runs.release(request_id)
+    except Exception:
+        log.warning("toolnexus: could not release the claim on %s", request_id, exc_info=True)
 
 
 def _dialect(style: str) -> Dialect:
@@ -411,9 +656,7 @@ def _build(
         supports_stream=bool(getattr(transport, "supports_stream", True)),
     )
     owns = isinstance(store, str)
-    client = Client(config, store=resolve_store(store), in_process=in_process)
-    client._owns_store = owns  # pyright: ignore[reportAttributeAccessIssue]
-    return client
+    return Client(config, store=resolve_store(store), in_process=in_process, owns_store=owns)
 
 
 def create_client(

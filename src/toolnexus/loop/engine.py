@@ -286,7 +286,7 @@ class Engine:
             change = await call_callback("before_tool hook", hooks.before_tool, info)
             if isinstance(change, Mapping):
                 if "result" in change:
-                    return coerce_result(change["result"]), _source(state, slot.name)
+                    return coerce_result(cast(object, change["result"])), _source(state, slot.name)
                 new_args = change.get("args")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
                 if isinstance(new_args, dict):
                     args = slot.args = dict(new_args)  # pyright: ignore[reportUnknownArgumentType]
@@ -327,7 +327,7 @@ class Engine:
         }
         change = await call_callback("after_tool hook", hook, info)
         if isinstance(change, Mapping) and "result" in change:
-            return coerce_result(change["result"])
+            return coerce_result(cast(object, change["result"]))
         return result
 
     def _stamp(self, request: Request, slot: Slot) -> Request:
@@ -581,34 +581,42 @@ class Engine:
             state.messages.append(_tool_message(s.id, s.result))
             state.records.append(_record(s, s.result))
 
-    def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> Event:
-        _fold_relay(slots)
-        request = halted.request
-        assert request is not None
-        assistant_at = len(state.messages)
+    def snapshot(self, state: RunState, slots: Sequence[Slot], pending: Request) -> Checkpoint:
+        """The checkpoint of ``state`` halted on ``slots`` (messages end at the assistant turn).
+
+        Must be called before the turn's tool results are appended.
+        """
         outstanding = [
             Outstanding(
                 call_id=s.id,
                 name=s.name,
                 arguments=s.arguments,
-                state="suspended" if s.request is not None else "done",
+                state="suspended"
+                if s.request is not None
+                else ("done" if s.result is not None else "not_run"),
                 result=s.result,
                 request=s.request,
             )
             for s in slots
         ]
-        checkpoint = Checkpoint(
+        return Checkpoint(
             model=self.cfg.model,
             style=self.cfg.style,
-            messages=list(state.messages[:assistant_at]),
+            messages=list(state.messages),
             turn=state.turns,
             usage=dict(state.usage),
             tool_calls=list(state.records),
             outstanding=outstanding,
-            pending=request,
+            pending=pending,
             fingerprint=state.fingerprint,
             conversation_id=state.conversation_id,
         )
+
+    def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> Event:
+        _fold_relay(slots)
+        request = halted.request
+        assert request is not None
+        checkpoint = self.snapshot(state, slots, request)
         state.checkpoint = checkpoint
         before = slots[: halted.index]
         self.append_results(state, before)

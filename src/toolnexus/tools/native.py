@@ -172,13 +172,22 @@ def _executor(fn: Callable[..., Any], tool_name: str, bind: Binder) -> Callable[
             value = fn(*positional, **keywords)
             if inspect.isawaitable(value):
                 value = await value
+            return to_tool_result(value)
         except Exception as exc:
-            text = str(exc)
-            return ToolResult(f"{type(exc).__name__}: {text}" if text else type(exc).__name__, True)
-        return to_tool_result(value)
+            return ToolResult(_error_text(exc), is_error=True)
 
     execute.__qualname__ = f"{tool_name}.execute"
     return execute
+
+
+def _error_text(exc: Exception) -> str:
+    """``"<ExceptionType>: <message>"``, or just the type when there is no message."""
+    kind = type(exc).__name__
+    try:
+        text = str(exc)
+    except Exception:  # an exception whose __str__ itself fails
+        text = ""
+    return f"{kind}: {text}" if text else kind
 
 
 def to_tool_result(value: Any) -> ToolResult:

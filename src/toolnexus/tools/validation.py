@@ -374,12 +374,8 @@ def _summarise(errors: list[ValidationError]) -> str:
 
 
 def _describe(error: ValidationError) -> tuple[tuple[tuple[int, int, str], ...], str]:
-    if error.context:
-        from jsonschema import exceptions
-
-        found = exceptions.best_match(error.context)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        best = cast("ValidationError | None", found)
-        error = best or error
+    while error.context:  # anyOf/oneOf: report the branch that got furthest into the value
+        error = max(error.context, key=lambda e: len(e.absolute_path))
     path = list(error.absolute_path)
     message = error.message
     if len(message) > _MAX_ERROR_CHARS:
