@@ -44,6 +44,7 @@ PROMPT = "Add the numbers, one call at a time, then tell me the total."
 FINAL_TEXT = "The total is 42."
 API_KEY = "x"
 MODEL_PREFIX = "loop-"
+_SELF = os.path.abspath(__file__)
 
 
 def model_name(turns: int) -> str:
@@ -260,7 +261,7 @@ async def endpoint(kind: ServerKind = "raw", *, separate: bool = False) -> Async
         return
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
-        os.path.abspath(__file__),
+        _SELF,
         "serve",
         "--kind",
         kind,

@@ -13,7 +13,6 @@ import json
 from typing import Any
 
 import aiohttp
-
 from common import API_KEY, FINAL_TEXT, PROMPT, add, model_name
 
 TOOLS: list[dict[str, Any]] = [

@@ -24,6 +24,7 @@ from ._types import Tool, ToolContext, ToolResult
 from .errors import UsageError
 from .loop.execute import invoke_tool, unknown_tool_result
 from .suspension import WaitFor
+from .tools.builtins import select_builtins
 from .tools.validation import validate_arguments
 
 __all__ = [
@@ -270,8 +271,8 @@ async def create_toolkit(
         skill_sample_limit: sibling files listed by the ``skill`` tool (0 ⇒ 10, -1 ⇒ none).
         extra_tools: the host's own tools (``tools`` is an alias).
         builtins: ``True``/``None`` (on), ``False``, or a dict (``enabled``/``disabled``,
-            ``tools`` per-name map). *This build ships no built-in tools yet; the option is
-            accepted and the toolkit builds with none.*
+            ``tools`` per-name map). *This build ships the ``question`` built-in; the other
+            nine land in a later release.*
         agents: remote A2A agents (not in this build).
         wait_for: answers MCP elicitations inline.
         disable_tools: tool names to drop from the final set.
@@ -282,7 +283,7 @@ async def create_toolkit(
         UsageError: a relay tool named like a built-in, a non-Tool in ``extra_tools``, or a
             source this build does not support yet.
     """
-    del skill_sample_limit, cancel, builtins  # no built-ins / MCP / skills in this build yet
+    del skill_sample_limit, cancel  # MCP and skills land in a later release
     unsupported = {
         "mcp_config": mcp_config,
         "skills_dir": skills_dir,
@@ -302,7 +303,7 @@ async def create_toolkit(
     for t in host:
         _check_tool(t)
         _guard_relay(t)
-    builtin_tools: list[Tool] = []
+    builtin_tools = select_builtins(builtins)
     host_names = {t.name for t in host}
     ordered = [t for t in builtin_tools if t.name not in host_names] + host
     dropped = set(disable_tools or ())
