@@ -32,15 +32,15 @@ def base_url_for(model: ScriptedModel, style: str) -> str:
     return model.openai_base_url if style == "openai" else model.anthropic_base_url
 
 
-def make_client(model: ScriptedModel, style: str = "openai", **opts: Any) -> Client:
-    """A client of ``style`` against ``model``; ``opts`` go to `create_client` as given.
+def make_client(server: ScriptedModel, style: str = "openai", **opts: Any) -> Client:
+    """A client of ``style`` against ``server``; ``opts`` go to `create_client` as given.
 
     The model name defaults to ``m-1`` and the key to ``sk-test``, so no test depends on the
     environment unless it says so.
     """
     opts.setdefault("model", MODEL)
     opts.setdefault("api_key", API_KEY)
-    return create_client(base_url=base_url_for(model, style), style=style, **opts)
+    return create_client(base_url=base_url_for(server, style), style=style, **opts)
 
 
 @pytest.fixture
@@ -52,7 +52,7 @@ async def scripted() -> AsyncIterator[ScriptedModel]:
 
 @pytest.fixture
 def client_for() -> ClientFor:
-    """``client_for(model, style="openai", **opts)``: see `make_client`."""
+    """``client_for(server, style="openai", **opts)``: see `make_client`."""
     return make_client
 
 

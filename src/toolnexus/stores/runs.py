@@ -7,25 +7,33 @@ mid-resume does not strand the run: once the lease runs out, the request can be 
 A resume that finishes marks the request ``answered`` and records who answered, when, and a
 digest of the halted call's name and arguments (what was approved).
 
+`AnswerChannel` is the cross-process ``wait_for``: a live run parks on the store
+(`AnswerChannel.wait_for_answer`) until another process records the answer
+(`AnswerChannel.post_answer`). ``post_answer`` is exactly-once too: it competes with `claim`
+for the same request, and the loser gets `AnswerConflict`.
+
 `InMemoryRunStore` is the process-lifetime backend; the SQLite and Postgres stores implement
-the same Protocol.
+the same Protocols with the same semantics (one shared test suite runs against all three).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from ..errors import AnswerConflict, UnknownRequest
+from ..errors import AnswerConflict, UnknownRequest, UsageError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 
 __all__ = [
     "DEFAULT_LEASE_S",
+    "AnswerChannel",
     "AnswerRecord",
     "HaltStatus",
     "InMemoryRunStore",
@@ -158,6 +166,60 @@ class RunStore(Protocol):
         """Requests still waiting (status ``pending``), oldest first.
 
         ``older_than`` / ``newer_than`` are ages in seconds."""
+        ...
+
+
+@runtime_checkable
+class AnswerChannel(Protocol):
+    """The cross-process ``wait_for``: park a live run on the store, answer it from anywhere.
+
+    A live run that needs a human saves its halt (so the request shows in the pending index
+    and survives a crash), then waits with `wait_for_answer`. Any process — a webhook, an
+    approvals inbox, a CLI — calls `post_answer`; the parked run wakes, reads the answer and
+    resumes inline. When it has finished it calls `RunStore.complete`, which drops the
+    checkpoint (the recorded answer stays).
+
+    Wake-up is per backend: an `asyncio.Event`-like future in memory, polling on the worker
+    thread for SQLite (``poll_interval``), ``LISTEN/NOTIFY`` on the ``toolnexus_answers``
+    channel for Postgres. A spurious wake is harmless: waiters re-read the row.
+
+    Example:
+        >>> async def park(store, checkpoint):
+        ...     await store.save_halt(checkpoint)
+        ...     return await store.wait_for_answer(checkpoint.pending.id, timeout=3600)
+        >>> async def approve(store, request_id):
+        ...     await store.post_answer(request_id, Answer(request_id, True), answered_by="ana")
+    """
+
+    async def post_answer(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str | None = None,
+    ) -> None:
+        """Record ``answer`` for ``request_id`` exactly once and wake its waiters.
+
+        The request goes straight to ``answered`` (from ``pending``, from no row at all, or
+        from a claim whose lease ran out), with ``answered_at`` now and ``digest`` (by
+        default the digest of the stored halted call, ``""`` when nothing is stored).
+
+        Raises:
+            AnswerConflict: the request is already answered, or claimed under a live lease.
+            CheckpointError: ``digest`` is ``None`` and the stored checkpoint is corrupt.
+        """
+        ...
+
+    async def wait_for_answer(
+        self, request_id: str, *, timeout: float | None
+    ) -> AnswerRecord | None:
+        """Wait until ``request_id`` is answered and return its record.
+
+        Answered means `post_answer` recorded an answer, or a claimed resume called
+        `RunStore.complete`. Returns at once when that already happened; ``None`` when
+        ``timeout`` seconds pass first (``None`` waits for ever).
+        """
         ...
 
 

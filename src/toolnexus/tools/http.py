@@ -232,9 +232,7 @@ class _Endpoint:
             return ToolResult(
                 f"HTTP tool {self.name} timed out after {_ms(self.timeout_ms)}ms", is_error=True
             )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
+        except Exception as exc:  # aiohttp's and the rest; cancellation is not an Exception
             reason = self._redact(_reason(exc))
             return ToolResult(f"HTTP tool {self.name} request failed: {reason}", is_error=True)
         return self._result(status, text)

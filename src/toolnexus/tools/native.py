@@ -205,7 +205,7 @@ def to_tool_result(value: Any) -> ToolResult:
         return ToolResult("")
     if _is_json_kind(value) or _is_structured(value):
         try:
-            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
+            text = _ENCODER.encode(value)
         except (TypeError, ValueError):  # circular, or a hostile __str__/model_dump
             return ToolResult(str(value))
         return ToolResult(text)
@@ -232,6 +232,9 @@ def _plain(value: object) -> object:
     if isinstance(value, set | frozenset):
         return list(typing.cast("set[object]", value))
     return str(value)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=_plain)
 
 
 # --- binding arguments to parameters -----------------------------------------------------
