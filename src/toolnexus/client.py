@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from ._types import Message, RunResult, Tool
-from .errors import ResumeError, ToolnexusError, UsageError
+from .errors import AnswerConflict, ResumeError, ToolnexusError, UnknownRequest, UsageError
 from .llm.anthropic import AnthropicDialect
 from .llm.base import Dialect, Style
 from .llm.convert import normalize_history
@@ -526,6 +526,54 @@ class Client:
             cancel=cancel,
         ):
             yield event
+
+    async def resume(
+        self,
+        toolkit: ToolSet,
+        answer: Answer | Mapping[str, Any],
+        *,
+        answered_by: str | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunResult:
+        """Resume whichever stored run waits on ``answer.id`` — the answer is all you need.
+
+        This is what a webhook or an approvals inbox calls: the checkpoint (and the
+        conversation it belongs to) comes from the run store.
+
+        Raises:
+            UnknownRequest: no stored run waits on that id.
+            AnswerConflict: it was already answered.
+        """
+        reply = as_answer(answer)
+        checkpoint = await self._runs.load_halt(reply.id)
+        if checkpoint is None:
+            record = await self._runs.answer_record(reply.id)
+            if record is not None:
+                by = f" by {record.answered_by}" if record.answered_by else ""
+                raise AnswerConflict(
+                    f'request "{reply.id}" was already answered{by}',
+                    answered_by=record.answered_by,
+                )
+            raise UnknownRequest(f'no halted run waits on request "{reply.id}"')
+        request = next(
+            (o.request for o in checkpoint.outstanding if o.request and o.request.id == reply.id),
+            checkpoint.pending,
+        )
+        result: RunResult | None = None
+        async for event in self._resume(
+            toolkit,
+            None,
+            request,
+            reply,
+            stream=False,
+            conversation_id=checkpoint.conversation_id,
+            answered_by=answered_by,
+            cancel=cancel,
+        ):
+            if event["type"] == "done":
+                result = event["result"]
+        assert result is not None
+        return result
 
     async def _history_for_resume(self, id: str) -> list[Message] | None:
         if not isinstance(id, str) or not id:  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -223,41 +223,148 @@ class AnswerChannel(Protocol):
         ...
 
 
+# -- argument checks and encodings shared by every backend ------------------------------
+
+_answer_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def check_request_id(value: object) -> str:
+    """Return ``value`` when it is a usable request id, else raise `UsageError`."""
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"a request id must be a non-empty string, got {value!r}")
+    return _checked_text(value, "the request id")
+
+
+def check_optional_text(value: object, what: str) -> str | None:
+    """``None`` or a valid Unicode string; anything else is a `UsageError`."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{what} must be a string or None, got {type(value).__name__}")
+    return _checked_text(value, what)
+
+
+def check_seconds(value: object, what: str, *, positive: bool = False) -> float:
+    """A finite, non-negative (or positive) number of seconds, else `UsageError`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+        or (positive and value == 0)
+    ):
+        bound = "> 0" if positive else ">= 0"
+        raise UsageError(f"{what} must be a finite number of seconds {bound}, got {value!r}")
+    return float(value)
+
+
+def check_limit(value: object) -> int:
+    """``list_pending``'s limit: an int >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"limit must be an int >= 0, got {value!r}")
+    return value
+
+
+def encode_checkpoint(checkpoint: object) -> str:
+    """The checkpoint's JSON text, as every store keeps it.
+
+    Raises:
+        UsageError: not a `Checkpoint`, one with no outstanding call or no usable request
+            id, or one holding text that is not valid Unicode.
+    """
+    if not isinstance(checkpoint, Checkpoint):
+        raise UsageError(f"save_halt takes a Checkpoint, got {type(checkpoint).__name__}")
+    if not checkpoint.outstanding:
+        raise UsageError("the checkpoint has no outstanding tool calls: there is nothing to resume")
+    check_request_id(checkpoint.pending.id)
+    try:
+        text = checkpoint.dumps()
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"the checkpoint cannot be encoded as JSON: {exc}") from exc
+    return _checked_text(text, "the checkpoint")
+
+
+def encode_answer(answer: object) -> str:
+    """The Answer's wire dict as compact JSON text.
+
+    Raises:
+        UsageError: not an `Answer`, or its data is not JSON (NaN, sets, objects, cycles).
+    """
+    if not isinstance(answer, Answer):
+        raise UsageError(f"the answer must be an Answer, got {type(answer).__name__}")
+    try:
+        text = _answer_encoder.encode(answer.to_dict())
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"the answer must be JSON-serialisable: {exc}") from exc
+    return _checked_text(text, "the answer")
+
+
+def conflict(request_id: str, answered_by: str | None) -> AnswerConflict:
+    """The `AnswerConflict` every backend raises for a request someone else holds."""
+    return AnswerConflict(
+        f'request "{request_id}" was already answered'
+        + (f" by {answered_by}" if answered_by else ""),
+        answered_by=answered_by,
+    )
+
+
+def _checked_text(text: str, what: str) -> str:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UsageError(f"{what} must be valid Unicode text: {exc.reason}") from exc
+    return text
+
+
+# -- the in-memory backend ---------------------------------------------------------------
+
+
 @dataclass(slots=True)
 class _Row:
-    checkpoint: Checkpoint | None
+    checkpoint: str | None
     status: HaltStatus
     entry: PendingEntry | None
-    answer: Answer | None = None
+    answer: str | None = None
     answered_by: str | None = None
-    answered_at: float = 0.0
+    answered_at: float | None = None
     digest: str = ""
     lease_until: float = 0.0
 
 
 class InMemoryRunStore:
-    """The process-lifetime `RunStore` (the default when no durable store is configured)."""
+    """The process-lifetime `RunStore` and `AnswerChannel` (the default when no durable store
+    is configured).
+
+    Checkpoints and answers are kept as their JSON text, so what comes back is a copy and
+    what this store accepts the durable stores accept too.
+
+    Args:
+        clock: the time source for leases, ``answered_at`` and ages (default `time.time`).
+    """
 
     def __init__(self, clock: Clock | None = None) -> None:
         self._rows: dict[str, _Row] = {}
         self._now = clock or time.time
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
 
     async def save_halt(self, checkpoint: Checkpoint) -> None:
+        text = encode_checkpoint(checkpoint)
         rid = checkpoint.pending.id
         row = self._rows.get(rid)
         status: HaltStatus = row.status if row is not None else "pending"
-        frozen = Checkpoint.loads(checkpoint.dumps())
+        entry = pending_entry(checkpoint, status)
         if row is None:
-            self._rows[rid] = _Row(frozen, status, pending_entry(frozen, status))
+            self._rows[rid] = _Row(text, status, entry)
         else:
-            row.checkpoint = frozen
-            row.entry = pending_entry(frozen, status)
+            row.checkpoint = text
+            row.entry = entry
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
-        row = self._rows.get(request_id)
+        row = self._rows.get(check_request_id(request_id))
         if row is None or row.checkpoint is None:
             return None
-        return Checkpoint.loads(row.checkpoint.dumps())
+        return Checkpoint.loads(row.checkpoint)
 
     async def claim(
         self,
@@ -268,44 +375,87 @@ class InMemoryRunStore:
         digest: str = "",
         lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
-        now = self._now()
-        row = self._rows.get(request_id)
-        if row is None:
-            row = self._rows[request_id] = _Row(None, "pending", None)
-        if row.status == "answered" or (row.status == "claimed" and row.lease_until > now):
-            raise AnswerConflict(
-                f'request "{request_id}" was already answered'
-                + (f" by {row.answered_by}" if row.answered_by else ""),
-                answered_by=row.answered_by,
-            )
+        row = self._take(request_id, answer, answered_by, digest)
         row.status = "claimed"
-        row.answer = answer
-        row.answered_by = answered_by
-        row.digest = digest
-        row.lease_until = now + lease_s
+        row.lease_until = self._now() + check_seconds(lease_s, "lease_s", positive=True)
+
+    async def post_answer(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str | None = None,
+    ) -> None:
+        row = self._take(request_id, answer, answered_by, digest)
+        if digest is None:
+            row.digest = (
+                ""
+                if row.checkpoint is None
+                else call_digest(*halted_call(Checkpoint.loads(row.checkpoint)))
+            )
+        row.status = "answered"
+        row.lease_until = 0.0
+        row.answered_at = self._now()
+        self._wake(request_id)
 
     async def complete(self, request_id: str) -> None:
-        row = self._rows.get(request_id)
+        row = self._rows.get(check_request_id(request_id))
         if row is None:
             raise UnknownRequest(f'no halted run waits on request "{request_id}"')
         row.status = "answered"
-        row.answered_at = self._now()
+        if row.answered_at is None:
+            row.answered_at = self._now()
+        row.lease_until = 0.0
         row.checkpoint = None
         row.entry = None
+        self._wake(request_id)
 
     async def release(self, request_id: str) -> None:
-        row = self._rows.get(request_id)
+        row = self._rows.get(check_request_id(request_id))
         if row is not None and row.status == "claimed":
-            row.status = "pending"
-            row.lease_until = 0.0
             if row.checkpoint is None:
                 del self._rows[request_id]
+                return
+            row.status = "pending"
+            row.lease_until = 0.0
+            row.answer = row.answered_by = None
+            row.digest = ""
 
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
-        row = self._rows.get(request_id)
+        row = self._rows.get(check_request_id(request_id))
         if row is None or row.status != "answered" or row.answer is None:
             return None
-        return AnswerRecord(request_id, row.answer, row.answered_at, row.answered_by, row.digest)
+        return AnswerRecord(
+            request_id,
+            Answer.from_dict(json.loads(row.answer)),
+            row.answered_at or 0.0,
+            row.answered_by,
+            row.digest,
+        )
+
+    async def wait_for_answer(
+        self, request_id: str, *, timeout: float | None
+    ) -> AnswerRecord | None:
+        rid = check_request_id(request_id)
+        limit = None if timeout is None else check_seconds(timeout, "timeout")
+        record = await self.answer_record(rid)
+        if record is not None or limit == 0:
+            return record
+        waiter = asyncio.get_running_loop().create_future()
+        waiters = self._waiters.setdefault(rid, [])
+        waiters.append(waiter)
+        try:
+            async with asyncio.timeout(limit):
+                await waiter
+        except TimeoutError:
+            return None
+        finally:
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters and self._waiters.get(rid) is waiters:
+                del self._waiters[rid]
+        return await self.answer_record(rid)
 
     async def list_pending(
         self,
@@ -317,16 +467,64 @@ class InMemoryRunStore:
         newer_than: float | None = None,
         limit: int = 100,
     ) -> list[PendingEntry]:
+        filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
+        size = check_limit(limit)
         now = self._now()
         out = [
             r.entry for r in self._rows.values() if r.entry is not None and r.status == "pending"
         ]
-        out = _filter(out, kind, tool, conversation_id, older_than, newer_than, now)
-        return out[:limit]
+        out = _filter(out, *filters, now)
+        return out[:size]
+
+    async def aclose(self) -> None:
+        """Nothing to release; present so every store closes the same way."""
+
+    def _take(
+        self, request_id: str, answer: Answer, answered_by: str | None, digest: str | None
+    ) -> _Row:
+        """Check a claim's arguments, refuse a held request, and record the answer."""
+        rid = check_request_id(request_id)
+        text = encode_answer(answer)
+        who = check_optional_text(answered_by, "answered_by")
+        if digest is not None and not isinstance(digest, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"digest must be a string, got {type(digest).__name__}")
+        row = self._rows.get(rid)
+        if row is not None and (
+            row.status == "answered" or (row.status == "claimed" and row.lease_until > self._now())
+        ):
+            raise conflict(rid, row.answered_by)
+        if row is None:
+            row = self._rows[rid] = _Row(None, "pending", None)
+        row.answer = text
+        row.answered_by = who
+        row.digest = digest or ""
+        return row
+
+    def _wake(self, request_id: str) -> None:
+        for waiter in self._waiters.pop(request_id, ()):
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 class Clock(Protocol):
     def __call__(self) -> float: ...
+
+
+def check_filters(
+    kind: object,
+    tool: object,
+    conversation_id: object,
+    older_than: object,
+    newer_than: object,
+) -> tuple[str | None, str | None, str | None, float | None, float | None]:
+    """Check ``list_pending``'s filters; `UsageError` for anything but str/None and ages."""
+    return (
+        check_optional_text(kind, "kind"),
+        check_optional_text(tool, "tool"),
+        check_optional_text(conversation_id, "conversation_id"),
+        None if older_than is None else check_seconds(older_than, "older_than"),
+        None if newer_than is None else check_seconds(newer_than, "newer_than"),
+    )
 
 
 def _filter(

@@ -9,13 +9,14 @@ recorded or not at all, and two processes opening a fresh file at once apply it 
 A database whose recorded version is newer than the newest migration here was written by a
 newer toolnexus; it is refused with a `StoreError` rather than used (or "downgraded") blindly.
 
-Adding the run store (halted checkpoints keyed by request id, the pending index, the answer
-records) means appending, e.g.::
-
-    Migration(2, "run_store", (
-        "CREATE TABLE runs (request_id TEXT PRIMARY KEY, checkpoint TEXT NOT NULL, ...)",
-        "CREATE INDEX runs_pending ON runs (state, kind, created_at)",
-    )),
+Versions:
+    1 ``conversations``: one row per conversation, its transcript as JSON text.
+    2 ``run_store``: ``halts``, one row per Request id: the halted checkpoint (JSON text,
+      NULL once the resume completed or for a request answered without one), its status
+      (``pending`` → ``claimed`` → ``answered``), the pending-index columns copied from the
+      checkpoint (kind, tool, conversation, created_at, expires_at, prompt), the claim's lease,
+      and the accepted answer (JSON), who gave it, when, and the digest of the halted call.
+      Partial indexes cover exactly the rows `list_pending` reads.
 """
 
 from __future__ import annotations
@@ -56,6 +57,37 @@ MIGRATIONS: tuple[Migration, ...] = (
             " messages TEXT NOT NULL,"
             " updated_at REAL"
             ")",
+        ),
+    ),
+    Migration(
+        version=2,
+        name="run_store",
+        statements=(
+            "CREATE TABLE halts ("
+            " request_id TEXT PRIMARY KEY,"
+            " status TEXT NOT NULL CHECK (status IN ('pending', 'claimed', 'answered')),"
+            " checkpoint TEXT,"
+            " kind TEXT,"
+            " tool TEXT,"
+            " conversation_id TEXT,"
+            " created_at REAL,"
+            " expires_at TEXT,"
+            " prompt TEXT,"
+            " lease_until REAL,"
+            " answer TEXT,"
+            " answered_by TEXT,"
+            " answered_at REAL,"
+            " digest TEXT NOT NULL DEFAULT ''"
+            ")",
+            "CREATE INDEX halts_pending ON halts (created_at, request_id)"
+            " WHERE status = 'pending' AND checkpoint IS NOT NULL",
+            "CREATE INDEX halts_pending_kind ON halts (kind, created_at, request_id)"
+            " WHERE status = 'pending' AND checkpoint IS NOT NULL",
+            "CREATE INDEX halts_pending_tool ON halts (tool, created_at, request_id)"
+            " WHERE status = 'pending' AND checkpoint IS NOT NULL",
+            "CREATE INDEX halts_pending_conversation ON halts"
+            " (conversation_id, created_at, request_id)"
+            " WHERE status = 'pending' AND checkpoint IS NOT NULL",
         ),
     ),
 )
