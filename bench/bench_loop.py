@@ -82,7 +82,7 @@ async def measure(
 ) -> tuple[list[Row], dict[str, Any]]:
     """Measure every variant; return the table rows and the raw medians (ms per turn)."""
     reps = 3 if quick else 7
-    turns_per_batch = 150 if quick else 600
+    turns_per_batch = 300 if quick else 600
     toolkit = await make_toolkit()
     per_turn: dict[tuple[str, int], float] = {}
     overhead: dict[tuple[str, int], float] = {}

@@ -88,12 +88,15 @@ class ToolContext:
         timeout: seconds left before the run's deadline, when one is set.
         answer: present **only** on the retry after a suspension was answered.
         call_id: the provider's id for this tool call, when the loop runs the tool.
+        request: on the retry, the `Request` this call suspended with (so a tool can read back
+            what it put in ``request.data``, e.g. a server's continuation token).
     """
 
     signal: asyncio.Event | None = None
     timeout: float | None = None
     answer: Answer | None = None
     call_id: str | None = None
+    request: Request | None = None
 
 
 ToolExecute: TypeAlias = Callable[[dict[str, Any], "ToolContext | None"], Awaitable[ToolResult]]
@@ -105,6 +108,7 @@ class Tool:
 
     ``execute(args, ctx)`` is a coroutine function returning a `ToolResult`. A synchronous
     callable, or one returning a plain string, is accepted too and normalised by the loop.
+    ``validate_args`` turns schema validation of the model's arguments on (the default) or off.
     """
 
     name: str
@@ -113,6 +117,9 @@ class Tool:
     source: ToolSource
     execute: Callable[..., Any]
     validate_args: bool = True
+    handles_declines: bool = False
+    """True when ``execute`` maps a declined Answer itself (relay tools, delegation); otherwise
+    the loop answers a decline with ``declined/expired: <prompt>`` and never re-runs the tool."""
     _validator: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __getitem__(self, key: str) -> Any:

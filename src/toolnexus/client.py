@@ -26,7 +26,6 @@ from ._types import Message, RunResult, Tool
 from .errors import AnswerConflict, ResumeError, ToolnexusError, UnknownRequest, UsageError
 from .llm.anthropic import AnthropicDialect
 from .llm.base import Dialect, Style
-from .llm.convert import normalize_history
 from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
 from .llm.retry import OnError, RetryPolicy
@@ -46,7 +45,7 @@ from .stores.base import ConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore, call_digest, halted_call
 from .stores.url import resolve_store
 from .suspension import Answer, Request, WaitFor, is_expired
-from .toolkit import Toolkit, tool_fingerprint
+from .toolkit import Toolkit
 from .translate import TranslateResult
 from .translate_call import translate_once
 
@@ -188,27 +187,16 @@ class Client:
             tools, wire, skills_prompt = [], [], ""
         else:
             tools = list(toolkit)
+            for t in tools:
+                if not isinstance(t, Tool):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    raise UsageError(
+                        f"toolkit must be a Toolkit or a list of toolnexus.Tool, got a "
+                        f"{type(t).__name__} in the list"
+                    )
             wire = self._cfg.dialect.render_tools(tools)
             skills_prompt = ""
-        messages = normalize_history(list(history)) if history else []
-        if not messages:
-            system = "\n\n".join(p for p in (self._cfg.system_prompt, skills_prompt) if p)
-            if system:
-                messages.append({"role": "system", "content": system})
-        if prompt is not None:
-            messages.append({"role": "user", "content": prompt})
-        deadline = None
-        if self._cfg.timeout_ms is not None:
-            deadline = asyncio.get_running_loop().time() + self._cfg.timeout_ms / 1000
-        return RunState(
-            messages=messages,
-            tools=tools,
-            by_name={t.name: t for t in tools},
-            wire_tools=wire,
-            cancel=cancel,
-            deadline=deadline,
-            fingerprint=tool_fingerprint(tools),
-            wait_for=self._cfg.wait_for,
+        return self._engine.new_state(
+            prompt, tools, wire, skills_prompt=skills_prompt, history=history, cancel=cancel
         )
 
     async def _drive(

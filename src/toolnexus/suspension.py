@@ -302,6 +302,7 @@ def relay_tool(name: str, description: str, schema: dict[str, Any] | None = None
         source="relay",
         execute=execute,
         validate_args=False,
+        handles_declines=True,
     )
 
 

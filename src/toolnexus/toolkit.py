@@ -13,15 +13,14 @@ bring-your-own loop::
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from ._types import Tool, ToolContext, ToolResult
 from .errors import UsageError
+from .loop.checkpoint import tool_fingerprint
 from .loop.execute import invoke_tool, unknown_tool_result
 from .suspension import WaitFor
 from .tools.builtins import select_builtins
@@ -80,23 +79,39 @@ def to_anthropic(tools: Iterable[Tool]) -> list[dict[str, Any]]:
 
 
 def to_gemini(tools: Iterable[Tool]) -> list[dict[str, Any]]:
-    """Gemini declarations: ONE element wrapping every tool."""
+    """Gemini declarations: ONE element wrapping every tool.
+
+    Gemini reads an OpenAPI-style schema subset, so a JSON-Schema type list such as
+    ``["string", "null"]`` is rendered as ``"type": "string", "nullable": true``.
+    """
     return [
         {
             "functionDeclarations": [
-                {"name": t.name, "description": t.description, "parameters": t.input_schema}
+                {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": _gemini_schema(t.input_schema),
+                }
                 for t in tools
             ]
         }
     ]
 
 
-def tool_fingerprint(tools: Iterable[Tool]) -> str:
-    """A short digest of the tool set (names, sources and schemas), order-independent."""
-    parts = sorted(
-        json.dumps([t.name, t.source, t.input_schema], sort_keys=True, default=str) for t in tools
-    )
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+def _gemini_schema(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_gemini_schema(v) for v in cast(list[Any], node)]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _gemini_schema(v) for k, v in cast(dict[str, Any], node).items()}
+    kind = out.get("type")
+    if isinstance(kind, list):
+        kinds = [k for k in cast(list[Any], kind) if k != "null"]
+        if len(kinds) == 1:
+            out["type"] = kinds[0]
+            if len(kinds) < len(cast(list[Any], kind)):
+                out["nullable"] = True
+    return out
 
 
 class Toolkit:

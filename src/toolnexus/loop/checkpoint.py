@@ -12,16 +12,18 @@ Version history:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from .._types import Message, ToolCallRecord, ToolResult, Usage, empty_usage
+from .._types import Message, Tool, ToolCallRecord, ToolResult, Usage, empty_usage
 from ..errors import CheckpointError
 from ..suspension import Request
 
-__all__ = ["CHECKPOINT_VERSION", "Checkpoint", "Outstanding", "SlotState"]
+__all__ = ["CHECKPOINT_VERSION", "Checkpoint", "Outstanding", "SlotState", "tool_fingerprint"]
 
 CHECKPOINT_VERSION = 1
 
@@ -58,6 +60,14 @@ def result_from_json(data: Any) -> ToolResult:
         bool(data.get("is_error")),  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         meta if isinstance(meta, dict) else None,  # pyright: ignore[reportUnknownArgumentType]
     )
+
+
+def tool_fingerprint(tools: Iterable[Tool]) -> str:
+    """A short digest of the tool set (names, sources and schemas), order-independent."""
+    parts = sorted(
+        json.dumps([t.name, t.source, t.input_schema], sort_keys=True, default=str) for t in tools
+    )
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
 @dataclass(slots=True)

@@ -16,12 +16,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from .._types import Message, RunResult, Tool, ToolCallRecord, ToolContext, ToolResult, Usage
 from ..errors import AnswerMismatch, CallbackError
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import Dialect, ModelToolCall, ModelTurn, SSEEvent, Transport
+from ..llm.convert import normalize_history
 from ..llm.retry import RetryPolicy, call_with_retries
 from ..suspension import (
     RELAY_CALLS_KEY,
@@ -35,11 +36,11 @@ from ..suspension import (
     relay_output_for,
 )
 from ..tools.validation import parse_arguments, validate_arguments
-from .checkpoint import Checkpoint, Outstanding
+from .checkpoint import Checkpoint, Outstanding, tool_fingerprint
 from .execute import coerce_result, invoke_tool, unknown_tool_result
 from .hooks import Hooks, call_callback
 
-__all__ = ["Engine", "EngineConfig", "RunState", "Slot", "relay_splice"]
+__all__ = ["Engine", "EngineConfig", "RunState", "Slot", "TurnGuard", "relay_splice"]
 
 log = logging.getLogger("toolnexus")
 
@@ -83,6 +84,18 @@ class Slot:
     request: Request | None = None
 
 
+class TurnGuard(Protocol):
+    """Watches a run's model calls (budgets, roll-ups). Used by the agent runtime."""
+
+    def before_call(self) -> str | None:
+        """The name of a limit that stops the run now (``incomplete``), or ``None``."""
+        ...
+
+    def after_call(self, usage: Usage) -> None:
+        """One model call finished with ``usage``."""
+        ...
+
+
 @dataclass(slots=True)
 class RunState:
     """The mutable state of one run."""
@@ -103,6 +116,7 @@ class RunState:
     wait_for: WaitFor | None = None
     expired: bool = False
     checkpoint: Checkpoint | None = None
+    guard: TurnGuard | None = None
 
 
 class Engine:
@@ -111,6 +125,40 @@ class Engine:
     def __init__(self, config: EngineConfig, emit: Callable[[dict[str, Any]], None]) -> None:
         self.cfg = config
         self._emit = emit
+
+    def new_state(
+        self,
+        prompt: str | None,
+        tools: list[Tool],
+        wire_tools: list[dict[str, Any]],
+        *,
+        skills_prompt: str = "",
+        history: Sequence[Message] | None = None,
+        cancel: asyncio.Event | None = None,
+    ) -> RunState:
+        """A fresh run: the history (normalised to the canonical shape) or the system prompt,
+        then the user ``prompt`` (none on a resume)."""
+        cfg = self.cfg
+        messages = normalize_history(list(history)) if history else []
+        if not messages:
+            system = "\n\n".join(p for p in (cfg.system_prompt, skills_prompt) if p)
+            if system:
+                messages.append({"role": "system", "content": system})
+        if prompt is not None:
+            messages.append({"role": "user", "content": prompt})
+        deadline = None
+        if cfg.timeout_ms is not None:
+            deadline = asyncio.get_running_loop().time() + cfg.timeout_ms / 1000
+        return RunState(
+            messages=messages,
+            tools=tools,
+            by_name={t.name: t for t in tools},
+            wire_tools=wire_tools,
+            cancel=cancel,
+            deadline=deadline,
+            fingerprint=tool_fingerprint(tools),
+            wait_for=cfg.wait_for,
+        )
 
     # -- model calls -----------------------------------------------------------------------
 
@@ -266,7 +314,13 @@ class Engine:
         timeout = None
         if state.deadline is not None:
             timeout = max(0.0, state.deadline - asyncio.get_running_loop().time())
-        return ToolContext(signal=state.cancel, timeout=timeout, answer=answer, call_id=slot.id)
+        return ToolContext(
+            signal=state.cancel,
+            timeout=timeout,
+            answer=answer,
+            call_id=slot.id,
+            request=slot.request if answer is not None else None,
+        )
 
     async def _execute_once(
         self, state: RunState, slot: Slot, answer: Answer | None
@@ -384,8 +438,7 @@ class Engine:
         request = slot.request
         assert request is not None
         tool = state.by_name.get(slot.name)
-        relay = tool is not None and tool.source == "relay"
-        if not answer.ok and not relay:
+        if not answer.ok and (tool is None or not tool.handles_declines):
             result = ToolResult(f"declined/expired: {request.prompt}", True)
         else:
             retry = await self._run(state, slot, answer)
@@ -518,6 +571,11 @@ class Engine:
             if state.turns >= limit:
                 yield self._done(state, _last_text(state.messages), "incomplete", "maxTurns")
                 return
+            if state.guard is not None:
+                stop = state.guard.before_call()
+                if stop is not None:
+                    yield self._done(state, _last_text(state.messages), "incomplete", stop)
+                    return
             turn: ModelTurn | None = None
             if stream:
                 async for item in self.stream_model(state):
@@ -530,6 +588,8 @@ class Engine:
             assert turn is not None
             state.turns += 1
             _add_usage(state.usage, turn.usage)
+            if state.guard is not None:
+                state.guard.after_call(turn.usage)
             calls = _unique_calls(turn.tool_calls, state.turns)
             state.messages.append(_assistant_message(turn.text, calls))
             if not calls:

@@ -486,8 +486,7 @@ class InMemoryRunStore:
         rid = check_request_id(request_id)
         text = encode_answer(answer)
         who = check_optional_text(answered_by, "answered_by")
-        if digest is not None and not isinstance(digest, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UsageError(f"digest must be a string, got {type(digest).__name__}")
+        check_optional_text(digest, "digest")
         row = self._rows.get(rid)
         if row is not None and (
             row.status == "answered" or (row.status == "claimed" and row.lease_until > self._now())

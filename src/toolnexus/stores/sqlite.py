@@ -1,4 +1,4 @@
-"""`SqliteStore`: durable conversations (and soon halted runs) in one SQLite file.
+"""`SqliteStore`: durable conversations and halted runs in one SQLite file.
 
 The file is opened lazily, in WAL mode with ``synchronous=NORMAL``, a ``busy_timeout`` and
 foreign keys on, and brought up to date by the migrations in
@@ -12,6 +12,11 @@ SQL itself (measured here: ≈ 60-75 µs per hop against ≈ 5-8 µs for an inde
 upsert), so a multi-statement operation is one job (see `SqliteStore._call`), never a chain of
 awaits. The worker is a bare thread and queue rather than a ``ThreadPoolExecutor``, which
 measured ≈ 20 % slower per hop.
+
+The run store (`toolnexus.stores.runs.RunStore` and `AnswerChannel`) lives in the ``halts``
+table; its jobs are in `toolnexus.stores.sqlite_runs`. Parked runs waiting for an answer from
+another process are found by polling on the worker thread between jobs, never by a timer loop
+on the event loop.
 
 Every sqlite3 failure surfaces as a `StoreError` that names the file and says what happened
 (locked, corrupt, cannot open, read-only, …); a failed operation changes nothing. A call that
@@ -30,13 +35,29 @@ import time
 import weakref
 from collections.abc import Callable
 from functools import partial
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from .._types import Message
 from ..errors import StoreError, UsageError
+from ..loop.checkpoint import Checkpoint
+from ..suspension import Answer
+from . import sqlite_runs
 from ._codec import check_id, decode_messages, encode_messages
+from ._runrows import answer_record, halt_row, load_checkpoint, pending
+from .runs import (
+    DEFAULT_LEASE_S,
+    AnswerRecord,
+    PendingEntry,
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+    encode_answer,
+)
+from .sqlite_runs import AnswerRow, AnswerWatch
 from .sqlite_schema import MIGRATIONS, migrate
 
 __all__ = ["SqliteStore"]
@@ -57,7 +78,11 @@ _PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6,
 
 
 class SqliteStore:
-    """A `ConversationStore` in one SQLite file; the durable default.
+    """A `ConversationStore`, `RunStore` and `AnswerChannel` in one SQLite file.
+
+    The durable default. Any number of processes may open the same file: claims are
+    exactly-once across them (SQLite's write lock), and a run parked with
+    `wait_for_answer` sees an answer posted by any of them within ``poll_interval``.
 
     Example:
         >>> import asyncio
@@ -73,9 +98,13 @@ class SqliteStore:
             ``":memory:"`` for a private in-memory database.
         busy_timeout_ms: how long a write waits for another connection's lock before
             failing with `StoreError`.
+        clock: the time source for leases, ``answered_at`` and ages (default `time.time`).
+        poll_interval: how often, in seconds, parked runs look for answers committed by
+            other connections.
 
     Raises:
-        UsageError: ``busy_timeout_ms`` is not a non-negative int.
+        UsageError: ``busy_timeout_ms`` is not a non-negative int, or ``poll_interval`` is
+            not a positive number.
     """
 
     __slots__ = (
@@ -84,20 +113,30 @@ class SqliteStore:
         "_closed",
         "_db",
         "_detach_finalizer",
+        "_now",
         "_path",
         "_worker",
     )
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        busy_timeout_ms: int = 5000,
+        clock: Callable[[], float] | None = None,
+        poll_interval: float = 0.2,
+    ) -> None:
         if (
             isinstance(busy_timeout_ms, bool)
             or not isinstance(busy_timeout_ms, int)  # pyright: ignore[reportUnnecessaryIsInstance]
             or busy_timeout_ms < 0
         ):
             raise UsageError(f"busy_timeout_ms must be an int >= 0, got {busy_timeout_ms!r}")
+        interval = check_seconds(poll_interval, "poll_interval", positive=True)
         self._path = os.fspath(path)
         self._busy_timeout_ms = busy_timeout_ms
-        self._db = _Database(self._path, self._busy_timeout_ms)
+        self._now = clock or time.time
+        self._db = _Database(self._path, self._busy_timeout_ms, AnswerWatch(interval))
         self._worker: _Worker | None = None
         self._detach_finalizer: Callable[[], object] | None = None
         self._closed = False
@@ -134,6 +173,138 @@ class SqliteStore:
     async def delete(self, id: str) -> bool:
         """Forget ``id``; True when a transcript was deleted."""
         return await self._call(partial(_delete, check_id(id)))
+
+    # -- the run store --------------------------------------------------------------------
+
+    async def save_halt(self, checkpoint: Checkpoint) -> None:
+        """Insert or replace the halted run waiting on ``checkpoint.pending.id``.
+
+        Replacing keeps the row's status (a claimed run stays claimed).
+
+        Raises:
+            UsageError: not a `Checkpoint`, or not storable (see `encode_checkpoint`).
+            StoreError: the database failed; nothing changed.
+        """
+        await self._call(partial(sqlite_runs.save_halt, halt_row(checkpoint)))
+
+    async def load_halt(self, request_id: str) -> Checkpoint | None:
+        """The checkpoint waiting on ``request_id`` (any status), or ``None``.
+
+        Raises:
+            CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus (the
+                row is left as it is).
+        """
+        rid = check_request_id(request_id)
+        text = await self._call(partial(sqlite_runs.load_halt, rid))
+        return None if text is None else load_checkpoint(text, rid, self._path)
+
+    async def claim(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str = "",
+        lease_s: float = DEFAULT_LEASE_S,
+    ) -> None:
+        """Atomically take ``request_id`` for resuming with ``answer`` (see `RunStore.claim`).
+
+        Raises:
+            AnswerConflict: already answered, or claimed under a live lease (by anyone,
+                in any process); names ``answered_by``.
+        """
+        job = partial(
+            sqlite_runs.claim,
+            check_request_id(request_id),
+            encode_answer(answer),
+            check_optional_text(answered_by, "answered_by"),
+            check_optional_text(digest, "digest") or "",
+            self._now(),
+            check_seconds(lease_s, "lease_s", positive=True),
+        )
+        await self._call(job)
+
+    async def post_answer(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str | None = None,
+    ) -> None:
+        """Record ``answer`` exactly once and wake the parked run (see `AnswerChannel`)."""
+        job = partial(
+            sqlite_runs.post_answer,
+            self._db.watch,
+            self._path,
+            check_request_id(request_id),
+            encode_answer(answer),
+            check_optional_text(answered_by, "answered_by"),
+            check_optional_text(digest, "digest"),
+            self._now(),
+        )
+        await self._call(job)
+
+    async def complete(self, request_id: str) -> None:
+        """Mark ``request_id`` answered and drop its checkpoint (the answer stays).
+
+        Raises:
+            UnknownRequest: no row for ``request_id``.
+        """
+        rid = check_request_id(request_id)
+        await self._call(partial(sqlite_runs.complete, self._db.watch, rid, self._now()))
+
+    async def release(self, request_id: str) -> None:
+        """Give a claimed request back (the resume failed): it can be claimed again."""
+        await self._call(partial(sqlite_runs.release, check_request_id(request_id)))
+
+    async def answer_record(self, request_id: str) -> AnswerRecord | None:
+        """The accepted answer for ``request_id`` once it is answered, else ``None``."""
+        rid = check_request_id(request_id)
+        found = await self._call(partial(sqlite_runs.answer_row, rid))
+        return None if found is None else answer_record(rid, *found, self._path)
+
+    async def wait_for_answer(
+        self, request_id: str, *, timeout: float | None
+    ) -> AnswerRecord | None:
+        """Wait until ``request_id`` is answered; ``None`` after ``timeout`` seconds.
+
+        The wait costs no thread and no timer: the waiter is parked on the worker, which
+        wakes it at once for an answer posted through this store, and within
+        ``poll_interval`` for one committed by another connection.
+        """
+        rid = check_request_id(request_id)
+        limit = None if timeout is None else check_seconds(timeout, "timeout")
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[AnswerRow] = loop.create_future()
+        found = await self._call(partial(self._db.watch.add, rid, waiter, loop))
+        if found is None:
+            try:
+                async with asyncio.timeout(limit):
+                    found = await waiter
+            except TimeoutError:
+                return None
+            except sqlite3.Error as exc:
+                raise _translate(exc, self._path, self._busy_timeout_ms) from exc
+            finally:
+                if waiter.cancelled() and self._worker is not None:
+                    self._worker.post(partial(self._db.watch.remove, rid, waiter))
+        return answer_record(rid, *found, self._path)
+
+    async def list_pending(
+        self,
+        *,
+        kind: str | None = None,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        limit: int = 100,
+    ) -> list[PendingEntry]:
+        """Requests still waiting (status ``pending``), oldest first (see `RunStore`)."""
+        filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
+        job = partial(sqlite_runs.list_pending, *filters, check_limit(limit), self._now())
+        return [pending(*row) for row in await self._call(job)]
 
     async def aclose(self) -> None:
         """Close the connection and stop the worker thread. Idempotent."""
@@ -203,13 +374,14 @@ def _delete(id: str, conn: sqlite3.Connection) -> bool:
 
 
 class _Database:
-    """The store's one connection. Every method runs on the worker thread only."""
+    """The store's one connection and its parked waiters. Methods run on the worker only."""
 
-    __slots__ = ("busy_timeout_ms", "conn", "path")
+    __slots__ = ("busy_timeout_ms", "conn", "path", "watch")
 
-    def __init__(self, path: str, busy_timeout_ms: int) -> None:
+    def __init__(self, path: str, busy_timeout_ms: int, watch: AnswerWatch) -> None:
         self.path = path
         self.busy_timeout_ms = busy_timeout_ms
+        self.watch = watch
         self.conn: sqlite3.Connection | None = None
 
     def run(self, job: Callable[[sqlite3.Connection], T]) -> T:
@@ -237,6 +409,8 @@ class _Database:
         return conn
 
     def close(self) -> None:
+        path = self.path
+        self.watch.fail(lambda: StoreError(f"the SQLite store {path} was closed during the wait"))
         conn, self.conn = self.conn, None
         if conn is not None:
             conn.close()
@@ -253,7 +427,7 @@ class _Worker:
         # Daemon: an unclosed store must not keep the interpreter alive at exit (WAL makes an
         # abandoned connection safe); `shutdown` runs when the store is garbage-collected.
         threading.Thread(
-            target=_serve, args=(self._jobs,), name="toolnexus-sqlite", daemon=True
+            target=_serve, args=(self._jobs, db), name="toolnexus-sqlite", daemon=True
         ).start()
 
     def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
@@ -261,6 +435,10 @@ class _Worker:
         future: asyncio.Future[T] = loop.create_future()
         self._jobs.put((fn, future, loop))
         return future
+
+    def post(self, fn: Callable[[], object]) -> None:
+        """Run ``fn`` on the worker without waiting for it (its errors are dropped)."""
+        self._jobs.put((fn, None, None))
 
     def stop(self) -> None:
         self._jobs.put(None)
@@ -271,8 +449,22 @@ class _Worker:
         self.stop()
 
 
-def _serve(jobs: SimpleQueue[_Job | None]) -> None:
-    while (item := jobs.get()) is not None:
+def _serve(jobs: SimpleQueue[_Job | None], db: _Database) -> None:
+    while True:
+        # While runs are parked, the wait for the next job doubles as the poll timer.
+        wait = db.watch.due_in()
+        if wait is not None and wait <= 0:
+            try:
+                db.watch.poll(db.conn)
+            except Exception as exc:  # never let a poll kill the worker
+                db.watch.fail(lambda exc=exc: exc)
+            continue
+        try:
+            item = jobs.get(True, wait)
+        except Empty:
+            continue
+        if item is None:
+            break
         fn, future, loop = item
         try:
             result = fn()

@@ -6,12 +6,13 @@ Accepted forms::
     "sqlite:///relative/state.db"   a SqliteStore on a path relative to the working directory
     "sqlite:////abs/state.db"       a SqliteStore on an absolute path
     "sqlite://" | "sqlite:///:memory:"  a SqliteStore on a private in-memory database
-    "postgresql://…" | "postgres://…"   the Postgres store (not available yet)
+    "postgresql://…" | "postgres://…"   a PostgresStore (needs the ``postgres`` extra)
     an object with async get/save[/delete]  used as it is
 
 The SQLite forms follow SQLAlchemy's spelling. The path after ``sqlite:///`` is taken literally
 (no percent-decoding); query strings are refused so that options can be added later without
-changing what an existing URL means.
+changing what an existing URL means. A Postgres URL is handed to libpq as it is (its query
+options, e.g. ``?options=-csearch_path%3Dapp``, included).
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ def resolve_store(spec: object) -> ConversationStore:
         spec: ``None``, a store URL, or a store object (see the module docstring).
 
     Raises:
-        UsageError: the spec is none of the accepted forms, or names the Postgres store.
+        UsageError: the spec is none of the accepted forms.
+        ImportError: a Postgres URL without the ``postgres`` extra installed.
     """
     if spec is None or spec == "memory":
         return InMemoryConversationStore()
@@ -72,10 +74,9 @@ def resolve_store(spec: object) -> ConversationStore:
 def _from_url(url: str) -> ConversationStore:
     scheme, sep, rest = url.partition("://")
     if scheme in ("postgresql", "postgres") and sep:
-        raise UsageError(
-            "the postgres store is not available in this version yet; it will need the "
-            "`postgres` extra (pip install 'toolnexus[postgres]')"
-        )
+        from .postgres import PostgresStore  # psycopg is imported only when asked for
+
+        return PostgresStore(url)
     if scheme != "sqlite" or not sep:
         raise UsageError(f"store must be one of: {_FORMS}; got {url!r}")
     if rest == "":

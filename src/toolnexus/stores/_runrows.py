@@ -1,0 +1,127 @@
+"""How a halted run becomes a SQL row and back, shared by the SQLite and Postgres stores.
+
+A ``halts`` row keeps the checkpoint as its JSON text plus the pending-index columns copied
+from it, so `list_pending` never parses a checkpoint. Decoding is the store's side of the
+boundary: a row hand-edited into garbage is a `CheckpointError` (checkpoint) or a
+`StoreError` (answer) that names the request, and the row is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+from ..errors import CheckpointError, StoreError
+from ..loop.checkpoint import Checkpoint
+from ..suspension import Answer
+from .runs import AnswerRecord, PendingEntry, call_digest, encode_checkpoint, halted_call
+
+__all__ = ["HaltRow", "answer_record", "halt_row", "load_checkpoint", "pending", "stored_digest"]
+
+
+class HaltRow(NamedTuple):
+    """The values `save_halt` writes, in the order the SQL statements bind them."""
+
+    request_id: str
+    checkpoint: str
+    kind: str
+    tool: str
+    conversation_id: str | None
+    created_at: float
+    expires_at: str | None
+    prompt: str
+
+
+def halt_row(checkpoint: Checkpoint) -> HaltRow:
+    """Encode a checkpoint and its pending-index columns.
+
+    Raises:
+        UsageError: see `toolnexus.stores.runs.encode_checkpoint`.
+    """
+    text = encode_checkpoint(checkpoint)
+    name, _ = halted_call(checkpoint)
+    req = checkpoint.pending
+    return HaltRow(
+        req.id,
+        text,
+        req.kind,
+        name,
+        checkpoint.conversation_id,
+        checkpoint.created_at,
+        req.expiresAt,
+        req.prompt,
+    )
+
+
+def load_checkpoint(text: object, request_id: str, where: str) -> Checkpoint:
+    """Parse a stored checkpoint.
+
+    Raises:
+        CheckpointError: the text is not a checkpoint this toolnexus can read (corrupt,
+            hand-edited, or written by a newer version); the message names the request.
+    """
+    try:
+        return Checkpoint.loads(text)  # pyright: ignore[reportArgumentType]
+    except (
+        CheckpointError,
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
+        raise CheckpointError(
+            f"the checkpoint of request {request_id!r} in {where} cannot be read ({exc}); "
+            "the stored row was left as it is"
+        ) from exc
+
+
+def stored_digest(text: object, request_id: str, where: str) -> str:
+    """The digest of the halted call in a stored checkpoint; ``""`` when none is stored."""
+    if text is None:
+        return ""
+    return call_digest(*halted_call(load_checkpoint(text, request_id, where)))
+
+
+def answer_record(
+    request_id: str,
+    answer: object,
+    answered_at: object,
+    answered_by: object,
+    digest: object,
+    where: str,
+) -> AnswerRecord:
+    """Rebuild an `AnswerRecord` from its stored columns.
+
+    Raises:
+        StoreError: the stored answer is not an Answer's JSON (hand-edited); row untouched.
+    """
+    try:
+        parsed = Answer.from_dict(json.loads(answer))  # pyright: ignore[reportArgumentType]
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise StoreError(
+            f"the answer recorded for request {request_id!r} in {where} cannot be read "
+            f"({exc}); the stored row was left as it is"
+        ) from exc
+    return AnswerRecord(
+        request_id,
+        parsed,
+        float(answered_at) if isinstance(answered_at, int | float) else 0.0,
+        answered_by if isinstance(answered_by, str) else None,
+        digest if isinstance(digest, str) else "",
+    )
+
+
+def pending(
+    request_id: str,
+    kind: str,
+    prompt: str,
+    tool: str,
+    conversation_id: str | None,
+    created_at: float,
+    expires_at: str | None,
+) -> PendingEntry:
+    """A pending-index row as `list_pending` returns it."""
+    return PendingEntry(
+        request_id, kind, prompt, tool, conversation_id, created_at, expires_at, "pending"
+    )

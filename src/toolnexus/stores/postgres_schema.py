@@ -1,0 +1,149 @@
+"""The PostgreSQL schema as an ordered list of migrations, and the code that applies them.
+
+The same discipline as `toolnexus.stores.sqlite_schema`: append-only, versions 1, 2, 3, …,
+each missing migration applied in its own transaction together with its row in
+``toolnexus_schema_migrations(version, name, applied_at)``. Every worker that opens the store
+runs `migrate`; a transaction-scoped advisory lock makes concurrent starts apply each migration
+exactly once, and a database already up to date is recognised with one read and no lock.
+
+Tables are prefixed ``toolnexus_`` and created in the connection's ``search_path``, so a host
+can share a database with its own tables (or give toolnexus its own schema through the URL's
+``options=-csearch_path=…``).
+
+Column types: ids and the other strings that come from users, tools or models are ``BYTEA``
+holding UTF-8, because PostgreSQL ``TEXT`` cannot hold U+0000 and these must round-trip
+exactly as in the other stores; JSON documents (transcripts, checkpoints, answers) are
+``TEXT``, since JSON escapes U+0000, ``JSONB`` would refuse ``\\u0000`` and reorder keys, and a
+checkpoint of a future version must be storable and reported, not rejected by the column.
+
+Versions:
+    1 ``conversations``: ``toolnexus_conversations``.
+    2 ``run_store``: ``toolnexus_halts`` (see the SQLite migration 2 for the columns).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, LiteralString, cast
+
+from ..errors import StoreError
+from .sqlite_schema import Migration
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["ADVISORY_LOCK", "MIGRATIONS", "migrate"]
+
+ADVISORY_LOCK = 0x746F6F6C6E657875
+"""The ``pg_advisory_xact_lock`` key migrations hold ("toolnexu" in ASCII)."""
+
+_PENDING = "WHERE status = 'pending' AND checkpoint IS NOT NULL"
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        version=1,
+        name="conversations",
+        statements=(
+            "CREATE TABLE toolnexus_conversations ("
+            " id BYTEA PRIMARY KEY,"
+            " messages TEXT NOT NULL,"
+            " updated_at DOUBLE PRECISION"
+            ")",
+        ),
+    ),
+    Migration(
+        version=2,
+        name="run_store",
+        statements=(
+            "CREATE TABLE toolnexus_halts ("
+            " request_id BYTEA PRIMARY KEY,"
+            " status TEXT NOT NULL CHECK (status IN ('pending', 'claimed', 'answered')),"
+            " checkpoint TEXT,"
+            " kind BYTEA,"
+            " tool BYTEA,"
+            " conversation_id BYTEA,"
+            " created_at DOUBLE PRECISION,"
+            " expires_at BYTEA,"
+            " prompt BYTEA,"
+            " lease_until DOUBLE PRECISION,"
+            " answer TEXT,"
+            " answered_by BYTEA,"
+            " answered_at DOUBLE PRECISION,"
+            " digest TEXT NOT NULL DEFAULT ''"
+            ")",
+            f"CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at, request_id)"
+            f" {_PENDING}",
+            "CREATE INDEX toolnexus_halts_pending_kind ON toolnexus_halts"
+            f" (kind, created_at, request_id) {_PENDING}",
+            "CREATE INDEX toolnexus_halts_pending_tool ON toolnexus_halts"
+            f" (tool, created_at, request_id) {_PENDING}",
+            "CREATE INDEX toolnexus_halts_pending_conversation ON toolnexus_halts"
+            f" (conversation_id, created_at, request_id) {_PENDING}",
+        ),
+    ),
+)
+"""Every migration, oldest first. Append only."""
+
+_CREATE_LEDGER = (
+    "CREATE TABLE IF NOT EXISTS toolnexus_schema_migrations ("
+    " version INTEGER PRIMARY KEY,"
+    " name TEXT NOT NULL,"
+    " applied_at DOUBLE PRECISION NOT NULL"
+    ")"
+)
+_CURRENT = (
+    "SELECT CASE WHEN to_regclass('toolnexus_schema_migrations') IS NULL THEN 0"
+    " ELSE (SELECT coalesce(max(version), 0) FROM toolnexus_schema_migrations) END"
+)
+
+
+async def schema_version(conn: AsyncConnection[Any]) -> int:
+    """The highest recorded migration version; 0 for a database with no ledger yet."""
+    cur = await conn.execute(_CURRENT)
+    row = await cur.fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+async def migrate(
+    conn: AsyncConnection[Any], migrations: Sequence[Migration] = MIGRATIONS, *, where: str = ""
+) -> int:
+    """Bring the database up to the newest migration; return the resulting version.
+
+    Args:
+        conn: an autocommit connection.
+        migrations: the ordered list (versions 1, 2, 3, …).
+        where: a description of the database for error messages.
+
+    Raises:
+        StoreError: the database records a version newer than ``migrations`` knows.
+        psycopg.Error: PostgreSQL failed; the failing migration was rolled back.
+    """
+    known = len(migrations)
+    current = await schema_version(conn)
+    if current < known:
+        for migration in migrations[current:]:
+            async with conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (ADVISORY_LOCK,))
+                await conn.execute(_CREATE_LEDGER)
+                cur = await conn.execute(
+                    "SELECT 1 FROM toolnexus_schema_migrations WHERE version = %s",
+                    (migration.version,),
+                )
+                if await cur.fetchone() is None:
+                    for statement in migration.statements:
+                        # Our own constants (Migration types them as plain str).
+                        await conn.execute(cast(LiteralString, statement))
+                    await conn.execute(
+                        "INSERT INTO toolnexus_schema_migrations (version, name, applied_at)"
+                        " VALUES (%s, %s, %s)",
+                        (migration.version, migration.name, time.time()),
+                    )
+        current = await schema_version(conn)
+    if current > known:
+        place = f"{where} " if where else ""
+        raise StoreError(
+            f"the database {place}has schema version {current}, newer than the newest this "
+            f"toolnexus knows ({known}); upgrade toolnexus to use it (nothing was changed)"
+        )
+    return current
