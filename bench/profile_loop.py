@@ -6,6 +6,7 @@ per call, so compare the figures with each other rather than with the benchmarks
 
     .venv/bin/python bench/profile_loop.py                          # 3-turn, OpenAI wire
     .venv/bin/python bench/profile_loop.py --style anthropic --turns 20
+    .venv/bin/python bench/profile_loop.py --concurrency 200 --runs 2000
 """
 
 from __future__ import annotations
@@ -23,7 +24,10 @@ from common import PROMPT, Style, check_ours, endpoint, make_client, make_toolki
 SRC = os.sep + os.path.join("src", "toolnexus") + os.sep
 
 
-async def profile(style: Style, turns: int, runs: int, *, of_floor: bool) -> cProfile.Profile:
+async def profile(
+    style: Style, turns: int, runs: int, *, of_floor: bool, concurrency: int = 1
+) -> cProfile.Profile:
+    """Profile ``runs`` runs (in waves of ``concurrency`` concurrent runs) after a warm-up."""
     toolkit = await make_toolkit()
     profiler = cProfile.Profile()
     async with (
@@ -38,11 +42,15 @@ async def profile(style: Style, turns: int, runs: int, *, of_floor: bool) -> cPr
             else:
                 check_ours(await client.run(PROMPT, toolkit), turns)
 
-        for _ in range(max(10, runs // 10)):
-            await play()
+        async def wave() -> None:
+            await asyncio.gather(*(play() for _ in range(concurrency)))
+
+        waves = max(1, runs // concurrency)
+        for _ in range(max(1, waves // 10)):
+            await wave()
         profiler.enable()
-        for _ in range(runs):
-            await play()
+        for _ in range(waves):
+            await wave()
         profiler.disable()
     return profiler
 
@@ -99,11 +107,14 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--runs", type=int, default=0, help="default: ~1,500 turns")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--concurrency", type=int, default=1, help="concurrent runs per wave")
     args = parser.parse_args()
+    concurrency = max(1, args.concurrency)
     runs = args.runs or max(1, 1500 // args.turns)
+    runs = max(1, runs // concurrency) * concurrency
     style: Style = "anthropic" if args.style == "anthropic" else "openai"
-    base = asyncio.run(profile(style, args.turns, runs, of_floor=True))
-    ours = asyncio.run(profile(style, args.turns, runs, of_floor=False))
+    base = asyncio.run(profile(style, args.turns, runs, of_floor=True, concurrency=concurrency))
+    ours = asyncio.run(profile(style, args.turns, runs, of_floor=False, concurrency=concurrency))
     report(ours, base, runs * args.turns, args.top)
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from toolnexus import (
+    BadResponse,
     Client,
     InMemoryConversationStore,
     ProviderError,
@@ -559,7 +560,7 @@ async def test_no_api_key_anywhere_is_a_usage_error_naming_the_variables(
 
 
 async def test_request_params_win_on_collision_and_cannot_replace_messages_tools_or_stream(
-    scripted: ScriptedModel, client_for: ClientFor, style: str
+    scripted: ScriptedModel, client_for: ClientFor, style: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     params = {
         "temperature": 0.25,
@@ -577,6 +578,9 @@ async def test_request_params_win_on_collision_and_cannot_replace_messages_tools
     assert body["messages"] == [{"role": "user", "content": "hi"}]
     assert len(body["tools"]) == 1
     assert "stream" not in body
+    warned = " ".join(r.getMessage() for r in caplog.records)
+    for key in ("messages", "tools", "stream"):
+        assert f"request_params key '{key}' ignored" in warned
 
 
 async def test_body_transform_runs_last_after_before_llm_and_request_params(
@@ -727,3 +731,72 @@ async def test_a_tool_returning_a_tool_result_passes_it_through(
         result = await client.run("go", [native("flag", flag)])
     record = result.tool_calls[0]
     assert (record.output, record.is_error, record.metadata) == ("flagged", True, {"why": "test"})
+
+
+async def test_extra_headers_are_sent_and_win_over_the_auth_header(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    scripted.add(text("ok"))
+    headers = {"X-Trace": "t-1", "Authorization": "Bearer gateway"}
+    async with client_for(scripted, headers=headers) as client:
+        await client.run("hi")
+    sent = scripted.requests[0].headers
+    assert (sent["x-trace"], sent["authorization"]) == ("t-1", "Bearer gateway")
+
+
+@pytest.mark.parametrize("kind", ["sync in place", "async returning"])
+async def test_body_transform_may_be_async_or_edit_the_body_in_place(
+    scripted: ScriptedModel, client_for: ClientFor, kind: str
+) -> None:
+    def in_place(body: dict[str, Any]) -> None:
+        body["user"] = "u-1"
+
+    async def returning(body: dict[str, Any]) -> dict[str, Any]:
+        return {**body, "user": "u-1"}
+
+    scripted.add(text("ok"))
+    transform = in_place if kind == "sync in place" else returning
+    async with client_for(scripted, body_transform=transform) as client:
+        await client.run("hi")
+    assert scripted.requests[0].body["user"] == "u-1"
+
+
+async def test_a_tool_receives_its_call_id_the_cancel_signal_and_the_time_left(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    seen: list[ToolContext | None] = []
+
+    def probe(args: dict[str, Any], ctx: ToolContext | None) -> str:
+        seen.append(ctx)
+        return "ok"
+
+    cancel = asyncio.Event()
+    scripted.add(tool_calls(call("probe", {}, id="p1")), text("ok"))
+    async with client_for(scripted, timeout_ms=30_000) as client:
+        await client.run("go", [native("probe", probe)], cancel=cancel)
+    ctx = seen[0]
+    assert ctx is not None
+    assert (ctx.call_id, ctx.signal, ctx.answer) == ("p1", cancel, None)
+    assert ctx.timeout is not None
+    assert 0 < ctx.timeout <= 30
+
+
+async def test_the_in_process_client_numbers_tool_calls_that_come_without_an_id() -> None:
+    replies: list[Any] = [{"toolCalls": [{"name": "add", "arguments": {"a": 1, "b": 1}}]}, "2"]
+    seen: list[dict[str, Any]] = []
+
+    def generate(request: dict[str, Any]) -> Any:
+        seen.append(request)
+        return replies[len(seen) - 1]
+
+    async with create_in_process_client(model="local", generate=generate) as client:
+        result = await client.run("1+1", [add])
+    call_id = result.messages[1]["tool_calls"][0]["id"]
+    assert call_id
+    assert seen[1]["messages"][-1] == {"role": "tool", "tool_call_id": call_id, "content": "2"}
+
+
+async def test_an_in_process_generate_returning_nonsense_is_a_bad_response() -> None:
+    async with create_in_process_client(model="local", generate=lambda r: 42) as client:
+        with pytest.raises(BadResponse, match="generate must return a dict"):
+            await client.run("hi")

@@ -644,11 +644,6 @@ async def test_a_history_message_without_a_role_is_a_usage_error_before_any_requ
     assert scripted.requests == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a tool list holding a non-Tool raises a bare AttributeError from the dialect "
-    "instead of a UsageError naming what was expected",
-)
 async def test_a_tool_list_with_something_that_is_not_a_tool_is_a_usage_error(
     scripted: ScriptedModel, client_for: ClientFor
 ) -> None:
@@ -656,3 +651,77 @@ async def test_a_tool_list_with_something_that_is_not_a_tool_is_a_usage_error(
         with pytest.raises(UsageError, match="Tool"):
             await client.run("hi", cast(Any, [add, "not a tool"]))
     assert scripted.requests == []
+
+
+async def test_a_cancel_during_a_retry_after_wait_aborts_at_once(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    # The header asks for two minutes: only an abort of the wait itself ends this test in time.
+    cancel = asyncio.Event()
+
+    def on_error(info: Any) -> str:
+        cancel.set()
+        return "retry"
+
+    scripted.add(http_error(503, headers={"Retry-After": "120"}), text("never"))
+    async with client_for(scripted, on_error=on_error) as client:
+        with pytest.raises(RunCancelled):
+            await client.run("hi", cancel=cancel)
+    assert len(scripted.requests) == 1
+
+
+async def test_timeout_ms_bounds_a_retry_after_wait(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    scripted.add(http_error(503, headers={"Retry-After": "120"}), text("never"))
+    async with client_for(scripted, timeout_ms=200) as client:
+        with pytest.raises(RunTimeout):
+            await client.run("hi")
+    assert len(scripted.requests) == 1
+
+
+async def test_timeout_ms_is_one_deadline_for_the_whole_run(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    scripted.add(tool_calls(call("add", {"a": 1, "b": 2})), delayed(text("too late"), 30))
+    async with client_for(scripted, timeout_ms=300) as client:
+        with pytest.raises(RunTimeout):
+            await client.run("1+2", [add])
+        await scripted.wait_for_disconnect(10)
+    assert len(scripted.requests) == 2
+
+
+async def test_a_raising_body_transform_is_a_callback_error_and_nothing_is_sent(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    def body_transform(body: dict[str, Any]) -> dict[str, Any]:
+        raise TypeError("cannot rewrite")
+
+    async with client_for(scripted, body_transform=body_transform) as client:
+        with pytest.raises(CallbackError, match="body_transform raised TypeError"):
+            await client.run("hi")
+    assert scripted.requests == []
+
+
+async def test_a_failed_send_leaves_the_conversation_as_it_was(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    scripted.add(text("first"), http_error(400))
+    async with client_for(scripted) as client:
+        conversation = client.conversation()
+        await conversation.send("one")
+        before = list(conversation.messages)
+        with pytest.raises(ProviderError):
+            await conversation.send("two")
+    assert conversation.messages == before
+
+
+async def test_a_run_never_mutates_the_history_it_was_given(
+    scripted: ScriptedModel, client_for: ClientFor, style: str
+) -> None:
+    history = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    snapshot = [dict(m) for m in history]
+    scripted.add(tool_calls(call("add", {"a": 1, "b": 2})), text("3"))
+    async with client_for(scripted, style) as client:
+        await client.run("1+2", [add], history=history)
+    assert history == snapshot

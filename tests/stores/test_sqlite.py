@@ -193,7 +193,7 @@ async def test_migrations_are_recorded_once_across_reopens(db_path: Path) -> Non
             await store.get("c1")
     with raw(db_path) as conn:
         rows = conn.execute("SELECT version, name FROM schema_migrations").fetchall()
-    assert rows == [(1, "conversations")]
+    assert rows == [(m.version, m.name) for m in MIGRATIONS]
 
 
 async def test_two_stores_opening_a_fresh_file_at_once_migrate_it_once(db_path: Path) -> None:
@@ -201,7 +201,9 @@ async def test_two_stores_opening_a_fresh_file_at_once_migrate_it_once(db_path: 
     await asyncio.gather(*(s.save(f"c{i}", HELLO) for i, s in enumerate(stores)))
     await asyncio.gather(*(s.aclose() for s in stores))
     with raw(db_path) as conn:
-        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (1,)
+        assert conn.execute("SELECT count(*) FROM schema_migrations").fetchone() == (
+            len(MIGRATIONS),
+        )
         assert conn.execute("SELECT count(*) FROM conversations").fetchone() == (4,)
 
 
@@ -265,7 +267,9 @@ async def test_a_database_from_a_newer_toolnexus_is_refused_and_left_alone(
         conn.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
     before = _read(db_path)
     async with SqliteStore(db_path) as store:
-        with pytest.raises(StoreError, match=r"schema version 99, newer .* knows \(1\)"):
+        with pytest.raises(
+            StoreError, match=rf"schema version 99, newer .* knows \({len(MIGRATIONS)}\)"
+        ):
             await store.get("c1")
     assert _read(db_path) == before
 

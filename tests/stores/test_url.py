@@ -75,9 +75,11 @@ async def test_a_sqlite_url_store_persists_to_the_file(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("url", ["postgresql://u@db/app", "postgres://db/app"])
-def test_a_postgres_url_names_the_extra(url: str) -> None:
-    with pytest.raises(UsageError, match="`postgres` extra"):
-        resolve_store(url)
+def test_a_postgres_url_gives_a_postgres_store_without_connecting(url: str) -> None:
+    pytest.importorskip("psycopg")
+    from toolnexus.stores.postgres import PostgresStore
+
+    assert isinstance(resolve_store(url), PostgresStore)
 
 
 @pytest.mark.parametrize(

@@ -11,10 +11,17 @@ from __future__ import annotations
 import json
 from typing import NamedTuple
 
-from ..errors import CheckpointError, StoreError
+from ..errors import StoreError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
-from .runs import AnswerRecord, PendingEntry, call_digest, encode_checkpoint, halted_call
+from .runs import (
+    AnswerRecord,
+    PendingEntry,
+    call_digest,
+    encode_checkpoint,
+    halted_call,
+    load_checkpoint,
+)
 
 __all__ = ["HaltRow", "answer_record", "halt_row", "load_checkpoint", "pending", "stored_digest"]
 
@@ -51,29 +58,6 @@ def halt_row(checkpoint: Checkpoint) -> HaltRow:
         req.expiresAt,
         req.prompt,
     )
-
-
-def load_checkpoint(text: object, request_id: str, where: str) -> Checkpoint:
-    """Parse a stored checkpoint.
-
-    Raises:
-        CheckpointError: the text is not a checkpoint this toolnexus can read (corrupt,
-            hand-edited, or written by a newer version); the message names the request.
-    """
-    try:
-        return Checkpoint.loads(text)  # pyright: ignore[reportArgumentType]
-    except (
-        CheckpointError,
-        TypeError,
-        ValueError,
-        KeyError,
-        AttributeError,
-        RecursionError,
-    ) as exc:
-        raise CheckpointError(
-            f"the checkpoint of request {request_id!r} in {where} cannot be read ({exc}); "
-            "the stored row was left as it is"
-        ) from exc
 
 
 def stored_digest(text: object, request_id: str, where: str) -> str:

@@ -92,15 +92,15 @@ _CREATE_LEDGER = (
     " applied_at DOUBLE PRECISION NOT NULL"
     ")"
 )
-_CURRENT = (
-    "SELECT CASE WHEN to_regclass('toolnexus_schema_migrations') IS NULL THEN 0"
-    " ELSE (SELECT coalesce(max(version), 0) FROM toolnexus_schema_migrations) END"
-)
 
 
 async def schema_version(conn: AsyncConnection[Any]) -> int:
     """The highest recorded migration version; 0 for a database with no ledger yet."""
-    cur = await conn.execute(_CURRENT)
+    cur = await conn.execute("SELECT to_regclass('toolnexus_schema_migrations') IS NOT NULL")
+    found = await cur.fetchone()
+    if found is None or not found[0]:
+        return 0
+    cur = await conn.execute("SELECT coalesce(max(version), 0) FROM toolnexus_schema_migrations")
     row = await cur.fetchone()
     return int(row[0]) if row is not None else 0
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
-from ..errors import AnswerConflict, UnknownRequest, UsageError
+from ..errors import AnswerConflict, CheckpointError, UnknownRequest, UsageError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 
@@ -284,6 +284,29 @@ def encode_checkpoint(checkpoint: object) -> str:
     return _checked_text(text, "the checkpoint")
 
 
+def load_checkpoint(text: object, request_id: str, where: str) -> Checkpoint:
+    """Parse a stored checkpoint.
+
+    Raises:
+        CheckpointError: the text is not a checkpoint this toolnexus can read (corrupt,
+            hand-edited, or written by a newer version); the message names the request.
+    """
+    try:
+        return Checkpoint.loads(text)  # pyright: ignore[reportArgumentType]
+    except (
+        CheckpointError,
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
+        raise CheckpointError(
+            f"the checkpoint of request {request_id!r} in {where} cannot be read ({exc}); "
+            "the stored row was left as it is"
+        ) from exc
+
+
 def encode_answer(answer: object) -> str:
     """The Answer's wire dict as compact JSON text.
 
@@ -364,7 +387,7 @@ class InMemoryRunStore:
         row = self._rows.get(check_request_id(request_id))
         if row is None or row.checkpoint is None:
             return None
-        return Checkpoint.loads(row.checkpoint)
+        return load_checkpoint(row.checkpoint, request_id, "the memory store")
 
     async def claim(
         self,
@@ -375,9 +398,12 @@ class InMemoryRunStore:
         digest: str = "",
         lease_s: float = DEFAULT_LEASE_S,
     ) -> None:
-        row = self._take(request_id, answer, answered_by, digest)
+        rid, text, who = self._check(request_id, answer, answered_by)
+        tag = check_optional_text(digest, "digest") or ""
+        lease = check_seconds(lease_s, "lease_s", positive=True)
+        row = self._take(rid, text, who, tag)
         row.status = "claimed"
-        row.lease_until = self._now() + check_seconds(lease_s, "lease_s", positive=True)
+        row.lease_until = self._now() + lease
 
     async def post_answer(
         self,
@@ -387,13 +413,15 @@ class InMemoryRunStore:
         answered_by: str | None = None,
         digest: str | None = None,
     ) -> None:
-        row = self._take(request_id, answer, answered_by, digest)
-        if digest is None:
-            row.digest = (
-                ""
-                if row.checkpoint is None
-                else call_digest(*halted_call(Checkpoint.loads(row.checkpoint)))
-            )
+        rid, text, who = self._check(request_id, answer, answered_by)
+        tag = check_optional_text(digest, "digest")
+        if tag is None:
+            held = self._rows.get(rid)
+            tag = ""
+            if held is not None and held.checkpoint is not None:
+                stored = load_checkpoint(held.checkpoint, rid, "the memory store")
+                tag = call_digest(*halted_call(stored))
+        row = self._take(rid, text, who, tag)
         row.status = "answered"
         row.lease_until = 0.0
         row.answered_at = self._now()
@@ -479,14 +507,18 @@ class InMemoryRunStore:
     async def aclose(self) -> None:
         """Nothing to release; present so every store closes the same way."""
 
-    def _take(
-        self, request_id: str, answer: Answer, answered_by: str | None, digest: str | None
-    ) -> _Row:
-        """Check a claim's arguments, refuse a held request, and record the answer."""
-        rid = check_request_id(request_id)
-        text = encode_answer(answer)
-        who = check_optional_text(answered_by, "answered_by")
-        check_optional_text(digest, "digest")
+    @staticmethod
+    def _check(
+        request_id: str, answer: Answer, answered_by: str | None
+    ) -> tuple[str, str, str | None]:
+        return (
+            check_request_id(request_id),
+            encode_answer(answer),
+            check_optional_text(answered_by, "answered_by"),
+        )
+
+    def _take(self, rid: str, text: str, who: str | None, digest: str) -> _Row:
+        """Refuse a request someone holds; else record the answer on its row."""
         row = self._rows.get(rid)
         if row is not None and (
             row.status == "answered" or (row.status == "claimed" and row.lease_until > self._now())
@@ -496,7 +528,7 @@ class InMemoryRunStore:
             row = self._rows[rid] = _Row(None, "pending", None)
         row.answer = text
         row.answered_by = who
-        row.digest = digest or ""
+        row.digest = digest
         return row
 
     def _wake(self, request_id: str) -> None:

@@ -61,47 +61,30 @@ def walk_files(start: str, visited: set[str] | None = None) -> Iterator[WalkEntr
             overlapping roots are walked once. A fresh set is used when omitted.
     """
     seen = set[str]() if visited is None else visited
-    stack: list[str] = [start]
+    # A stack of entries still to visit: a directory is listed when popped, so popping in
+    # reverse-sorted push order gives a sorted depth-first (pre-order) sequence.
+    stack: list[WalkEntry | str] = [start]
     while stack:
-        directory = stack.pop()
-        real = os.path.realpath(directory)
+        item = stack.pop()
+        if isinstance(item, WalkEntry):
+            yield item
+            continue
+        real = os.path.realpath(item)
         if real in seen:
             continue
         seen.add(real)
         try:
-            with os.scandir(directory) as listing:
+            with os.scandir(item) as listing:
                 entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
-            log.debug("toolnexus: cannot list %s: %s", directory, exc)
+            log.debug("toolnexus: cannot list %s: %s", item, exc)
             continue
-        # Files of this directory come out now; subdirectories go on the stack so that the
-        # overall sequence is still sorted component by component (see the module docstring).
-        pending_dirs: list[str] = []
-        for entry in entries:
-            path = os.path.join(directory, entry.name)
-            if _is_dir(entry):
-                if entry.name not in _NOT_ENTERED:
-                    pending_dirs.append(path)
-                continue
-            if pending_dirs:
-                # A file sorting after a subdirectory must wait for that subdirectory's
-                # contents; fall back to the exact interleaving below.
-                yield from _interleave(pending_dirs, entries, entry, directory, seen)
-                pending_dirs = []
-                break
-            yield WalkEntry(path, entry.name, _is_regular(entry))
-        else:
-            stack.extend(reversed(pending_dirs))
-
-
-def _interleave(
-    dirs: list[str],
-    entries: list[os.DirEntry[str]],
-    first_file: os.DirEntry[str],
-    directory: str,
-    seen: set[str],
-) -> Iterator[WalkEntry]:
-    raise NotImplementedError
+        for entry in reversed(entries):
+            path = os.path.join(item, entry.name)
+            if not _is_dir(entry):
+                stack.append(WalkEntry(path, entry.name, _is_regular(entry)))
+            elif entry.name not in _NOT_ENTERED:
+                stack.append(path)
 
 
 def _is_dir(entry: os.DirEntry[str]) -> bool:

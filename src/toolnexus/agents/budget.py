@@ -1,0 +1,105 @@
+"""Hierarchical budgets: carve at spawn, walk the live ancestor chain before every call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import fields
+
+from .._types import Usage
+from ..loop.engine import RunState
+from .handle import Handle
+from .types import DEFAULT_MAX_DEPTH, DEFAULT_MAX_TURNS, Budget
+
+__all__ = ["BudgetGuard", "carve", "exhausted", "limit_text"]
+
+
+def carve(own: Budget, parent: Handle) -> Budget:
+    """``min(own, parent remaining)`` per dimension (remaining for pools, the value otherwise)."""
+    pb = parent.budget
+    remaining_tokens = None if pb.max_tokens is None else max(0, pb.max_tokens - parent.tokens)
+    values: dict[str, int | None] = {}
+    for f in fields(Budget):
+        mine = getattr(own, f.name)
+        theirs = remaining_tokens if f.name == "max_tokens" else getattr(pb, f.name)
+        if f.name in ("max_children", "max_concurrent"):
+            values[f.name] = mine  # per-handle structure limits are not inherited
+        elif mine is None:
+            values[f.name] = theirs
+        elif theirs is None:
+            values[f.name] = mine
+        else:
+            values[f.name] = min(mine, theirs)
+    return Budget(**values)
+
+
+def exhausted(handle: Handle, now: float, extra_tool_calls: int = 0) -> str | None:
+    """The first pooled limit spent along ``handle``'s live ancestor chain, or ``None``."""
+    for node in handle.ancestors():
+        b = node.budget
+        if b.max_tokens is not None and node.tokens >= b.max_tokens:
+            return "maxTokens"
+        calls = node.tool_calls + (extra_tool_calls if node is handle else 0)
+        if b.max_tool_calls is not None and calls >= b.max_tool_calls:
+            return "maxToolCalls"
+        if (
+            b.max_wall_ms is not None
+            and node.started_at is not None
+            and (now - node.started_at) * 1000 >= b.max_wall_ms
+        ):
+            return "maxWallMs"
+    return None
+
+
+def limit_text(limit: str) -> str:
+    """The loud text of a limit stop."""
+    if limit == "maxTurns":
+        return "hit maxTurns without a final answer"
+    return f"budget exhausted ({limit}); partial work preserved"
+
+
+def max_turns_of(budget: Budget) -> int:
+    return budget.max_turns if budget.max_turns is not None else DEFAULT_MAX_TURNS
+
+
+def max_depth_of(budget: Budget) -> int:
+    return budget.max_depth if budget.max_depth is not None else DEFAULT_MAX_DEPTH
+
+
+class BudgetGuard:
+    """The engine's `TurnGuard` for one handle's run: checks before, rolls up after."""
+
+    def __init__(self, handle: Handle, now: Callable[[], float]) -> None:
+        self.handle = handle
+        self.now = now
+        self.state: RunState | None = None
+        self._records_at_start = 0
+
+    def bind(self, state: RunState) -> None:
+        self.state = state
+        self._records_at_start = len(state.records)
+
+    def _live_tool_calls(self) -> int:
+        if self.state is None:
+            return 0
+        return len(self.state.records) - self._records_at_start
+
+    def before_call(self) -> str | None:
+        h = self.handle
+        if h.turns >= max_turns_of(h.budget):
+            return "maxTurns"
+        return exhausted(h, self.now(), self._live_tool_calls())
+
+    def after_call(self, usage: Usage) -> None:
+        h = self.handle
+        h.turns += 1
+        spent = usage.get("total_tokens", 0) or (
+            usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
+        )
+        for node in h.ancestors():
+            node.tokens += spent
+
+    def settle(self) -> None:
+        """Fold the run's tool calls into the handle's lifetime count."""
+        self.handle.tool_calls += self._live_tool_calls()
+        if self.state is not None:
+            self._records_at_start = len(self.state.records)

@@ -1,0 +1,116 @@
+"""The runtime store: the handle table, so a suspended tree survives the process.
+
+A backend that offers ``save_handles`` / ``load_handles`` is used directly. Any other
+`ConversationStore` (memory, SQLite, Postgres, a host's own) keeps the table as one document
+under the reserved conversation id ``__toolnexus_runtime__/<runtime id>``: every handle's row —
+state, inbox, budget, usage, lineage, last result, pending request and halted checkpoint.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, cast, runtime_checkable
+
+from ..errors import CheckpointError, StoreError
+from ..loop.checkpoint import Checkpoint
+from ..stores.base import ConversationStore
+from ..suspension import Request
+from .handle import Handle
+from .types import Budget, InboxItem, TaskResult
+
+__all__ = [
+    "InMemoryRuntimeStore",
+    "RuntimeStore",
+    "as_runtime_store",
+    "handle_from_json",
+]
+
+_PREFIX = "__toolnexus_runtime__/"
+
+
+@runtime_checkable
+class RuntimeStore(Protocol):
+    """Where a runtime's handle table lives."""
+
+    async def save_handles(self, runtime_id: str, rows: list[dict[str, Any]]) -> None:
+        """Insert or replace these handle rows (keyed by ``row["id"]``)."""
+        ...
+
+    async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
+        """Every stored row of ``runtime_id``."""
+        ...
+
+
+class InMemoryRuntimeStore:
+    """The process-lifetime handle table."""
+
+    def __init__(self) -> None:
+        self._tables: dict[str, dict[str, dict[str, Any]]] = {}
+
+    async def save_handles(self, runtime_id: str, rows: list[dict[str, Any]]) -> None:
+        table = self._tables.setdefault(runtime_id, {})
+        for row in rows:
+            table[str(row["id"])] = row
+
+    async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
+        return list(self._tables.get(runtime_id, {}).values())
+
+
+class _DocumentRuntimeStore:
+    """The handle table as one document in a conversation store."""
+
+    def __init__(self, store: ConversationStore) -> None:
+        self._store = store
+        self._tables: dict[str, dict[str, dict[str, Any]]] = {}
+
+    async def save_handles(self, runtime_id: str, rows: list[dict[str, Any]]) -> None:
+        table = self._tables.get(runtime_id)
+        if table is None:
+            table = {str(r["id"]): r for r in await self.load_handles(runtime_id)}
+            self._tables[runtime_id] = table
+        for row in rows:
+            table[str(row["id"])] = row
+        await self._store.save(_PREFIX + runtime_id, list(table.values()))
+
+    async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
+        rows = await self._store.get(_PREFIX + runtime_id)
+        if rows is None:
+            return []
+        if not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in rows):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise StoreError(f"the stored handle table of runtime {runtime_id!r} is malformed")
+        return [dict(r) for r in rows]
+
+
+def as_runtime_store(backend: object) -> RuntimeStore | None:
+    """The backend itself when it keeps handle tables, else a document table on it."""
+    if isinstance(backend, RuntimeStore):
+        return backend
+    if isinstance(backend, ConversationStore):
+        return _DocumentRuntimeStore(backend)
+    return None
+
+
+def handle_from_json(row: dict[str, Any], parent: Handle) -> Handle:
+    """Rebuild one handle (without its children) from its stored row."""
+    h = Handle(str(row["id"]), str(row.get("agent")), parent, Budget.from_json(row.get("budget")))
+    state = row.get("state")
+    h.state = state if state in ("idle", "running", "suspended", "closed") else "idle"
+    h.inbox.extend(InboxItem.from_json(i) for i in cast(list[Any], row.get("inbox") or []))
+    h.tokens = int(row.get("tokens") or 0)
+    h.turns = int(row.get("turns") or 0)
+    h.tool_calls = int(row.get("tool_calls") or 0)
+    started = row.get("started_at")
+    h.started_at = float(started) if isinstance(started, int | float) else None
+    h.next_child = int(row.get("next_child") or 1)
+    key = row.get("task_key")
+    h.task_key = key if isinstance(key, str) else None
+    h.spawned = bool(row.get("spawned"))
+    if row.get("result") is not None:
+        h.result = TaskResult.from_json(row["result"])
+    try:
+        if isinstance(row.get("pending"), dict):
+            h.pending = Request.from_dict(cast(dict[str, Any], row["pending"]))
+        if row.get("checkpoint") is not None:
+            h.checkpoint = Checkpoint.from_json(row["checkpoint"])
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"the stored checkpoint of {h.id} is malformed: {exc}") from exc
+    return h

@@ -1,0 +1,752 @@
+"""The agent runtime: a tree of handles driven by six verbs, durable across processes.
+
+::
+
+    rt = AgentRuntime(registry={"asker": AgentDef(name="asker", tools=[check_secret])},
+                      llm={"base_url": url, "style": "openai", "model": "m", "api_key": "k"})
+    h = rt.spawn(rt.root, "asker")
+    rt.wake(h, "get the secret")
+    r = await rt.wait(h)              # status "pending": the handle is suspended
+    await rt.resume(Answer(id=r.pending.id, ok=True))
+    done = await rt.wait(h)
+
+Each handle runs the §8 loop (the same engine as `Client`) with its agent's soul and tools. A
+suspension travels up one hop at a time — the nearest ``wait_for`` answers it; with none, the
+root's result is ``pending`` — and `resume` delivers the Answer to the exact outstanding call of
+the deepest suspended handle, then cascades up; each parent's ``task`` call reattaches to its
+existing child. With a durable ``store`` the whole tree (handles, transcripts, checkpoints, the
+pending request) is persisted, and `AgentRuntime.restore` rebuilds it in a fresh process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import Any, cast
+
+from .._types import RunResult, Tool
+from ..errors import AnswerMismatch, ResumeError, UsageError
+from ..loop.checkpoint import Checkpoint
+from ..loop.engine import Engine, RunState
+from ..loop.resume import as_answer
+from ..observability import Metrics
+from ..stores.base import ConversationStore
+from ..stores.runs import InMemoryRunStore, RunStore, call_digest, halted_call
+from ..stores.url import resolve_store
+from ..suspension import Answer, Request, is_expired
+from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of
+from .clock import AsyncioClock, Clock
+from .engines import EngineFactory, LlmConfig
+from .handle import ROOT_ID, Handle, render_inbox
+from .persistence import InMemoryRuntimeStore, RuntimeStore, as_runtime_store, handle_from_json
+from .task_tool import task_tool
+from .types import (
+    AgentDef,
+    Budget,
+    CloseReason,
+    HandleState,
+    HandleView,
+    InboxItem,
+    PostResult,
+    SpawnError,
+    TaskResult,
+)
+
+__all__ = ["AgentRuntime"]
+
+log = logging.getLogger("toolnexus.agents")
+
+_ALLOWED: set[tuple[HandleState, HandleState]] = {
+    ("idle", "running"),
+    ("running", "idle"),
+    ("running", "suspended"),
+    ("running", "closed"),
+    ("idle", "closed"),
+    ("suspended", "closed"),
+    ("suspended", "running"),
+    ("suspended", "idle"),
+}
+
+
+class AgentRuntime:
+    """Owns a tree of agent handles, their store, their clock and the global turn gate."""
+
+    def __init__(
+        self,
+        *,
+        registry: Mapping[str, AgentDef],
+        llm: LlmConfig | Mapping[str, Any] | None = None,
+        transport: Any = None,
+        http_transport: Any = None,
+        store: Any = None,
+        clock: Clock | None = None,
+        inbox_cap: int = 8,
+        max_concurrent_turns: int = 8,
+        shutdown_ms: int = 200,
+        hooks: Any = None,
+        on_metric: Callable[[dict[str, Any]], Any] | None = None,
+        runtime_id: str = "default",
+        budget: Budget | None = None,
+    ) -> None:
+        if inbox_cap < 1 or max_concurrent_turns < 1 or shutdown_ms < 0:
+            raise UsageError("inbox_cap and max_concurrent_turns must be ≥ 1, shutdown_ms ≥ 0")
+        self.registry: dict[str, AgentDef] = dict(registry)
+        for name, d in self.registry.items():
+            if not isinstance(d, AgentDef):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UsageError(f"registry[{name!r}] must be an AgentDef")
+        self.clock: Clock = clock or AsyncioClock()
+        self.inbox_cap = inbox_cap
+        self.shutdown_ms = shutdown_ms
+        self.runtime_id = runtime_id
+        self.trace: list[str] = []
+        self.metrics = Metrics()
+        self._hooks = hooks
+        self._on_metric = on_metric
+        backend = resolve_store(store)
+        self._conversations: ConversationStore = backend
+        self._runs: RunStore = backend if isinstance(backend, RunStore) else InMemoryRunStore()
+        self._tree: RuntimeStore = as_runtime_store(backend) or InMemoryRuntimeStore()
+        self._gate = asyncio.Semaphore(max_concurrent_turns)
+        self._in_flight = 0
+        self.max_observed_concurrent_turns = 0
+        self._engines = EngineFactory(
+            llm=llm,
+            transport=transport if transport is not None else http_transport,
+            gate=self._gated,
+            emit=self._emit,
+        )
+        self.root = Handle(ROOT_ID, "root", None, budget or Budget())
+        self._handles: dict[str, Handle] = {ROOT_ID: self.root}
+        self._queues: dict[str, list[Handle]] = {}
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- class-level restore ------------------------------------------------------------------
+
+    @classmethod
+    async def restore(
+        cls,
+        *,
+        registry: Mapping[str, AgentDef],
+        store: Any,
+        runtime_id: str = "default",
+        **options: Any,
+    ) -> AgentRuntime:
+        """Rebuild a runtime's tree from its store in a fresh process.
+
+        Suspended handles come back suspended with their checkpoints and pending request (so
+        `resume` finishes the run); a handle that was running when the process died comes
+        back idle with an ``interrupted`` result.
+
+        Raises:
+            UsageError: the stored tree names an agent the registry lacks.
+        """
+        rt = cls(registry=registry, store=store, runtime_id=runtime_id, **options)
+        rows = await rt._tree.load_handles(runtime_id)
+        if not rows:
+            return rt
+        by_id = {str(r.get("id")): r for r in rows}
+        missing = sorted(
+            {str(r.get("agent")) for r in rows if r.get("id") != ROOT_ID} - set(rt.registry)
+        )
+        if missing:
+            raise UsageError(
+                f"cannot restore runtime {runtime_id!r}: the registry lacks agent(s) "
+                f"{', '.join(missing)} present in the stored tree"
+            )
+        root_row = by_id.get(ROOT_ID)
+        if root_row is not None:
+            rt.root.next_child = int(root_row.get("next_child") or 1)
+            rt.root.tokens = int(root_row.get("tokens") or 0)
+
+        def build(row: dict[str, Any], parent: Handle) -> None:
+            h = handle_from_json(row, parent)
+            parent.children.append(h)
+            rt._handles[h.id] = h
+            if h.state == "running":
+                h.state = "idle"
+                h.result = TaskResult(
+                    text="the process stopped while this handle was running",
+                    status="interrupted",
+                    is_error=True,
+                )
+            for child_id in cast(list[Any], row.get("children") or []):
+                child = by_id.get(str(child_id))
+                if child is not None:
+                    build(child, h)
+
+        for child_id in cast(list[Any], (root_row or {}).get("children") or []):
+            row = by_id.get(str(child_id))
+            if row is not None:
+                build(row, rt.root)
+        return rt
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    @property
+    def conversation_store(self) -> ConversationStore:
+        """The one conversation store of this runtime (conversation id = handle id)."""
+        return self._conversations
+
+    @property
+    def run_store(self) -> RunStore:
+        return self._runs
+
+    def _emit(
+        self, event: dict[str, Any], on_metric: Callable[[dict[str, Any]], Any] | None
+    ) -> None:
+        self.metrics.record(event)
+        sink = on_metric if on_metric is not None else self._on_metric
+        if sink is not None:
+            try:
+                sink(event)
+            except Exception:
+                log.warning("toolnexus: on_metric raised", exc_info=True)
+
+    async def _gated(self, call: Callable[[], Any]) -> Any:
+        """The global turn gate: wraps only the LLM HTTP call; released when its holder dies."""
+        async with self._gate:
+            self._in_flight += 1
+            self.max_observed_concurrent_turns = max(
+                self.max_observed_concurrent_turns, self._in_flight
+            )
+            try:
+                return await call()
+            finally:
+                self._in_flight -= 1
+
+    def _conv_id(self, h: Handle) -> str:
+        return h.id if self.runtime_id == "default" else f"{self.runtime_id}:{h.id}"
+
+    def _move(self, h: Handle, to: HandleState) -> None:
+        if (h.state, to) not in _ALLOWED:
+            raise UsageError(f"illegal transition {h.state}→{to} for {h.id}")
+        self.trace.append(f"{h.id}: {h.state}→{to}")
+        h.state = to
+
+    async def _persist(self, *handles: Handle) -> None:
+        rows = [h.to_json() for h in handles]
+        rows.append(self.root.to_json())
+        await self._tree.save_handles(self.runtime_id, rows)
+
+    def handle(self, id: str) -> Handle | None:
+        """The handle with ``id`` (closed ones included), or ``None``."""
+        return self._handles.get(id)
+
+    def _def(self, h: Handle) -> AgentDef:
+        return self.registry[h.agent]
+
+    # -- spawn --------------------------------------------------------------------------------
+
+    def spawn(
+        self, parent: Handle, def_name: str, budget: Budget | None = None
+    ) -> Handle | SpawnError:
+        """Create a child of ``parent`` (never raises: a refusal is a `SpawnError`)."""
+        if parent.state == "closed":
+            return SpawnError("parent closed")
+        agent = self.registry.get(def_name)
+        if agent is None:
+            known = ", ".join(sorted(self.registry)) or "none"
+            return SpawnError(f'unknown agent "{def_name}" (known: {known})')
+        max_depth = max_depth_of(parent.budget)
+        if parent.depth + 1 > max_depth:
+            return SpawnError(f"maxDepth {max_depth} exceeded")
+        if (
+            parent.budget.max_children is not None
+            and len(parent.children) >= parent.budget.max_children
+        ):
+            return SpawnError(f"maxChildren {parent.budget.max_children} exceeded")
+        spent = exhausted(parent, self.clock.now())
+        if spent is not None:
+            return SpawnError(f"budget exhausted ({spent}); incomplete")
+        own = (agent.budget or Budget()).merged(budget)
+        child = Handle(
+            f"{parent.id}/{def_name}.{parent.next_child}", def_name, parent, carve(own, parent)
+        )
+        parent.next_child += 1
+        parent.children.append(child)
+        self._handles[child.id] = child
+        self._schedule_persist(child, parent)
+        return child
+
+    def _schedule_persist(self, *handles: Handle) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        task = loop.create_task(self._persist(*handles))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- post / wake --------------------------------------------------------------------------
+
+    def post(self, h: Handle, item: InboxItem) -> PostResult:
+        """Append to the inbox (no transition). Closed or full ⇒ an error value."""
+        if h.state == "closed":
+            return PostResult(False, f"handle {h.id} is closed")
+        if len(h.inbox) >= self.inbox_cap:
+            return PostResult(False, f"inbox full ({self.inbox_cap}) for {h.id}")
+        h.inbox.append(item)
+        return PostResult(True)
+
+    def wake(self, h: Handle, prompt: str | None = None) -> PostResult:
+        """Start a turn on an idle handle: its input is ``prompt`` plus the drained inbox.
+
+        Waking a running handle is a no-op (the prompt is buffered for its next turn); waking a
+        suspended one only buffers. Over the parent's ``max_concurrent`` the wake queues FIFO.
+        """
+        if h.state == "closed":
+            return PostResult(False, f"handle {h.id} is closed")
+        if h is self.root:
+            return PostResult(False, "the root is not an agent; wake its children")
+        if h.state in ("running", "suspended") or h.queued:
+            if prompt:
+                h.inbox.append(
+                    InboxItem(
+                        from_=h.parent.id if h.parent else "external", channel="wake", text=prompt
+                    )
+                )
+            return PostResult(True)
+        parent = h.parent
+        assert parent is not None
+        limit = parent.budget.max_concurrent
+        if limit is not None and parent.running_children() >= limit:
+            h.queued = True
+            h.queued_prompt = prompt
+            self._queues.setdefault(parent.id, []).append(h)
+            self.trace.append(f"{h.id}: wake QUEUED")
+            return PostResult(True)
+        self._admit(h, prompt)
+        return PostResult(True)
+
+    def _admit(self, h: Handle, prompt: str | None) -> None:
+        """Atomic admission: drain, cancel seam, state flip, start."""
+        items = list(h.inbox)
+        h.inbox.clear()
+        h.drained = items
+        ancestors = {a.id for a in h.ancestors()[1:]} | {"clock"}
+        text = (prompt or "") + render_inbox(items, ancestors)
+        h.cancel = asyncio.Event()
+        if h.started_at is None:
+            h.started_at = self.clock.now()
+        self._move(h, "running")
+        h.task = asyncio.get_running_loop().create_task(self._turn(h, text))
+
+    def _release_slot(self, h: Handle) -> None:
+        parent = h.parent
+        if parent is None:
+            return
+        queue = self._queues.get(parent.id)
+        while queue:
+            nxt = queue.pop(0)
+            nxt.queued = False
+            if nxt.state != "idle":
+                continue
+            self.trace.append(f"{nxt.id}: DEQUEUED wake")
+            self._admit(nxt, nxt.queued_prompt)
+            nxt.queued_prompt = None
+            return
+
+    # -- turns --------------------------------------------------------------------------------
+
+    def _tools_for(self, h: Handle) -> list[Tool]:
+        agent = self._def(h)
+        tools = list(agent.tools)
+        if agent.task_targets:
+            tools.append(task_tool(self, h))
+        return tools
+
+    async def _on_spawn(self, h: Handle) -> None:
+        if h.spawned:
+            return
+        h.spawned = True
+        callback = self._def(h).on_spawn
+        if callback is not None:
+            value = callback(h)
+            if inspect.isawaitable(value):
+                await value
+
+    async def _turn(self, h: Handle, text: str) -> None:
+        result: TaskResult
+        try:
+            await self._on_spawn(h)
+            guard = BudgetGuard(h, self.clock.now)
+            stop = guard.before_call()
+            if stop is not None:
+                result = TaskResult(text=limit_text(stop), status="incomplete", limit=stop)
+                h.inbox.extendleft(reversed(h.drained))
+                h.drained = []
+            else:
+                engine = self._engines.engine_for(self._def(h), self._hooks)
+                history = await self._conversations.get(self._conv_id(h))
+                tools = self._tools_for(h)
+                state = engine.new_state(
+                    text,
+                    tools,
+                    engine.cfg.dialect.render_tools(tools),
+                    history=history,
+                    cancel=h.cancel,
+                )
+                result = await self._drive(h, engine, state, guard, resumed=None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
+        await self._settle(h, result)
+
+    async def _drive(
+        self,
+        h: Handle,
+        engine: Engine,
+        state: RunState,
+        guard: BudgetGuard,
+        resumed: list[Any] | None,
+    ) -> TaskResult:
+        guard.bind(state)
+        state.guard = guard
+        turns_before, tokens_before = h.turns, state.usage.get("total_tokens", 0)
+        run: RunResult | None = None
+        async for event in engine.drive(state, stream=False, resumed=resumed):
+            if event["type"] == "done":
+                run = event["result"]
+        guard.settle()
+        assert run is not None
+        turns = h.turns - turns_before
+        tokens = run.usage.get("total_tokens", 0) - tokens_before
+        if run.status == "pending" and run.pending is not None:
+            request = _stamp_path(run.pending, h)
+            assert state.checkpoint is not None
+            h.checkpoint = _restamp(state.checkpoint, run.pending.id, request)
+            h.pending = request
+            return TaskResult(
+                text=request.prompt,
+                status="pending",
+                pending=request,
+                turns=turns,
+                total_tokens=tokens,
+            )
+        h.checkpoint = None
+        h.pending = None
+        await self._conversations.save(self._conv_id(h), run.messages)
+        h.drained = []
+        if run.status == "incomplete":
+            limit = run.limit or "maxTurns"
+            text = run.text or limit_text(limit)
+            if run.limit:
+                text = limit_text(limit) if not run.text else f"{run.text}\n{limit_text(limit)}"
+            return TaskResult(
+                text=text, status="incomplete", limit=limit, turns=turns, total_tokens=tokens
+            )
+        return TaskResult(text=run.text, status="done", turns=turns, total_tokens=tokens)
+
+    async def _settle(self, h: Handle, result: TaskResult) -> None:
+        h.task = None
+        if h.state == "closed":
+            return
+        result.runtime = self
+        h.result = result
+        if result.status == "pending":
+            self._move(h, "suspended")
+        elif h.state == "running":
+            self._move(h, "idle")
+        await self._persist(h)
+        self._notify(h, result)
+        if h.state != "running":
+            self._release_slot(h)
+
+    def _notify(self, h: Handle, result: TaskResult) -> None:
+        waiters, h.waiters = h.waiters, []
+        for w in waiters:
+            if not w.done():
+                w.set_result(result)
+
+    # -- wait / interrupt / close -------------------------------------------------------------
+
+    async def wait(
+        self, h: Handle, timeout_ms: float | None = None, *, waiter: Handle | None = None
+    ) -> TaskResult:
+        """The next result of ``h`` — or, when it is settled, its last one right away."""
+        spawner = waiter if waiter is not None else self.root
+        if h.parent is not spawner:
+            return TaskResult(
+                text=f"only the spawner ({h.parent.id if h.parent else '-'}) may wait on {h.id}",
+                status="error",
+                is_error=True,
+                runtime=self,
+            )
+        if h.state == "suspended" and h.result is not None:
+            return h.result
+        if h.state == "closed":
+            return h.result or TaskResult(text=f"{h.id} is closed", status="closed", runtime=self)
+        if h.state == "idle" and h.result is not None and not h.queued:
+            return h.result
+        future: asyncio.Future[TaskResult] = asyncio.get_running_loop().create_future()
+        h.waiters.append(future)
+        if timeout_ms is None:
+            return await future
+        sleeper = asyncio.ensure_future(self.clock.sleep(timeout_ms / 1000))
+        done, _ = await asyncio.wait({future, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        if future in done:
+            sleeper.cancel()
+            return future.result()
+        if future in h.waiters:
+            h.waiters.remove(future)
+        future.cancel()
+        return TaskResult(
+            text=f"wait timeout after {timeout_ms:g}ms (child still {h.state})",
+            status="timeout",
+            is_error=True,
+            runtime=self,
+        )
+
+    async def interrupt(self, h: Handle) -> None:
+        """Abort the in-flight turn (the handle goes idle and keeps its inbox), or cancel a
+        pending request. Never a kill: the handle stays usable."""
+        if h.state == "running" and h.task is not None:
+            task = h.task
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            h.task = None
+            h.inbox.extendleft(reversed(h.drained))
+            h.drained = []
+            self._move(h, "idle")
+            result = TaskResult(text=f"{h.id} was interrupted", status="interrupted", is_error=True)
+            result.runtime = self
+            h.result = result
+            await self._persist(h)
+            self._notify(h, result)
+            self._release_slot(h)
+        elif h.state == "suspended":
+            h.pending = None
+            h.checkpoint = None
+            self._move(h, "idle")
+            result = TaskResult(
+                text=f"{h.id}: the pending request was cancelled",
+                status="interrupted",
+                is_error=True,
+                runtime=self,
+            )
+            h.result = result
+            await self._persist(h)
+            self._notify(h, result)
+
+    async def close(
+        self, h: Handle, *, force: bool = False, reason: CloseReason | None = None
+    ) -> None:
+        """Close ``h`` and, leaf-first, its children. A running turn may finish within
+        ``shutdown_ms`` (at once with ``force``), then it is aborted. ``close(root)`` stops
+        everything. The final state stays queryable."""
+        for child in list(h.children):
+            await self.close(child, force=force, reason=reason)
+        if h is self.root or h.state == "closed":
+            return
+        why: CloseReason = reason or "closed"
+        if h.state == "running" and h.task is not None:
+            task = h.task
+            if not force and self.shutdown_ms:
+                done, _ = await asyncio.wait({task}, timeout=self.shutdown_ms / 1000)
+                if task not in done:
+                    task.cancel()
+                    why = reason or "interrupted"
+            else:
+                task.cancel()
+                why = reason or "interrupted"
+            await asyncio.gather(task, return_exceptions=True)
+            h.task = None
+        if _is_closed(h):  # the aborted turn may have closed it meanwhile
+            return
+        callback = self._def(h).on_close
+        if callback is not None:
+            try:
+                value = callback(h, why)
+                if inspect.isawaitable(value):
+                    await value
+            except Exception:
+                log.warning("toolnexus: on_close raised for %s", h.id, exc_info=True)
+        self._move(h, "closed")
+        await self._persist(h)
+        final = h.result or TaskResult(text=f"{h.id} is closed", status="closed")
+        final.runtime = self
+        self._notify(h, final)
+
+    # -- views --------------------------------------------------------------------------------
+
+    def inspect(self, h: Handle) -> HandleView:
+        """A read-only view of ``h``."""
+        return HandleView(
+            id=h.id,
+            agent=h.agent,
+            state=h.state,
+            tokens=h.tokens,
+            turns=h.turns,
+            inbox=len(h.inbox),
+            pending_kind=h.pending.kind
+            if h.pending is not None and h.state == "suspended"
+            else None,
+            pending=h.pending if h.state == "suspended" else None,
+            children=tuple(c.id for c in h.children),
+        )
+
+    def list(self, h: Handle | None = None) -> list[HandleView]:
+        """Views of every handle below ``h`` (default: the whole tree), closed ones included."""
+        start = h or self.root
+        out: list[HandleView] = []
+
+        def walk(node: Handle) -> None:
+            for c in node.children:
+                out.append(self.inspect(c))
+                walk(c)
+
+        walk(start)
+        return out
+
+    def state_of(self, h: Handle) -> HandleState:
+        return h.state
+
+    # -- resume -------------------------------------------------------------------------------
+
+    def _deepest_suspended(self, node: Handle) -> Handle | None:
+        for child in node.children:
+            found = self._deepest_suspended(child)
+            if found is not None:
+                return found
+        return node if node.state == "suspended" and node is not self.root else None
+
+    async def resume(
+        self, answer: Answer | Mapping[str, Any], *, answered_by: str | None = None
+    ) -> None:
+        """Deliver ``answer`` to the deepest suspended handle, then cascade up.
+
+        The deepest handle's halted call is re-executed with ``ctx.answer`` (retry-with-answer
+        from its checkpoint: no model call is repeated); each suspended ancestor then resumes
+        its own halted ``task`` call, which reattaches to the finished child. Turns and usage
+        keep growing. Call `wait` afterwards for the results.
+
+        Raises:
+            ResumeError: nothing is suspended.
+            AnswerMismatch: the answer does not echo the pending request id.
+            AnswerConflict: the request was already answered (here or in another process).
+        """
+        reply = as_answer(answer)
+        deepest = self._deepest_suspended(self.root)
+        if deepest is None or deepest.pending is None or deepest.checkpoint is None:
+            raise ResumeError("no suspended handle to resume")
+        if reply.id != deepest.pending.id:
+            raise AnswerMismatch(
+                f'answer id "{reply.id}" does not echo the pending request id '
+                f'"{deepest.pending.id}"'
+            )
+        effective = reply
+        if is_expired(deepest.pending):
+            effective = Answer(id=reply.id, ok=False, reason="expired")
+        name, arguments = halted_call(deepest.checkpoint)
+        await self._runs.claim(
+            reply.id, reply, answered_by=answered_by, digest=call_digest(name, arguments)
+        )
+        try:
+            node: Handle | None = deepest
+            while node is not None and node is not self.root and node.state == "suspended":
+                self._move(node, "idle")
+                result = await self.resume_handle(node, effective, durable=True)
+                if result.status == "pending":
+                    self._restamp_ancestors(node, result.pending)
+                    break
+                node = node.parent
+        except BaseException:
+            await _safe(self._runs.release(reply.id))
+            raise
+        await self._runs.complete(reply.id)
+
+    def _restamp_ancestors(self, h: Handle, request: Request | None) -> None:
+        """A re-suspended child: every suspended ancestor now waits on the new request."""
+        if request is None:
+            return
+        node = h.parent
+        while node is not None and node is not self.root and node.state == "suspended":
+            if node.checkpoint is not None and node.pending is not None:
+                stamped = _stamp_path(request, node)
+                node.checkpoint = _restamp(node.checkpoint, node.pending.id, stamped)
+                node.pending = stamped
+                if node.result is not None:
+                    node.result = replace(node.result, pending=stamped, text=stamped.prompt)
+            node = node.parent
+
+    async def resume_handle(self, h: Handle, answer: Answer, *, durable: bool) -> TaskResult:
+        """Resume ``h``'s halted turn with ``answer``: ``durable`` traces idle→running (the
+        handle was restored or answered out of band), otherwise suspended→running (inline)."""
+        checkpoint = h.checkpoint
+        request = h.pending
+        if checkpoint is None or request is None:
+            raise ResumeError(f"{h.id} has no halted turn to resume")
+        self._move(h, "running")
+        h.cancel = asyncio.Event()
+        h.task = None
+        try:
+            engine = self._engines.engine_for(self._def(h), self._hooks)
+            tools = self._tools_for(h)
+            state = engine.new_state(
+                None, tools, engine.cfg.dialect.render_tools(tools), cancel=h.cancel
+            )
+            slots = engine.restore(state, checkpoint)
+            state.conversation_id = self._conv_id(h)
+            await engine.apply_answer(state, slots, request, answer)
+            guard = BudgetGuard(h, self.clock.now)
+            result = await self._drive(h, engine, state, guard, resumed=slots)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
+        del durable
+        await self._settle(h, result)
+        return result
+
+    # -- conveniences -------------------------------------------------------------------------
+
+    async def run_turn(self, h: Handle, prompt: str) -> TaskResult:
+        """Wake ``h`` with ``prompt`` and wait for the result."""
+        posted = self.wake(h, prompt)
+        if not posted.ok:
+            return TaskResult(text=posted.error or "", status="error", is_error=True, runtime=self)
+        return await self.wait(h, waiter=h.parent)
+
+    async def aclose(self) -> None:
+        """Close every handle and release the HTTP sessions and the store."""
+        await self.close(self.root, force=True)
+        await self._engines.aclose()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)
+
+    async def __aenter__(self) -> AgentRuntime:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _is_closed(h: Handle) -> bool:
+    return h.state == "closed"
+
+
+def _stamp_path(request: Request, h: Handle) -> Request:
+    data = dict(request.data or {})
+    data["path"] = h.path()
+    return replace(request, data=data)
+
+
+def _restamp(checkpoint: Checkpoint, old_id: str, request: Request) -> Checkpoint:
+    """The checkpoint with its pending (and the matching suspended calls) set to ``request``."""
+    fresh = Checkpoint.loads(checkpoint.dumps())
+    for slot in fresh.outstanding:
+        if slot.request is not None and slot.request.id == old_id:
+            slot.request = request
+    fresh.pending = request
+    return fresh
+
+
+async def _safe(awaitable: Any) -> None:
+    try:
+        await awaitable
+    except Exception:
+        log.warning("toolnexus: releasing a claim failed", exc_info=True)

@@ -1,0 +1,208 @@
+"""The data of the agent runtime: definitions, budgets, inbox items, results and views."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+from .._types import Tool
+from ..suspension import Request, WaitFor
+
+if TYPE_CHECKING:
+    from .runtime import AgentRuntime
+
+__all__ = [
+    "AgentDef",
+    "Budget",
+    "CloseReason",
+    "HandleState",
+    "HandleView",
+    "InboxItem",
+    "PostResult",
+    "SpawnError",
+    "TaskResult",
+    "TaskStatus",
+]
+
+HandleState: TypeAlias = Literal["idle", "running", "suspended", "closed"]
+TaskStatus: TypeAlias = Literal[
+    "done", "pending", "incomplete", "interrupted", "closed", "timeout", "error"
+]
+CloseReason: TypeAlias = Literal["closed", "interrupted", "budget", "error"]
+
+DEFAULT_MAX_TURNS = 6
+DEFAULT_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budget:
+    """Limits for one handle and everything below it; ``None`` means unlimited.
+
+    At spawn a child's budget is carved as ``min(own, parent remaining)`` per dimension; before
+    every turn and every spawn the live ancestor chain is checked, so siblings share a pool.
+    """
+
+    max_turns: int | None = None
+    max_tokens: int | None = None
+    max_tool_calls: int | None = None
+    max_wall_ms: int | None = None
+    max_children: int | None = None
+    max_concurrent: int | None = None
+    max_depth: int | None = None
+
+    def to_json(self) -> dict[str, int]:
+        return {f.name: v for f in fields(self) if (v := getattr(self, f.name)) is not None}
+
+    @classmethod
+    def from_json(cls, data: Any) -> Budget:
+        if not isinstance(data, dict):
+            return cls()
+        known = {f.name for f in fields(cls)}
+        return cls(
+            **{
+                k: int(v)
+                for k, v in data.items()  # pyright: ignore[reportUnknownVariableType]
+                if k in known and isinstance(v, int)
+            }
+        )
+
+    def merged(self, other: Budget | None) -> Budget:
+        """Per dimension, ``other``'s value where it is set, else ours."""
+        if other is None:
+            return self
+        return replace(
+            self, **{f.name: v for f in fields(other) if (v := getattr(other, f.name)) is not None}
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class AgentDef:
+    """One kind of agent in the registry (a dict name → AgentDef).
+
+    Attributes:
+        name: the registry key; also the id segment of its handles.
+        description: what it does (the ``task`` tool advertises it to teammates).
+        system_prompt: its soul.
+        model: the model to use; ``None`` (or ``"inherit"``) ⇒ the runtime's.
+        tools: its own tools.
+        task_targets: the names of agents it may delegate to (its team ⇒ a ``task`` tool).
+        budget: its limits.
+        wait_for: answers its suspensions inline (nearest interpreter wins).
+        on_spawn / on_close: lifecycle callbacks (``on_close(handle, reason)``).
+        hooks / on_metric: the §8 seams for its runs (override the runtime's, per field).
+    """
+
+    name: str
+    description: str = ""
+    system_prompt: str = ""
+    model: str | None = None
+    tools: Sequence[Tool] = ()
+    task_targets: Sequence[str] = ()
+    budget: Budget | None = None
+    wait_for: WaitFor | None = None
+    on_spawn: Callable[..., Any] | None = None
+    on_close: Callable[..., Any] | None = None
+    hooks: Any = None
+    on_metric: Callable[[dict[str, Any]], Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """An unsolicited message for a handle: who sent it, on which channel, what it says."""
+
+    from_: str = "external"
+    channel: str = "message"
+    text: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {"from": self.from_, "channel": self.channel, "text": self.text}
+
+    @classmethod
+    def from_json(cls, data: Any) -> InboxItem:
+        d: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        return cls(
+            str(d.get("from", "external")), str(d.get("channel", "")), str(d.get("text", ""))
+        )
+
+
+@dataclass(slots=True, kw_only=True)
+class TaskResult:
+    """What a handle's turn came to. ``status`` is from a closed vocabulary; a failed run is
+    ``error`` with ``is_error`` set, never ``done``."""
+
+    text: str = ""
+    status: TaskStatus = "done"
+    is_error: bool = False
+    pending: Request | None = None
+    turns: int = 0
+    total_tokens: int = 0
+    limit: str | None = None
+    runtime: AgentRuntime | None = field(default=None, repr=False, compare=False)
+
+    def __getitem__(self, key: str) -> Any:
+        return getattr(self, key)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "text": self.text,
+            "status": self.status,
+            "is_error": self.is_error,
+            "turns": self.turns,
+            "total_tokens": self.total_tokens,
+        }
+        if self.pending is not None:
+            out["pending"] = self.pending.to_dict()
+        if self.limit is not None:
+            out["limit"] = self.limit
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any) -> TaskResult:
+        d: dict[str, Any] = data if isinstance(data, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        status = d.get("status", "done")
+        return cls(
+            text=str(d.get("text", "")),
+            status=status if status in _STATUSES else "error",
+            is_error=bool(d.get("is_error")),
+            pending=Request.from_dict(d["pending"]) if isinstance(d.get("pending"), dict) else None,
+            turns=int(d.get("turns") or 0),
+            total_tokens=int(d.get("total_tokens") or 0),
+            limit=d.get("limit") if isinstance(d.get("limit"), str) else None,
+        )
+
+
+_STATUSES = ("done", "pending", "incomplete", "interrupted", "closed", "timeout", "error")
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnError:
+    """A refused spawn (never raised): ``error`` says why."""
+
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class PostResult:
+    """The outcome of ``post`` / ``wake``: ``ok``, or ``error`` saying why not."""
+
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HandleView:
+    """A read-only view of one handle.
+
+    ``tokens`` and ``turns`` are lifetime totals rolled up from the whole subtree.
+    """
+
+    id: str
+    agent: str
+    state: HandleState
+    tokens: int
+    turns: int
+    inbox: int
+    pending_kind: str | None
+    pending: Request | None
+    children: tuple[str, ...]

@@ -1,0 +1,54 @@
+"""Store fixtures: a private PostgreSQL schema per test, when a server is configured.
+
+The Postgres tests read ``TOOLNEXUS_PG_URL`` (``bash scripts/pg.sh start`` prints one). Without
+it they skip, except under CI (``CI`` set), where a missing URL or a missing psycopg fails the
+test: CI must never pass by silently skipping Postgres.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run the Postgres tests (see scripts/pg.sh)")
+    pytest.skip(reason)
+
+
+def with_schema(url: str, schema: str) -> str:
+    """``url`` with its search_path set to ``schema`` (libpq's ``options`` parameter)."""
+    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
+
+
+def pg_connect(url: str) -> Any:
+    """A plain autocommit psycopg connection (for setup and for poking at rows)."""
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A URL whose tables live in a fresh schema, dropped after the test."""
+    base = os.environ.get("TOOLNEXUS_PG_URL")
+    if not base:
+        _unavailable("TOOLNEXUS_PG_URL is not set")
+        raise AssertionError("unreachable")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable("psycopg is not installed (pip install -e '.[postgres]')")
+    schema = f"t_{uuid.uuid4().hex}"
+    with pg_connect(base) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield with_schema(base, schema)
+    finally:
+        with pg_connect(base) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

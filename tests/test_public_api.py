@@ -1,0 +1,141 @@
+"""The public namespace is pinned: adding or removing a name is an API decision (STYLE 1)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import toolnexus
+
+PUBLIC_NAMES = [
+    "BUILTIN_NAMES",
+    "RELAY_CALLS_KEY",
+    "RELAY_IS_ERROR_KEY",
+    "RELAY_KIND",
+    "RELAY_OUTPUT_KEY",
+    "RELAY_RESULTS_KEY",
+    "AiohttpTransport",
+    "Answer",
+    "AnswerConflict",
+    "AnswerMismatch",
+    "BadResponse",
+    "CallbackError",
+    "Checkpoint",
+    "CheckpointError",
+    "Client",
+    "Conversation",
+    "ConversationStore",
+    "ErrorClassifier",
+    "ErrorInfo",
+    "ErrorTier",
+    "Hooks",
+    "InMemoryConversationStore",
+    "JSONSchema",
+    "LegacyTransport",
+    "Message",
+    "MetricEvent",
+    "Metrics",
+    "OnError",
+    "OnMetric",
+    "ProviderError",
+    "RelayCall",
+    "RelayResult",
+    "Request",
+    "RequestExpired",
+    "ResumeError",
+    "RunCancelled",
+    "RunResult",
+    "RunStatus",
+    "RunTimeout",
+    "SqliteStore",
+    "StoreError",
+    "Tool",
+    "ToolCallRecord",
+    "ToolContext",
+    "ToolResult",
+    "ToolSource",
+    "Toolkit",
+    "ToolnexusError",
+    "TranslateResult",
+    "TranslatedToolCall",
+    "Transport",
+    "TransportError",
+    "UnknownRequest",
+    "Usage",
+    "UsageError",
+    "WaitFor",
+    "__version__",
+    "answer_declined",
+    "answer_output",
+    "auth_required",
+    "create_client",
+    "create_in_process_client",
+    "create_toolkit",
+    "define_tool",
+    "http_tool",
+    "is_expired",
+    "is_relay_request",
+    "openai_messages_to_anthropic",
+    "pending",
+    "pending_of",
+    "relay_answer",
+    "relay_calls_of",
+    "relay_tool",
+    "sanitize",
+    "to_anthropic",
+    "to_gemini",
+    "to_openai",
+    "tool",
+]
+
+HEAVY = ("aiohttp", "pydantic", "jsonschema", "mcp", "yaml", "psycopg")
+
+
+def isort_key(name: str) -> tuple[int, str]:
+    """Ruff's RUF022 order: SCREAMING_CASE, then CamelCase, then everything else."""
+    if name.isupper():
+        return (0, name)
+    if name[:1].isupper():
+        return (1, name)
+    return (2, name)
+
+
+def test_the_public_names_are_exactly_the_pinned_ones() -> None:
+    assert toolnexus.__all__ == PUBLIC_NAMES
+
+
+def test_the_public_names_are_sorted() -> None:
+    assert toolnexus.__all__ == sorted(toolnexus.__all__, key=isort_key)
+
+
+def test_every_public_name_is_importable_from_the_package() -> None:
+    missing = [name for name in toolnexus.__all__ if not hasattr(toolnexus, name)]
+    assert missing == []
+
+
+def test_the_public_names_have_no_duplicates() -> None:
+    assert len(set(toolnexus.__all__)) == len(toolnexus.__all__)
+
+
+def test_importing_the_package_imports_no_heavy_dependency() -> None:
+    probe = (
+        "import json, sys; import toolnexus; "
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert json.loads(completed.stdout) == []
+
+
+def test_the_probe_would_see_a_heavy_import() -> None:
+    # Guards the test above against passing vacuously: the same probe, after importing yaml.
+    probe = (
+        "import json, sys; import toolnexus, yaml; "
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & {set(HEAVY)!r})))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert json.loads(completed.stdout) == ["yaml"]

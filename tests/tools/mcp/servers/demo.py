@@ -1,0 +1,256 @@
+"""A real MCP server for the tests, built with the ``mcp`` SDK's server side.
+
+Run as a script: ``python demo.py [--transport stdio|http|sse] [--legacy] [--page-size N]``.
+
+- ``stdio`` (default) speaks both protocol eras; ``--legacy`` serves the 2025 handshake era only
+  (so elicitation travels as a mid-call ``elicitation/create`` request).
+- ``http`` / ``sse`` bind 127.0.0.1 on a free port and print ``PORT <n>`` on stdout first.
+- ``--page-size N`` paginates ``tools/list`` (``nextCursor``) N tools per page.
+- ``--expect-header NAME=VALUE`` makes ``whoami`` report whether that header arrived.
+
+Every tool is deterministic; the ones that elicit answer in whichever era the client chose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import socket
+import sys
+from typing import Any
+
+import anyio
+import mcp_types as t
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.runner import serve_loop
+from mcp.server.stdio import stdio_server
+
+MODERN = "2026-07-28"
+FORM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+    "required": ["name"],
+}
+PIXEL = base64.b64encode(b"\x89PNG fake").decode()
+
+server = MCPServer("demo")
+options = argparse.Namespace(page_size=0, expect_header=None)
+
+
+def _outcome(result: t.ElicitResult) -> str:
+    return f"{result.action}:{json.dumps(result.content, sort_keys=True)}"
+
+
+async def _elicit(ctx: Context, key: str, params: t.ElicitRequestParams) -> str | t.InputRequiredResult:
+    """Ask once, in the era the client negotiated; report what came back."""
+    if ctx.protocol_version == MODERN:
+        responses = ctx.input_responses or {}
+        answer = responses.get(key)
+        if isinstance(answer, t.ElicitResult):
+            return _outcome(answer)
+        return t.InputRequiredResult(
+            input_requests={key: t.ElicitRequest(params=params)}, request_state=f"asked:{key}"
+        )
+    session = ctx.request_context.session
+    if isinstance(params, t.ElicitRequestURLParams):
+        result = await session.elicit_url(params.message, params.url, "e-1", ctx.request_id)
+    else:
+        result = await session.elicit_form(params.message, params.requested_schema, ctx.request_id)
+    return _outcome(result)
+
+
+@server.tool(structured_output=False)
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool(structured_output=False)
+def pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+@server.tool(structured_output=False)
+def spawn_child() -> str:
+    """Start a long-lived grandchild process and return its pid."""
+    import subprocess
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return str(child.pid)
+
+
+@server.tool()
+def structured() -> t.CallToolResult:
+    """Structured content beside a text part."""
+    return t.CallToolResult(
+        content=[t.TextContent(type="text", text="ignored text")],
+        structured_content={"b": [1, 2], "a": "ü"},
+    )
+
+
+@server.tool()
+def mixed() -> t.CallToolResult:
+    """Text parts around an image and an audio clip."""
+    return t.CallToolResult(
+        content=[
+            t.TextContent(type="text", text="before"),
+            t.ImageContent(type="image", data=PIXEL, mime_type="image/png"),
+            t.AudioContent(type="audio", data=PIXEL, mime_type="audio/wav"),
+            t.TextContent(type="text", text="after"),
+        ]
+    )
+
+
+@server.tool()
+def fail() -> t.CallToolResult:
+    """A tool-level error with two text parts."""
+    return t.CallToolResult(
+        content=[t.TextContent(type="text", text="boom"), t.TextContent(type="text", text="again")],
+        is_error=True,
+    )
+
+
+@server.tool(structured_output=False)
+def bad_result() -> str:
+    """Answered with a non-conforming result by the middleware below."""
+    return "never seen"
+
+
+@server.tool(structured_output=False)
+async def sleep(seconds: float) -> str:
+    """Sleep without reporting progress."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool(structured_output=False)
+async def progress(steps: int, interval: float, ctx: Context) -> str:
+    """Report progress every ``interval`` seconds, ``steps`` times, then finish."""
+    for step in range(steps):
+        await anyio.sleep(interval)
+        await ctx.report_progress(step + 1, steps)
+    return f"finished {steps} steps"
+
+
+@server.tool(structured_output=False)
+async def ask_form(ctx: Context) -> Any:
+    """Ask the user for a name (form elicitation)."""
+    params = t.ElicitRequestFormParams(message="Who are you?", requested_schema=FORM_SCHEMA)
+    return await _elicit(ctx, "who", params)
+
+
+@server.tool(structured_output=False)
+async def ask_url(ctx: Context) -> Any:
+    """Send the user to a login page (URL elicitation)."""
+    params = t.ElicitRequestURLParams(
+        message="Log in to continue", url="https://login.example/auth?x=1", elicitation_id="e-1"
+    )
+    return await _elicit(ctx, "login", params)
+
+
+@server.tool(structured_output=False)
+async def ask_twice(ctx: Context) -> Any:
+    """Ask two questions, one round after the other (modern era only)."""
+    state = ctx.request_state
+    responses = ctx.input_responses or {}
+    if state is None:
+        first = t.ElicitRequestFormParams(message="First?", requested_schema=FORM_SCHEMA)
+        return t.InputRequiredResult(
+            input_requests={"first": t.ElicitRequest(params=first)}, request_state="first"
+        )
+    if state == "first":
+        answer = responses["first"]
+        assert isinstance(answer, t.ElicitResult)
+        second = t.ElicitRequestFormParams(message="Second?", requested_schema=FORM_SCHEMA)
+        return t.InputRequiredResult(
+            input_requests={"second": t.ElicitRequest(params=second)},
+            request_state=f"second:{_outcome(answer)}",
+        )
+    answer = responses["second"]
+    assert isinstance(answer, t.ElicitResult)
+    return f"{state.removeprefix('second:')} then {_outcome(answer)}"
+
+
+@server.tool(structured_output=False)
+async def ask_expiring(ctx: Context) -> Any:
+    """Like ask_form, but the input-required result names when its state expires."""
+    result = await _elicit(
+        ctx, "who", t.ElicitRequestFormParams(message="Who are you?", requested_schema=FORM_SCHEMA)
+    )
+    if isinstance(result, t.InputRequiredResult):
+        result.meta = {"expiresAt": "2099-01-01T00:00:00Z"}
+    return result
+
+
+@server.tool(structured_output=False)
+def whoami(ctx: Context) -> str:
+    """Whether the expected header arrived (never echoes its value)."""
+    if options.expect_header is None:
+        return "no expectation"
+    name, _, value = options.expect_header.partition("=")
+    headers = ctx.headers or {}
+    return "header ok" if headers.get(name.lower()) == value else "header missing"
+
+
+async def shape_results(ctx: Any, call_next: Any) -> Any:
+    """Paginate tools/list and corrupt bad_result's answer (a hostile server)."""
+    result = await call_next(ctx)
+    params = ctx.params or {}
+    if ctx.method == "tools/call" and params.get("name") == "bad_result":
+        return {"content": "not a list", "isError": "sometimes"}
+    if ctx.method == "tools/list" and options.page_size:
+        tools = list(result["tools"])
+        start = int(params.get("cursor") or 0)
+        page = {**result, "tools": tools[start : start + options.page_size]}
+        if start + options.page_size < len(tools):
+            page["nextCursor"] = str(start + options.page_size)
+        return page
+    return result
+
+
+server.middleware.append(shape_results)
+
+
+async def serve_legacy_stdio() -> None:
+    low = server._lowlevel_server  # pyright: ignore[reportPrivateUsage]
+    async with stdio_server() as (read, write), low.lifespan(low) as state:
+        await serve_loop(low, read, write, lifespan_state=state)
+
+
+async def serve_http(kind: str) -> None:
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", 0))
+    app = server.sse_app() if kind == "sse" else server.streamable_http_app()
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
+    parser.add_argument("--legacy", action="store_true")
+    parser.add_argument("--page-size", type=int, default=0)
+    parser.add_argument("--expect-header", default=None)
+    parser.parse_args(namespace=options)
+    if options.transport != "stdio":
+        anyio.run(serve_http, options.transport)
+    elif options.legacy:
+        anyio.run(serve_legacy_stdio)
+    else:
+        server.run()
+
+
+if __name__ == "__main__":
+    main()
