@@ -32,13 +32,6 @@ ClientFor = Callable[..., Client]
 MODEL = "m-1"
 API_KEY = "sk-test"
 
-ADD_SCHEMA = {
-    "type": "object",
-    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-    "required": ["a", "b"],
-}
-
-
 @define_tool
 def add(a: int, b: int) -> str:
     """Add two numbers."""

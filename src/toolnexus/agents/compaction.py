@@ -140,11 +140,7 @@ def compactor(
         start = _tail_start(body, tail_budget, count)
         if start == 0:
             return None  # nothing but the leading system message: nothing to summarize
-        summary: object = summarize(list(body[:start]))
-        if inspect.isawaitable(summary):
-            summary = await summary
-        if not isinstance(summary, str):
-            raise UsageError(f"summarize must return a str, got {type(summary).__name__}")
+        summary = await _summary_of(summarize, list(body[:start]))
         out = [*head, {"role": "system", "content": SUMMARY_PREFIX + summary}]
         if flush_to_memory:
             out.append({"role": "system", "content": FLUSH_REMINDER})
@@ -152,6 +148,15 @@ def compactor(
         return {"messages": out}
 
     return before_llm
+
+
+async def _summary_of(summarize: Summarize, older: list[Message]) -> str:
+    summary: Any = summarize(older)  # Any: a host's callable may return anything at all
+    if inspect.isawaitable(summary):
+        summary = await summary
+    if not isinstance(summary, str):
+        raise UsageError(f"summarize must return a str, got {type(summary).__name__}")
+    return summary
 
 
 def _is_count(value: object) -> bool:

@@ -15,7 +15,7 @@ from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool
 
-__all__ = ["TODOWRITE_SCHEMA", "render_todos", "todowrite_tool"]
+__all__ = ["TODOWRITE_SCHEMA", "TodoList", "render_todos", "todowrite_tool"]
 
 TODOWRITE_SCHEMA: JSONSchema = {
     "type": "object",
@@ -57,14 +57,32 @@ def render_todos(todos: list[dict[str, Any]]) -> str:
     )
 
 
-def todowrite_tool(options: BuiltinOptions) -> Tool:
-    """A ``todowrite`` built-in with its own, initially empty, list."""
-    held: list[dict[str, Any]] = []
+class TodoList:
+    """The list one ``todowrite`` tool holds; a host may pass its own to watch it."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self) -> None:
+        self._items: list[dict[str, Any]] = []
+
+    @property
+    def items(self) -> list[dict[str, Any]]:
+        """A copy of the current items (``{"id", "text", "completed"}`` dicts)."""
+        return [dict(t) for t in self._items]
+
+    def replace(self, todos: list[dict[str, Any]]) -> None:
+        """Make ``todos`` the whole list."""
+        self._items = [dict(t) for t in todos]
+
+
+def todowrite_tool(options: BuiltinOptions, todos: TodoList | None = None) -> Tool:
+    """A ``todowrite`` built-in holding ``todos`` (a fresh, empty list by default)."""
+    held = todos if todos is not None else TodoList()
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
-        todos = _todos(args.get("todos"))
-        held[:] = todos
-        return ToolResult(render_todos(todos), metadata={"todos": [dict(t) for t in todos]})
+        held.replace(_todos(args.get("todos")))
+        items = held.items
+        return ToolResult(render_todos(items), metadata={"todos": items})
 
     return builtin_tool(
         "todowrite",

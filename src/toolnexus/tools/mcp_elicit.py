@@ -1,0 +1,155 @@
+"""MCP elicitation ↔ our suspension primitive (`Request` / `Answer`).
+
+A server that needs a human mid-call asks in one of two shapes: the legacy back-channel
+``elicitation/create`` request, or (protocol 2026-07-28) an input-required result carrying
+questions and an opaque state token. Both map onto the same `Request`:
+
+- form mode ⇒ ``kind="input"``, ``prompt`` = the message, ``data.schema`` = the requested schema;
+- URL mode ⇒ ``kind="authorization"`` + ``url`` (the human goes there; nothing comes back).
+
+The `Answer` maps back: ``ok`` ⇒ ``accept`` (a form's ``answer.data`` must satisfy the requested
+schema, else ``decline``); ``!ok`` ⇒ ``decline`` when ``reason == "declined"``, else ``cancel``.
+These are pure functions; only `answer_to_elicit_result` imports the ``mcp`` extra.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
+
+from ..suspension import Answer, Request, WaitFor, is_expired, new_request_id
+
+if TYPE_CHECKING:
+    from mcp_types import ElicitResult
+
+__all__ = ["answer_to_elicit_result", "ask_inline", "elicitation_to_request", "schema_problem"]
+
+log = logging.getLogger("toolnexus")
+
+MCP_EXTRA_HINT = "the MCP source needs the mcp extra: pip install 'toolnexus[mcp]'"
+
+
+def elicitation_to_request(params: Any, *, id: str | None = None) -> Request:
+    """The `Request` for one elicitation (the SDK's params object or its wire dict).
+
+    Example:
+        >>> req = elicitation_to_request({"mode": "url", "message": "Log in",
+        ...                               "url": "https://idp.example/x"})
+        >>> (req.kind, req.url)
+        ('authorization', 'https://idp.example/x')
+    """
+    wire = _wire(params)
+    message = wire.get("message")
+    prompt = message if isinstance(message, str) else ""
+    request_id = id or new_request_id("elc")
+    url = wire.get("url")
+    if wire.get("mode") == "url" or (isinstance(url, str) and "requestedSchema" not in wire):
+        return Request(
+            id=request_id, kind="authorization", prompt=prompt, url=str(url) if url else None
+        )
+    schema = wire.get("requestedSchema")
+    data = {"schema": schema} if isinstance(schema, dict) else None
+    return Request(id=request_id, kind="input", prompt=prompt, data=data)
+
+
+def answer_to_elicit_result(answer: Answer, request: Request | None = None) -> ElicitResult:
+    """The ``ElicitResult`` for ``answer`` to ``request`` (the Request the elicitation became).
+
+    ``ok`` ⇒ ``accept``: for a form, ``answer.data`` is the content and must satisfy
+    ``request.data["schema"]``; a mismatch becomes ``decline`` (the reason is logged, the data
+    is not). For a URL elicitation nothing is sent back. ``!ok`` ⇒ ``decline`` when the reason
+    is ``declined``, else ``cancel``.
+    """
+    try:
+        from mcp_types import ElicitResult
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(MCP_EXTRA_HINT) from exc
+    from pydantic import ValidationError
+
+    if not answer.ok:
+        return ElicitResult(action="decline" if answer.reason == "declined" else "cancel")
+    if request is not None and request.kind == "authorization":
+        return ElicitResult(action="accept")
+    content: dict[str, Any] = dict(answer.data or {})
+    schema = (request.data or {}).get("schema") if request is not None else None
+    problem = schema_problem(content, schema) if isinstance(schema, dict) else None
+    if problem is not None:
+        log.warning(
+            "toolnexus: elicitation %s declined: the answer does not fit the schema (%s)",
+            request.id if request is not None else "?",
+            problem,
+        )
+        return ElicitResult(action="decline")
+    try:
+        return ElicitResult(action="accept", content=cast(Any, content))
+    except ValidationError:
+        log.warning(
+            "toolnexus: elicitation %s declined: answers must be flat strings, numbers, "
+            "booleans or string lists",
+            request.id if request is not None else "?",
+        )
+        return ElicitResult(action="decline")
+
+
+def schema_problem(content: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """Why ``content`` fails ``schema`` (paths and rules only, never values), or ``None``.
+
+    An invalid schema cannot be checked and counts as satisfied.
+    """
+    from jsonschema import SchemaError
+    from jsonschema.validators import validator_for
+
+    cls = validator_for(schema)
+    try:
+        cls.check_schema(schema)
+    except SchemaError:
+        log.debug("toolnexus: an elicitation schema is not valid JSON Schema; not checked")
+        return None
+    errors = sorted(cls(schema).iter_errors(content), key=lambda e: list(e.path))
+    if not errors:
+        return None
+    first = errors[0]
+    where = "/".join(str(p) for p in first.path) or "(root)"
+    return f"{where}: fails {first.validator!r}"
+
+
+async def ask_inline(wait_for: WaitFor, request: Request) -> Answer:
+    """Ask the host's ``wait_for`` and return its `Answer`, never raising for its mistakes.
+
+    A Request already past ``expiresAt`` is ``expired`` without asking. A ``wait_for`` that
+    raises, returns something that is not an Answer, or answers another id is logged and
+    treated as ``cancelled``, so the server is never left waiting on a broken host callback.
+    """
+    if is_expired(request):
+        return Answer(id=request.id, ok=False, reason="expired")
+    try:
+        value: Any = wait_for(request)
+        if inspect.isawaitable(value):
+            value = await value
+        answer = value if isinstance(value, Answer) else Answer.from_dict(cast(Any, value))
+    except Exception as exc:
+        log.warning(
+            "toolnexus: wait_for failed on elicitation %s (%s); cancelling it",
+            request.id,
+            type(exc).__name__,
+        )
+        return Answer(id=request.id, ok=False, reason="cancelled")
+    if answer.id != request.id:
+        log.warning(
+            "toolnexus: wait_for answered id %r for elicitation %s; cancelling it",
+            answer.id,
+            request.id,
+        )
+        return Answer(id=request.id, ok=False, reason="cancelled")
+    return answer
+
+
+def _wire(params: Any) -> Mapping[str, Any]:
+    if isinstance(params, Mapping):
+        return cast(Mapping[str, Any], params)
+    dump = getattr(params, "model_dump", None)
+    if callable(dump):
+        return cast(Mapping[str, Any], dump(by_alias=True, mode="json", exclude_none=True))
+    return {}

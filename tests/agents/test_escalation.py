@@ -1,0 +1,152 @@
+"""Escalation (nearest wait_for wins, one hop at a time) and the durable resume cascade."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import approval_brain, check_secret_tool, llm_of
+
+from toolnexus import Answer, AnswerMismatch, Request, ResumeError
+from toolnexus.agents import AgentDef, AgentRuntime, Handle
+from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
+
+leaf_brain = approval_brain("leaf got the secret")
+
+
+def brain(request: RecordedRequest) -> Reply:
+    if request.body["model"] == "m-leaf":
+        return leaf_brain(request)
+    seen = [m for m in request.body["messages"] if m.get("role") == "tool"]
+    if not seen:
+        return tool_calls(call("task", {"agent": "approver", "prompt": "fetch it"}, id="t1"))
+    return text(f"parent done: {seen[-1]['content']}")
+
+
+def registry(parent_wait_for: Any = None, leaf_calls: list[Any] | None = None) -> dict[str, AgentDef]:
+    return {
+        "approverParent": AgentDef(
+            name="approverParent",
+            description="coordinates",
+            model="m-parent",
+            task_targets=["approver"],
+            wait_for=parent_wait_for,
+        ),
+        "approver": AgentDef(
+            name="approver",
+            description="asks for approval",
+            model="m-leaf",
+            tools=[check_secret_tool(leaf_calls)],
+        ),
+    }
+
+
+def traces(rt: AgentRuntime, handle_id: str) -> list[str]:
+    prefix = f"{handle_id}: "
+    rest = [t[len(prefix) :] for t in rt.trace if t.startswith(prefix)]
+    return [t for t in rest if "→" in t and " " not in t]
+
+
+async def start(rt: AgentRuntime) -> Handle:
+    h = rt.spawn(rt.root, "approverParent")
+    assert isinstance(h, Handle)
+    rt.wake(h, "go")
+    return h
+
+
+async def test_the_parents_wait_for_answers_a_childs_suspension_inline() -> None:
+    asked: list[Request] = []
+
+    async def wait_for(req: Request) -> Answer:
+        asked.append(req)
+        return Answer(id=req.id, ok=True)
+
+    async with ScriptedModel(default=brain) as model:
+        rt = AgentRuntime(registry=registry(wait_for), llm=llm_of(model))
+        await rt.__aenter__()
+        parent = await start(rt)
+        result = await rt.wait(parent)
+        assert result.status == "done"
+        assert result.text == "parent done: leaf got the secret"
+        assert traces(rt, "root/approverParent.1") == ["idle→running", "running→idle"]
+        assert traces(rt, "root/approverParent.1/approver.1") == [
+            "idle→running",
+            "running→suspended",
+            "suspended→running",
+            "running→idle",
+            "idle→closed",
+        ]
+        await rt.aclose()
+    assert len(asked) == 1 and asked[0].kind == "approval"
+    assert asked[0].data == {"path": ["root", "approverParent.1", "approver.1"]}
+
+
+async def test_with_no_wait_for_the_root_gets_pending_and_resume_cascades() -> None:
+    leaf_calls: list[Any] = []
+    async with ScriptedModel(default=brain) as model:
+        rt = AgentRuntime(registry=registry(leaf_calls=leaf_calls), llm=llm_of(model))
+        parent = await start(rt)
+        phase1 = await rt.wait(parent)
+        assert phase1.status == "pending" and phase1.pending is not None
+        assert phase1.pending.data == {"path": ["root", "approverParent.1"]}
+        assert [v.state for v in rt.list()] == ["suspended", "suspended"]
+        assert {v.pending_kind for v in rt.list()} == {"approval"}
+        requests_before = len(model.requests)
+        await rt.resume(Answer(id=phase1.pending.id, ok=True))
+        final = await rt.wait(parent)
+        assert final.status == "done"
+        assert final.text == "parent done: leaf got the secret"
+        assert traces(rt, "root/approverParent.1") == [
+            "idle→running",
+            "running→suspended",
+            "suspended→idle",
+            "idle→running",
+            "running→idle",
+        ]
+        assert traces(rt, "root/approverParent.1/approver.1") == [
+            "idle→running",
+            "running→suspended",
+            "suspended→idle",
+            "idle→running",
+            "running→idle",
+            "idle→closed",
+        ]
+        assert "root/approverParent.1/approver.1: task replay → REATTACH" in rt.trace
+        assert len(rt.handle("root/approverParent.1").children) == 1  # type: ignore[union-attr]
+        await rt.aclose()
+    # one leaf model call after the answer, one parent call: no call was replayed
+    assert len(model.requests) - requests_before == 2
+    assert [a.ok if a else None for a in leaf_calls] == [None, True]
+
+
+async def test_usage_and_turns_grow_across_the_resume_never_reset() -> None:
+    async with ScriptedModel(default=brain) as model:
+        rt = AgentRuntime(registry=registry(), llm=llm_of(model))
+        parent = await start(rt)
+        phase1 = await rt.wait(parent)
+        assert phase1.pending is not None
+        leaf = rt.handle("root/approverParent.1/approver.1")
+        assert leaf is not None
+        before = (rt.inspect(parent).tokens, rt.inspect(leaf).turns)
+        await rt.resume(Answer(id=phase1.pending.id, ok=True))
+        after = (rt.inspect(parent).tokens, rt.inspect(leaf).turns)
+        await rt.aclose()
+    assert before == (30, 1)
+    assert after == (60, 2)
+
+
+async def test_resume_checks_the_answer_id_and_that_something_is_suspended() -> None:
+    async with ScriptedModel(default=brain) as model:
+        rt = AgentRuntime(registry=registry(), llm=llm_of(model))
+        with pytest.raises(ResumeError, match="no suspended handle"):
+            await rt.resume(Answer(id="x", ok=True))
+        parent = await start(rt)
+        phase1 = await rt.wait(parent)
+        assert phase1.pending is not None
+        with pytest.raises(AnswerMismatch, match="does not echo"):
+            await rt.resume(Answer(id="wrong", ok=True))
+        assert [v.state for v in rt.list()] == ["suspended", "suspended"]
+        await rt.resume(Answer(id=phase1.pending.id, ok=True))
+        with pytest.raises(ResumeError, match="no suspended handle"):
+            await rt.resume(Answer(id=phase1.pending.id, ok=True))
+        await rt.aclose()
