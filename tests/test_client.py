@@ -32,6 +32,7 @@ ClientFor = Callable[..., Client]
 MODEL = "m-1"
 API_KEY = "sk-test"
 
+
 @define_tool
 def add(a: int, b: int) -> str:
     """Add two numbers."""

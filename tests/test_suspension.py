@@ -411,7 +411,7 @@ async def test_a_request_already_expired_is_declined_without_asking(
 async def test_a_wait_for_that_outlives_expires_at_is_treated_as_expired(
     scripted: ScriptedModel, client_for: ClientFor
 ) -> None:
-    gate = Gate(expires_at=stamp(0.3))
+    gate = Gate(expires_at=stamp(1.0))
     never = asyncio.Event()
 
     async def wait_for(request: Request) -> Answer:

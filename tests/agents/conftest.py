@@ -20,7 +20,11 @@ def approval_brain(done_text: str = "approved and done") -> Any:
         seen = [m for m in request.body["messages"] if m.get("role") == "tool"]
         if not seen:
             return tool_calls(call("check_secret", {}, id="c1"))
-        return text(done_text if "declined" not in str(seen[-1]["content"]) else "understood — access was declined")
+        return text(
+            done_text
+            if "declined" not in str(seen[-1]["content"])
+            else "understood — access was declined"
+        )
 
     return brain
 

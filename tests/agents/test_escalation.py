@@ -23,7 +23,9 @@ def brain(request: RecordedRequest) -> Reply:
     return text(f"parent done: {seen[-1]['content']}")
 
 
-def registry(parent_wait_for: Any = None, leaf_calls: list[Any] | None = None) -> dict[str, AgentDef]:
+def registry(
+    parent_wait_for: Any = None, leaf_calls: list[Any] | None = None
+) -> dict[str, AgentDef]:
     return {
         "approverParent": AgentDef(
             name="approverParent",
@@ -150,3 +152,48 @@ async def test_resume_checks_the_answer_id_and_that_something_is_suspended() -> 
         with pytest.raises(ResumeError, match="no suspended handle"):
             await rt.resume(Answer(id=phase1.pending.id, ok=True))
         await rt.aclose()
+
+
+async def test_a_suspended_tree_survives_the_process_and_a_new_one_resumes_it(
+    tmp_path: Any,
+) -> None:
+    import asyncio
+    import json
+    import sys
+    from pathlib import Path
+
+    worker = Path(__file__).parents[1] / "helpers" / "runtime_proc.py"
+    store = f"sqlite:///{tmp_path / 'tree.db'}"
+
+    async def run(*args: str) -> dict[str, Any]:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(worker),
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=30)
+        assert proc.returncode == 0, err.decode()
+        return json.loads(out)
+
+    async with ScriptedModel(default=brain) as model:
+        halted = await run("halt", model.openai_base_url, store)
+        assert halted["status"] == "pending"
+        resumed = await run("resume", model.openai_base_url, store)
+    assert resumed["views"] == [
+        ["root/approverParent.1", "suspended", "approval"],
+        ["root/approverParent.1/approver.1", "suspended", "approval"],
+    ]
+    assert resumed["status"] == "done"
+    assert resumed["text"] == "parent done: leaf got the secret"
+    assert resumed["trace"] == [
+        "root/approverParent.1/approver.1: suspended→idle",
+        "root/approverParent.1/approver.1: idle→running",
+        "root/approverParent.1/approver.1: running→idle",
+        "root/approverParent.1: suspended→idle",
+        "root/approverParent.1: idle→running",
+        "root/approverParent.1/approver.1: task replay → REATTACH",
+        "root/approverParent.1/approver.1: idle→closed",
+        "root/approverParent.1: running→idle",
+    ]

@@ -712,11 +712,20 @@ class AgentRuntime:
         return await self.wait(h, waiter=h.parent)
 
     async def aclose(self) -> None:
-        """Close every handle and release the HTTP sessions and the store."""
-        await self.close(self.root, force=True)
-        await self._engines.aclose()
+        """Release the process's resources: abort in-flight turns, close the HTTP sessions.
+
+        The tree itself is left as it is in the store — suspended handles stay suspended, so a
+        later process can `restore` and `resume` them. Use ``close(rt.root)`` to stop the
+        tree for good.
+        """
+        running = [h.task for h in self._handles.values() if h.task is not None]
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+        await self._engines.aclose()
 
     async def __aenter__(self) -> AgentRuntime:
         return self
