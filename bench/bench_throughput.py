@@ -42,8 +42,8 @@ async def measure(
     *, quick: bool = False, kind: ServerKind = "raw", separate: bool = True
 ) -> tuple[list[Row], dict[str, float]]:
     """Runs/s (and client CPU per run) for the floor and our client: rows and raw medians."""
-    reps = 3 if quick else 7
-    rounds = 2 if quick else 4
+    reps = 3 if quick else 9
+    rounds = 2 if quick else 3
     toolkit = await make_toolkit()
     async with (
         endpoint(kind, separate=separate) as url,

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from toolnexus import Client, RunResult, define_tool
+from toolnexus import Client, RunCancelled, RunResult, define_tool
 from toolnexus.testing import ScriptedModel, call, text, tool_calls
 
 ClientFor = Callable[..., Client]
@@ -192,3 +193,21 @@ async def test_ask_with_on_text_and_an_id_saves_the_transcript(
     async with client_for(scripted) as client:
         result = await client.ask("hello", id="a-1", on_text=lambda d: None)
         assert await client.conversation_store.get("a-1") == result.messages
+
+
+async def test_a_cancel_set_between_stream_events_stops_the_stream(
+    scripted: ScriptedModel, client_for: ClientFor, style: str
+) -> None:
+    cancel = asyncio.Event()
+    seen: list[str] = []
+
+    async def consume() -> None:
+        async for event in client.stream("hi", cancel=cancel):
+            seen.append(event["type"])
+            cancel.set()
+
+    scripted.add(text("one two three four"))
+    async with client_for(scripted, style) as client:
+        with pytest.raises(RunCancelled):
+            await consume()
+    assert seen == ["text"]

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import pg_connect
 
+from conftest import pg_connect
 from toolnexus._types import empty_usage
 from toolnexus.errors import AnswerConflict
 from toolnexus.loop.checkpoint import Checkpoint, Outstanding
@@ -44,20 +44,16 @@ RACER = (
     OPEN
     + """
 async def main():
-    count = int(sys.argv[4])
     async with open_store(kind, where) as store:
-        await store.list_pending(limit=1)  # connected and migrated before the start line
+        await store.list_pending(limit=1)  # connected and migrated before the first request
         print("ready", flush=True)
-        sys.stdin.readline()
-        outcomes = []
-        for i in range(count):
-            rid = f"race-{i}"
+        # Lockstep: the parent hands both racers the same request id at the same moment.
+        while rid := sys.stdin.readline().strip():
             try:
                 await store.claim(rid, Answer(rid, True, {"by": name}), answered_by=name)
-                outcomes.append([rid, "won", name])
+                print(json.dumps([rid, "won", name]), flush=True)
             except AnswerConflict as exc:
-                outcomes.append([rid, "lost", exc.answered_by])
-        print(json.dumps(outcomes), flush=True)
+                print(json.dumps([rid, "lost", exc.answered_by]), flush=True)
 
 asyncio.run(main())
 """
@@ -190,18 +186,15 @@ async def test_two_processes_racing_claims_get_exactly_one_winner_each(
     # Half the requests have a halted row (UPDATE path), half are unknown (INSERT path).
     for index in range(0, REQUESTS, 2):
         await store.save_halt(checkpoint(f"race-{index}"))
-    racers = [await Child.start(RACER, *target, name, str(REQUESTS)) for name in ("alpha", "beta")]
+    racers = [await Child.start(RACER, *target, name) for name in ("alpha", "beta")]
     for racer in racers:
         assert await racer.line() == "ready"
-    for racer in racers:
-        racer.send("go")
-    results = [json.loads(await racer.line()) for racer in racers]
-    for racer in racers:
-        await racer.finish()
-
     for index in range(REQUESTS):
         rid = f"race-{index}"
-        outcomes = [result[index] for result in results]
+        for racer in racers:
+            racer.send(rid)
+        outcomes = [json.loads(await racer.line()) for racer in racers]
+        assert [o[0] for o in outcomes] == [rid, rid]
         winners = [who for _, verdict, who in outcomes if verdict == "won"]
         assert len(winners) == 1, outcomes
         [(_, lost, named)] = [o for o in outcomes if o[1] != "won"]
@@ -209,6 +202,9 @@ async def test_two_processes_racing_claims_get_exactly_one_winner_each(
         with pytest.raises(AnswerConflict) as caught:
             await store.claim(rid, Answer(rid, True), answered_by="parent")
         assert caught.value.answered_by == winners[0]
+    for racer in racers:
+        racer.send("")
+        await racer.finish()
 
 
 async def test_a_run_parked_in_another_process_wakes_on_an_answer_posted_here(

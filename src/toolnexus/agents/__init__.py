@@ -12,6 +12,7 @@
     await rt.resume(Answer(id=r.pending.id, ok=True))
 """
 
+from .agent import Agent, agent
 from .budget import BudgetGuard
 from .clock import AsyncioClock, Clock, VirtualClock
 from .engines import LlmConfig
@@ -32,6 +33,7 @@ from .types import (
 )
 
 __all__ = [
+    "Agent",
     "AgentDef",
     "AgentRuntime",
     "AsyncioClock",
@@ -51,4 +53,5 @@ __all__ = [
     "TaskResult",
     "TaskStatus",
     "VirtualClock",
+    "agent",
 ]

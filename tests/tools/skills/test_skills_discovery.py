@@ -40,7 +40,9 @@ async def test_a_skill_folder_becomes_a_skill_info(tmp_path: Path, write_skill: 
     assert inventory.skipped == []
 
 
-async def test_a_skill_without_description_has_none(tmp_path: Path, write_skill: WriteSkill) -> None:
+async def test_a_skill_without_description_has_none(
+    tmp_path: Path, write_skill: WriteSkill
+) -> None:
     write_skill(tmp_path / "a", "plain")
 
     inventory = await list_skills(skills_dir=str(tmp_path))
@@ -363,9 +365,7 @@ async def test_a_fifo_named_skill_md_is_unreadable_and_does_not_block(tmp_path: 
     assert [s.reason for s in inventory.skipped] == ["unreadable"]
 
 
-async def test_an_unlistable_folder_is_passed_over(
-    tmp_path: Path, write_skill: WriteSkill
-) -> None:
+async def test_an_unlistable_folder_is_passed_over(tmp_path: Path, write_skill: WriteSkill) -> None:
     write_skill(tmp_path / "ok", "ok")
     (tmp_path / "not-a-dir-link").symlink_to(tmp_path / "missing-dir")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from toolnexus._types import Tool, ToolResult
 from toolnexus.tools.skills import SKILL_TOOL_DESCRIPTION, SkillDef, SkillSource, load_skills
@@ -11,13 +12,12 @@ from toolnexus.tools.skills import SKILL_TOOL_DESCRIPTION, SkillDef, SkillSource
 WriteSkill = Callable[..., Path]
 
 RELATIVE = (
-    "Relative paths in this skill (e.g., scripts/, reference/) are relative to this base "
-    "directory."
+    "Relative paths in this skill (e.g., scripts/, reference/) are relative to this base directory."
 )
 
 
-async def the_tool(**options: object) -> Tool:
-    source: SkillSource = await load_skills(**options)  # type: ignore[arg-type]
+async def the_tool(**options: Any) -> Tool:
+    source: SkillSource = await load_skills(**options)
     assert source.tool is not None
     return source.tool
 
@@ -77,9 +77,7 @@ async def test_the_input_schema_takes_one_required_name(tmp_path: Path) -> None:
 
     assert tool.input_schema == {
         "type": "object",
-        "properties": {
-            "name": {"type": "string", "description": "The name of the skill to load"}
-        },
+        "properties": {"name": {"type": "string", "description": "The name of the skill to load"}},
         "required": ["name"],
         "additionalProperties": False,
     }
@@ -131,9 +129,7 @@ async def test_a_folder_skill_with_no_other_files_keeps_an_empty_block(
     assert result.output == fs_output("solo", "Only me.", folder, [])
 
 
-async def test_an_empty_body_leaves_an_empty_line(
-    tmp_path: Path, write_skill: WriteSkill
-) -> None:
+async def test_an_empty_body_leaves_an_empty_line(tmp_path: Path, write_skill: WriteSkill) -> None:
     folder = tmp_path / "empty"
     write_skill(folder, "empty", body="   \n\n")
     tool = await the_tool(skills_dir=str(tmp_path))
@@ -193,7 +189,9 @@ async def test_a_positive_sample_limit_caps_the_list(
 
     result = await call(tool, "many")
 
-    assert result.output == fs_output("many", "Body.", folder, [folder / "f0.txt", folder / "f1.txt"])
+    assert result.output == fs_output(
+        "many", "Body.", folder, [folder / "f0.txt", folder / "f1.txt"]
+    )
 
 
 async def test_a_sample_limit_of_minus_one_drops_the_note_and_the_block(

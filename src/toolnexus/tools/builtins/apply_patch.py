@@ -26,7 +26,7 @@ from typing import Any
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._args import text_arg
 from ._confine import Paths
-from ._files import read_text_file
+from ._files import check_regular_file, read_text_file
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool
 from ._patch import FileOp, PatchError, apply_hunks, parse_patch
@@ -101,8 +101,8 @@ class _Stage:
     """The files as the patch leaves them, in memory: real path → text, or ``None`` (gone)."""
 
     paths: Paths
-    files: dict[Path, str | None] = field(default_factory=dict[Path, "str | None"])
-    removals: dict[Path, Path] = field(default_factory=dict[Path, Path])
+    files: dict[Path, str | None] = field(default_factory=lambda: {})
+    removals: dict[Path, Path] = field(default_factory=lambda: {})
 
     def apply(self, op: FileOp) -> str:
         """Stage one operation; the summary line for it."""
@@ -112,11 +112,11 @@ class _Stage:
                 raise PatchError(f"Add File {op.path}: the file already exists")
             self.files[path] = op.content
             return f"A {op.path}"
-        current = self._read(path, op.path)
         if op.kind == "delete":
+            self._check_file(path, op.path)
             self._remove(path, op.path)
             return f"D {op.path}"
-        updated = apply_hunks(current, op.hunks, op.path)
+        updated = apply_hunks(self._read(path, op.path), op.hunks, op.path)
         if op.move_to is None:
             self.files[path] = updated
             return f"M {op.path}"
@@ -132,6 +132,16 @@ class _Stage:
         if path in self.files:
             return self.files[path] is not None
         return path.exists() or path.is_symlink()
+
+    def _check_file(self, path: Path, raw: str) -> None:
+        if path in self.files:
+            if self.files[path] is None:
+                raise PatchError(f"{raw}: the file was deleted earlier in this patch")
+            return
+        try:
+            check_regular_file(path, raw)
+        except BuiltinError as exc:
+            raise PatchError(str(exc)) from None
 
     def _read(self, path: Path, raw: str) -> str:
         if path in self.files:
@@ -185,19 +195,20 @@ def _make_parents(directory: Path, made: list[Path]) -> None:
 
 def _write_temp(path: Path, data: bytes) -> Path:
     try:
-        mode = path.stat().st_mode & 0o7777
+        existing: int | None = path.stat().st_mode & 0o7777
     except FileNotFoundError:
-        mode = 0o666  # the umask applies, as for any new file
+        existing = None
+    mode = 0o666 if existing is None else existing  # a new file gets the umask, as usual
     temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.patch-tmp")
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
+        if existing is not None:
+            os.chmod(temp, existing)  # os.open applied the umask; keep the file's own mode
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
-    if os.stat(temp).st_mode & 0o7777 != mode and path.exists():
-        os.chmod(temp, mode)
     return temp
 
 

@@ -1,0 +1,163 @@
+"""Running one command for ``bash``: its own process group, capped output, a killable tree.
+
+The child starts in a new session (so it leads a new process group) with stdin from
+``/dev/null`` and stdout and stderr on one pipe, read as it arrives (so the child never blocks
+on a full pipe) while only the first ``limit`` bytes are kept. A timeout or the stop event
+sends ``SIGKILL`` to the whole group: the command, its children and their children. A
+descendant that left the group on purpose (``setsid``) is out of reach; so is anything after
+the command exits normally — background jobs are left running, as in a terminal.
+
+After the command exits, output still in flight is read until the pipe closes, for at most
+`DRAIN_GRACE` seconds (a background job holding the pipe open does not hold the call). POSIX
+only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+__all__ = ["DRAIN_GRACE", "Finished", "run_process"]
+
+DRAIN_GRACE = 0.5
+_CHUNK = 65536
+
+Stopped: type = str  # documentation alias; the field below is the closed vocabulary
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Finished:
+    """How a command ended.
+
+    Attributes:
+        output: the first ``limit`` bytes of combined stdout and stderr.
+        total: how many bytes it wrote in all.
+        exit_code: the exit status (negative: killed by that signal).
+        stopped: ``exited`` on its own, killed on ``timeout``, or killed when ``cancelled``.
+    """
+
+    output: bytes
+    total: int
+    exit_code: int
+    stopped: Literal["exited", "timeout", "cancelled"]
+
+
+async def run_process(
+    argv: list[str],
+    *,
+    cwd: Path | None,
+    timeout: float,
+    stop: asyncio.Event | None,
+    limit: int,
+) -> Finished:
+    """Run ``argv`` to completion, or kill its process group on timeout or ``stop``.
+
+    Raises:
+        OSError: the program could not be started (not found, not executable).
+    """
+    read_fd, write_fd = os.pipe()
+    sink = _PipeSink(read_fd, limit)
+    try:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                cwd=cwd,
+                start_new_session=True,
+            )
+        finally:
+            os.close(write_fd)
+        return await _supervise(proc, sink, timeout, stop)
+    finally:
+        sink.close()
+
+
+async def _supervise(
+    proc: asyncio.subprocess.Process,
+    sink: _PipeSink,
+    timeout: float,
+    stop: asyncio.Event | None,
+) -> Finished:
+    exited = asyncio.ensure_future(proc.wait())
+    stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
+    try:
+        waiting: set[asyncio.Future[object]] = {exited}
+        if stopper is not None:
+            waiting.add(stopper)
+        done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        stopped: Literal["exited", "timeout", "cancelled"] = "exited"
+        if exited not in done:
+            stopped = "cancelled" if stopper is not None and stopper in done else "timeout"
+            _kill_group(proc.pid)
+        code = await exited
+        await sink.drain(DRAIN_GRACE)
+        return Finished(output=bytes(sink.head), total=sink.total, exit_code=code, stopped=stopped)
+    finally:
+        if stopper is not None:
+            stopper.cancel()
+        if not exited.done():  # we are being cancelled: take the tree down with us
+            _kill_group(proc.pid)
+            await exited
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass  # already gone
+
+
+class _PipeSink:
+    """Reads a non-blocking pipe on the event loop, keeping the first ``limit`` bytes."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        os.set_blocking(fd, False)
+        self._fd = fd
+        self._limit = limit
+        self._loop = asyncio.get_running_loop()
+        self._eof = asyncio.Event()
+        self._closed = False
+        self.head = bytearray()
+        self.total = 0
+        self._loop.add_reader(fd, self._on_readable)
+
+    def _on_readable(self) -> None:
+        try:
+            chunk = os.read(self._fd, _CHUNK)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._stop_reading()
+            return
+        self.total += len(chunk)
+        room = self._limit - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+
+    def _stop_reading(self) -> None:
+        if not self._eof.is_set():
+            self._loop.remove_reader(self._fd)
+            self._eof.set()
+
+    async def drain(self, grace: float) -> None:
+        """Wait for the end of the output, at most ``grace`` seconds."""
+        try:
+            await asyncio.wait_for(self._eof.wait(), grace)
+        except TimeoutError:
+            pass
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._stop_reading()
+        os.close(self._fd)
