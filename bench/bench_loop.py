@@ -19,6 +19,7 @@ from typing import Any
 
 import floor
 from common import (
+    PROMPT,
     RawServer,
     Row,
     ServerKind,
@@ -50,7 +51,7 @@ async def check_same_bytes() -> tuple[bool, str]:
                     floor.check_floor(await floor.run(session, url, 3))
             else:
                 async with make_client(url, "openai", 3) as client:
-                    check_ours(await client.run(floor.PROMPT, toolkit), 3)
+                    check_ours(await client.run(PROMPT, toolkit), 3)
         finally:
             await server.aclose()
         t = server.traffic
@@ -102,7 +103,7 @@ async def measure(
                     client = clients[style][n]
 
                     async def play() -> None:
-                        check_ours(await client.run(floor.PROMPT, toolkit), n)
+                        check_ours(await client.run(PROMPT, toolkit), n)
 
                     return play
 

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 
 import floor
 from common import (
+    PROMPT,
     Row,
     ServerKind,
     check_ours,
@@ -55,7 +56,7 @@ async def measure(
             floor.check_floor(await floor.run(session, url, TURNS))
 
         async def ours_one() -> None:
-            check_ours(await client.run(floor.PROMPT, toolkit), TURNS)
+            check_ours(await client.run(PROMPT, toolkit), TURNS)
 
         def rounds_of(one: Callable[[], Awaitable[None]]) -> Round:
             async def go() -> None:

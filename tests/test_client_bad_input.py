@@ -456,11 +456,6 @@ async def test_an_openai_reply_with_empty_choices_is_a_bad_response(
     assert len(scripted.requests) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a streamed OpenAI reply that never carries a choice is taken as an empty "
-    "answer (done, text ''), while the same reply unstreamed is a BadResponse",
-)
 async def test_a_streamed_openai_reply_with_no_choice_at_all_is_a_bad_response(
     scripted: ScriptedModel, client_for: ClientFor
 ) -> None:

@@ -301,11 +301,6 @@ async def test_hooks_fire_the_same_way_on_the_stream_path(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a non-callable hook is reported as CallbackError (a callback that raised) "
-    "instead of UsageError (a bad option); loop/hooks.py as_hooks",
-)
 def test_a_hook_that_is_not_callable_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="before_llm"):
         create_client(

@@ -898,13 +898,6 @@ def unanswered_calls(body: dict[str, Any], style: str) -> list[str]:
     return missing
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: after a halt saved by ask(id=), the next ask on that id sends the halted "
-    "assistant turn with results missing for the calls after the halted one (an unbalanced "
-    "transcript every provider rejects); CONTRACT §3.12: every tool_use gets exactly one "
-    "tool_result",
-)
 async def test_a_new_ask_after_a_halt_sends_one_result_for_every_tool_call(
     scripted: ScriptedModel, client_for: ClientFor, style: str
 ) -> None:

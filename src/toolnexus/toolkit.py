@@ -24,6 +24,7 @@ from .loop.checkpoint import tool_fingerprint
 from .loop.execute import invoke_tool, unknown_tool_result
 from .suspension import WaitFor
 from .tools.builtins import select_builtins
+from .tools.skills import load_skills
 from .tools.validation import validate_arguments
 
 __all__ = [
@@ -298,29 +299,30 @@ async def create_toolkit(
         UsageError: a relay tool named like a built-in, a non-Tool in ``extra_tools``, or a
             source this build does not support yet.
     """
-    del skill_sample_limit, cancel  # MCP and skills land in a later release
-    unsupported = {
-        "mcp_config": mcp_config,
-        "skills_dir": skills_dir,
-        "skills": skills,
-        "skill_provider": skill_provider,
-        "skills_filter": skills_filter,
-        "agents": agents,
-        "disable_skills": disable_skills,
-    }
+    del cancel
+    unsupported = {"mcp_config": mcp_config, "agents": agents}
     given = [k for k, v in unsupported.items() if v]
     if given:
         raise UsageError(
             f"create_toolkit: {', '.join(given)} not supported by this build yet "
-            "(MCP, skills and A2A sources land in a later release)"
+            "(MCP and A2A sources land in a later release)"
         )
     host = list(extra_tools or ()) + list(tools or ())
     for t in host:
         _check_tool(t)
         _guard_relay(t)
+    skill_source = await load_skills(
+        skills_dir=skills_dir,
+        skills=skills,
+        skill_provider=skill_provider,
+        skills_filter=skills_filter,
+        disable_skills=disable_skills,
+        sample_limit=skill_sample_limit,
+    )
+    skill_tools = [skill_source.tool] if skill_source.tool is not None else []
     builtin_tools = select_builtins(builtins)
     host_names = {t.name for t in host}
-    ordered = [t for t in builtin_tools if t.name not in host_names] + host
+    ordered = skill_tools + [t for t in builtin_tools if t.name not in host_names] + host
     dropped = set(disable_tools or ())
     final: list[Tool] = []
     seen: set[str] = set()
@@ -331,4 +333,9 @@ async def create_toolkit(
         seen.add(t.name)
         if t.name not in dropped:
             final.append(t)
-    return Toolkit(final, wait_for=wait_for)
+    skill_kept = any(t.source == "skill" and t.name == "skill" for t in final)
+    return Toolkit(
+        final,
+        wait_for=wait_for,
+        skills_prompt=skill_source.prompt() if skill_kept else "",
+    )

@@ -388,8 +388,10 @@ def test_the_stream_is_complete_only_after_done() -> None:
 
 
 def test_events_after_done_are_ignored() -> None:
-    stream, deltas = run(DONE, chunk({"content": "late"}), SSEEvent(data="{broken"))
-    assert deltas == [None, None, None]
+    stream, deltas = run(
+        chunk({"role": "assistant"}), DONE, chunk({"content": "late"}), SSEEvent(data="{broken")
+    )
+    assert deltas == [None, None, None, None]
     assert stream.finish().text == ""
 
 

@@ -41,7 +41,7 @@ def pg_url() -> Iterator[str]:
         _unavailable("TOOLNEXUS_PG_URL is not set")
         raise AssertionError("unreachable")
     try:
-        import psycopg  # noqa: F401
+        import psycopg  # noqa: F401  # pyright: ignore[reportUnusedImport]
     except ImportError:
         _unavailable("psycopg is not installed (pip install -e '.[postgres]')")
     schema = f"t_{uuid.uuid4().hex}"

@@ -1,4 +1,4 @@
-"""The ConversationStore contract, run against every backend (add Postgres to BACKENDS)."""
+"""The ConversationStore contract, run against every backend (memory, SQLite, Postgres)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,17 @@ from toolnexus.stores.base import ConversationStore
 from toolnexus.stores.memory import InMemoryConversationStore
 from toolnexus.stores.sqlite import SqliteStore
 
-BACKENDS: dict[str, Callable[[Path], Any]] = {
-    "memory": lambda _tmp: InMemoryConversationStore(),
-    "sqlite": lambda tmp: SqliteStore(tmp / "state.db"),
+
+def _postgres(request: pytest.FixtureRequest, _tmp: Path) -> Any:
+    from toolnexus.stores.postgres import PostgresStore
+
+    return PostgresStore(request.getfixturevalue("pg_url"), max_size=4)
+
+
+BACKENDS: dict[str, Callable[[pytest.FixtureRequest, Path], Any]] = {
+    "memory": lambda _request, _tmp: InMemoryConversationStore(),
+    "sqlite": lambda _request, tmp: SqliteStore(tmp / "state.db"),
+    "postgres": _postgres,
 }
 
 TRANSCRIPT: list[dict[str, Any]] = [
@@ -40,7 +48,7 @@ TRANSCRIPT: list[dict[str, Any]] = [
 
 @pytest.fixture(params=sorted(BACKENDS))
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
-    backend = BACKENDS[request.param](tmp_path)
+    backend = BACKENDS[request.param](request, tmp_path)
     yield backend
     await backend.aclose()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import closing
 from pathlib import Path
 from typing import Any
@@ -705,23 +705,22 @@ async def test_request_ids_are_kept_apart_exactly(store: Any) -> None:
 BAD_IDS: list[object] = [None, 7, b"req-1", "", "\ud800"]
 
 
+CALLS: dict[str, Callable[[Any, Any], Awaitable[object]]] = {
+    "load_halt": lambda s, rid: s.load_halt(rid),
+    "claim": lambda s, rid: s.claim(rid, yes()),
+    "post_answer": lambda s, rid: s.post_answer(rid, yes()),
+    "complete": lambda s, rid: s.complete(rid),
+    "release": lambda s, rid: s.release(rid),
+    "answer_record": lambda s, rid: s.answer_record(rid),
+    "wait_for_answer": lambda s, rid: s.wait_for_answer(rid, timeout=1),
+}
+
+
 @pytest.mark.parametrize("bad", BAD_IDS, ids=repr)
-@pytest.mark.parametrize(
-    "call",
-    [
-        lambda s, rid: s.load_halt(rid),
-        lambda s, rid: s.claim(rid, yes()),
-        lambda s, rid: s.post_answer(rid, yes()),
-        lambda s, rid: s.complete(rid),
-        lambda s, rid: s.release(rid),
-        lambda s, rid: s.answer_record(rid),
-        lambda s, rid: s.wait_for_answer(rid, timeout=1),
-    ],
-    ids=["load_halt", "claim", "post_answer", "complete", "release", "answer_record", "wait"],
-)
-async def test_a_bad_request_id_is_a_usage_error(store: Any, bad: object, call: Any) -> None:
+@pytest.mark.parametrize("method", sorted(CALLS))
+async def test_a_bad_request_id_is_a_usage_error(store: Any, bad: object, method: str) -> None:
     with pytest.raises(UsageError, match="request id"):
-        await call(store, bad)
+        await CALLS[method](store, bad)
 
 
 BAD_ANSWERS: list[object] = [

@@ -80,8 +80,8 @@ def estimate_tokens(messages: Sequence[Message]) -> int:
     characters of ``\\u00e9``). A value JSON cannot encode counts as its ``str()``.
 
     Example:
-        >>> estimate_tokens([{"role": "user", "content": "hi"}])  # 32 chars
-        8
+        >>> estimate_tokens([{"role": "user", "content": "hi"}])  # 33 chars
+        9
     """
     return sum(-(-len(json.dumps(message, default=str)) // 4) for message in messages)
 

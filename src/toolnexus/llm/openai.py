@@ -118,9 +118,20 @@ class OpenAIStream:
     that carries them, argument fragments are concatenated. Complete on ``data: [DONE]``.
     """
 
-    __slots__ = ("_calls", "_complete", "_finish", "_id", "_last", "_model", "_text", "_usage")
+    __slots__ = (
+        "_calls",
+        "_complete",
+        "_finish",
+        "_id",
+        "_last",
+        "_model",
+        "_saw_choice",
+        "_text",
+        "_usage",
+    )
 
     def __init__(self) -> None:
+        self._saw_choice = False
         self._text: list[str] = []
         self._calls: dict[int, _Slot] = {}
         self._last: int | None = None
@@ -163,6 +174,7 @@ class OpenAIStream:
             return None
         if not isinstance(choices, list) or not isinstance(cast(list[Any], choices)[0], dict):
             raise BadResponse("stream chunk choices[0] is not an object")
+        self._saw_choice = True
         choice = cast(dict[str, Any], cast(list[Any], choices)[0])
         if choice.get("finish_reason") is not None:
             self._finish = choice["finish_reason"]
@@ -225,6 +237,8 @@ class OpenAIStream:
         """The assembled turn; raises `BadResponse` if ``[DONE]`` never came."""
         if not self._complete:
             raise BadResponse("stream ended before [DONE]")
+        if not self._saw_choice:
+            raise BadResponse("stream carried no choice at all")
         calls: list[ModelToolCall] = []
         for index in sorted(self._calls):
             slot = self._calls[index]

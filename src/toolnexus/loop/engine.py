@@ -140,6 +140,8 @@ class Engine:
         then the user ``prompt`` (none on a resume)."""
         cfg = self.cfg
         messages = normalize_history(list(history)) if history else []
+        if prompt is not None:
+            balance_last_turn(messages)
         if not messages:
             system = "\n\n".join(p for p in (cfg.system_prompt, skills_prompt) if p)
             if system:
@@ -824,6 +826,32 @@ def _last_text(messages: list[Message]) -> str:
             content = m.get("content")
             return content if isinstance(content, str) else ""
     return ""
+
+
+NOT_RUN = "not run: the run halted before this call"
+
+
+def balance_last_turn(messages: list[Message]) -> None:
+    """Give every call of a halted last turn a result, in place, before a new user turn.
+
+    A transcript saved at a halt ends with the calls before the halted one, the halted call's
+    placeholder, and nothing for the calls after it. A *new* turn on it (a replay, not a
+    resume) must still send the provider one result per call, so the missing ones are filled
+    with an explicit "not run" error.
+    """
+    at = len(messages) - 1
+    while at >= 0 and messages[at].get("role") == "tool":
+        at -= 1
+    if at < 0 or messages[at].get("role") != "assistant" or not messages[at].get("tool_calls"):
+        return
+    answered = {m.get("tool_call_id") for m in messages[at + 1 :]}
+    calls: list[Any] = messages[at]["tool_calls"]
+    for call in calls:
+        cid: object = cast(dict[str, Any], call).get("id") if isinstance(call, dict) else None
+        if isinstance(cid, str) and cid not in answered:
+            messages.append(
+                {"role": "tool", "tool_call_id": cid, "content": NOT_RUN, "is_error": True}
+            )
 
 
 def relay_splice(name: str, call_id: str, answer: Answer, *, first: bool) -> ToolResult:

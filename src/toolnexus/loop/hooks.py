@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from ..errors import CallbackError
+from ..errors import CallbackError, UsageError
 
 __all__ = ["HOOK_NAMES", "Hooks", "as_hooks", "call_callback"]
 
@@ -58,7 +58,7 @@ def as_hooks(value: object) -> Hooks:
         if fn is None:
             continue
         if not callable(fn):
-            raise CallbackError(f"hook {name} is not callable")
+            raise UsageError(f"hook {name} must be callable, got {type(fn).__name__}")
         found[name] = fn  # pyright: ignore[reportArgumentType]
     return Hooks(**found)
 

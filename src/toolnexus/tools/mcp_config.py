@@ -51,7 +51,9 @@ McpStatus: TypeAlias = Literal["connected", "disabled", "failed"]
 _WRAPPERS = ("mcpServers", "servers", "mcp")
 _RESERVED = frozenset({"builtins", "agents", "a2a", "mcpServer"})
 _LOCAL_TYPES = frozenset({"local", "stdio"})
-_REMOTE_TYPES = frozenset({"remote", "http", "streamable-http", "streamable_http", "streamableHttp"})
+_REMOTE_TYPES = frozenset(
+    {"remote", "http", "streamable-http", "streamable_http", "streamableHttp"}
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,7 +171,7 @@ def parse_mcp_config(source: str | os.PathLike[str] | Mapping[str, Any] | McpCon
     if isinstance(source, McpConfig):
         return source
     if isinstance(source, Mapping):
-        return _parse_object(cast(Mapping[str, Any], source), "mcp config")
+        return _parse_object(source, "mcp config")
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")

@@ -50,7 +50,9 @@ def elicitation_to_request(params: Any, *, id: str | None = None) -> Request:
             id=request_id, kind="authorization", prompt=prompt, url=str(url) if url else None
         )
     schema = wire.get("requestedSchema")
-    data = {"schema": schema} if isinstance(schema, dict) else None
+    data: dict[str, Any] | None = (
+        {"schema": cast(dict[str, Any], schema)} if isinstance(schema, dict) else None
+    )
     return Request(id=request_id, kind="input", prompt=prompt, data=data)
 
 
@@ -73,8 +75,10 @@ def answer_to_elicit_result(answer: Answer, request: Request | None = None) -> E
     if request is not None and request.kind == "authorization":
         return ElicitResult(action="accept")
     content: dict[str, Any] = dict(answer.data or {})
-    schema = (request.data or {}).get("schema") if request is not None else None
-    problem = schema_problem(content, schema) if isinstance(schema, dict) else None
+    schema: Any = (request.data or {}).get("schema") if request is not None else None
+    problem = (
+        schema_problem(content, cast(dict[str, Any], schema)) if isinstance(schema, dict) else None
+    )
     if problem is not None:
         log.warning(
             "toolnexus: elicitation %s declined: the answer does not fit the schema (%s)",
@@ -93,7 +97,7 @@ def answer_to_elicit_result(answer: Answer, request: Request | None = None) -> E
         return ElicitResult(action="decline")
 
 
-def schema_problem(content: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+def schema_problem(content: Mapping[str, Any], schema: dict[str, Any]) -> str | None:
     """Why ``content`` fails ``schema`` (paths and rules only, never values), or ``None``.
 
     An invalid schema cannot be checked and counts as satisfied.
@@ -128,7 +132,7 @@ async def ask_inline(wait_for: WaitFor, request: Request) -> Answer:
         value: Any = wait_for(request)
         if inspect.isawaitable(value):
             value = await value
-        answer = value if isinstance(value, Answer) else Answer.from_dict(cast(Any, value))
+        answer = value if isinstance(value, Answer) else Answer.from_dict(value)
     except Exception as exc:
         log.warning(
             "toolnexus: wait_for failed on elicitation %s (%s); cancelling it",

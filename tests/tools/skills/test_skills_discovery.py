@@ -429,3 +429,14 @@ async def test_every_skip_reason_is_reported_in_walk_order(
         ("d", "missing-name"),
         ("e", "unreadable"),
     ]
+
+
+async def test_a_root_starting_with_a_tilde_is_under_home(
+    tmp_path: Path, write_skill: WriteSkill, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_skill(tmp_path / "skills" / "a", "homed")
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+    inventory = await list_skills(skills_dir="~/skills")
+
+    assert inventory.skills[0].location == str(tmp_path / "skills" / "a" / "SKILL.md")

@@ -1,11 +1,23 @@
-"""The built-in tools (``source="builtin"``) and the ``builtins`` option.
+"""The ten built-in tools (``source="builtin"``) and the ``builtins`` option.
 
-``builtins`` is ``True``/``None`` (all on, the default), ``False``, or a dict: ``disabled: true``
-wins, else ``enabled: false`` turns them all off; ``tools`` maps a name to ``False`` (drop) or
-``True`` (keep) over the all-on baseline, unknown names ignored.
+``builtins`` is ``True``/``None`` (all on, the default), ``False``, or a dict:
 
-This build ships ``question``; the other nine (``bash``, ``read``, ``write``, ``edit``,
-``grep``, ``glob``, ``webfetch``, ``apply_patch``, ``todowrite``) land in a later release.
+- toggles (the contract's): ``disabled: true`` wins, else ``enabled: false`` turns them all
+  off; ``tools`` maps a name to ``False`` (drop) or ``True`` (keep) over the all-on baseline,
+  unknown names ignored; global-off short-circuits everything else;
+- confinement for hosts that run untrusted models (ours, all off by default):
+  ``workspace`` (a directory every path-taking built-in is confined to), ``bash`` (``False``:
+  no bash tool; ``{"allow": [names]}``: only those programs, no shell), ``private_network``
+  (``False``: webfetch refuses non-public addresses) and ``max_output_bytes`` (the cap on any
+  built-in's output, default `DEFAULT_MAX_OUTPUT_BYTES`). See `_options`.
+
+::
+
+    tools = select_builtins({"workspace": "/srv/job-42", "bash": {"allow": ["pytest"]},
+                             "private_network": False, "tools": {"webfetch": False}})
+
+The order is fixed: ``bash, read, write, edit, grep, glob, webfetch, question, apply_patch,
+todowrite``. Each call builds fresh tools, so each toolkit holds its own ``todowrite`` list.
 """
 
 from __future__ import annotations
@@ -14,9 +26,29 @@ from collections.abc import Mapping
 from typing import Any, TypeAlias, cast
 
 from ..._types import Tool
+from ._options import DEFAULT_MAX_OUTPUT_BYTES, BashPolicy, BuiltinOptions, parse_builtin_options
+from .apply_patch import apply_patch_tool
+from .bash import bash_tool
+from .edit import edit_tool
+from .glob import glob_tool
+from .grep import grep_tool
 from .question import question_tool
+from .read import read_tool
+from .todowrite import TodoList, todowrite_tool
+from .webfetch import webfetch_tool
+from .write import write_tool
 
-__all__ = ["BuiltinsConfig", "builtins_enabled", "create_builtin_tools", "select_builtins"]
+__all__ = [
+    "DEFAULT_MAX_OUTPUT_BYTES",
+    "BashPolicy",
+    "BuiltinOptions",
+    "BuiltinsConfig",
+    "TodoList",
+    "builtins_enabled",
+    "create_builtin_tools",
+    "parse_builtin_options",
+    "select_builtins",
+]
 
 BuiltinsConfig: TypeAlias = bool | Mapping[str, Any] | None
 
@@ -32,13 +64,45 @@ def builtins_enabled(cfg: BuiltinsConfig) -> bool:
     return cfg.get("enabled") is not False
 
 
-def create_builtin_tools() -> list[Tool]:
-    """Every built-in tool this build ships, in the canonical order."""
-    return [question_tool()]
+def create_builtin_tools(options: BuiltinOptions | BuiltinsConfig = None) -> list[Tool]:
+    """The built-in tools under ``options``, in the canonical order.
+
+    ``options`` is a `BuiltinOptions` or a ``builtins`` value (parsed by
+    `parse_builtin_options`); the toggles are not applied here, but ``"bash": False`` leaves
+    ``bash`` out. With no options, all ten with the contract's behaviour.
+
+    Raises:
+        UsageError: an invalid option (see `parse_builtin_options`).
+
+    Example:
+        >>> [t.name for t in create_builtin_tools({"bash": False})][:2]
+        ['read', 'write']
+    """
+    opts = options if isinstance(options, BuiltinOptions) else parse_builtin_options(options)
+    tools: list[Tool] = []
+    if opts.bash.enabled:
+        tools.append(bash_tool(opts))
+    tools += [
+        read_tool(opts),
+        write_tool(opts),
+        edit_tool(opts),
+        grep_tool(opts),
+        glob_tool(opts),
+        webfetch_tool(opts),
+        question_tool(),
+        apply_patch_tool(opts),
+        todowrite_tool(opts),
+    ]
+    return tools
 
 
 def select_builtins(cfg: BuiltinsConfig) -> list[Tool]:
-    """The built-ins the option keeps (global toggle first, then the per-tool map)."""
+    """The built-ins the ``builtins`` option keeps: global toggle first (off ⇒ ``[]``, and
+    nothing else is looked at), then the options, then the per-tool map.
+
+    Raises:
+        UsageError: an unknown key or an invalid option in ``cfg`` (when not globally off).
+    """
     if not builtins_enabled(cfg):
         return []
     per_tool: Mapping[str, Any] = {}
@@ -46,4 +110,4 @@ def select_builtins(cfg: BuiltinsConfig) -> list[Tool]:
         raw = cfg.get("tools")
         if isinstance(raw, Mapping):
             per_tool = cast(Mapping[str, Any], raw)
-    return [t for t in create_builtin_tools() if per_tool.get(t.name, True) is not False]
+    return [t for t in create_builtin_tools(cfg) if per_tool.get(t.name, True) is not False]

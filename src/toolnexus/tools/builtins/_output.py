@@ -22,8 +22,8 @@ __all__ = [
     "BuiltinError",
     "Run",
     "builtin_tool",
-    "cap_bytes",
     "cap_text",
+    "decode_prefix",
     "truncation_notice",
 ]
 
@@ -39,13 +39,11 @@ def truncation_notice(limit: int) -> str:
     return f"\n[truncated: output exceeded {limit} bytes]"
 
 
-def cap_bytes(data: bytes, limit: int) -> str:
-    """The first ``limit`` bytes of ``data`` decoded as UTF-8, without a cut character.
-
-    Invalid bytes become U+FFFD; a multi-byte character split by the cut is dropped whole.
-    """
+def decode_prefix(data: bytes, *, complete: bool) -> str:
+    """``data`` decoded as UTF-8, invalid bytes as U+FFFD. When ``data`` is only the start of
+    a longer output (``complete=False``) a character cut at the end is dropped whole."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    return decoder.decode(data[:limit], final=len(data) <= limit)
+    return decoder.decode(data, final=complete)
 
 
 def cap_text(text: str, limit: int) -> tuple[str, bool]:
@@ -55,7 +53,7 @@ def cap_text(text: str, limit: int) -> tuple[str, bool]:
     data = text.encode("utf-8", errors="replace")
     if len(data) <= limit:
         return text, False
-    return cap_bytes(data, limit) + truncation_notice(limit), True
+    return decode_prefix(data[:limit], complete=False) + truncation_notice(limit), True
 
 
 def builtin_tool(
@@ -69,7 +67,9 @@ def builtin_tool(
 ) -> Tool:
     """A ``source="builtin"`` `Tool` whose ``execute`` never raises and caps its output."""
 
-    async def execute(args: dict[str, Any] | None = None, ctx: ToolContext | None = None) -> ToolResult:
+    async def execute(
+        args: dict[str, Any] | None = None, ctx: ToolContext | None = None
+    ) -> ToolResult:
         try:
             result = await run(args if isinstance(args, dict) else {}, ctx)
         except BuiltinError as exc:

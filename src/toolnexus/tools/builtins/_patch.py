@@ -166,7 +166,10 @@ class _HunkBuilder:
         if not self.has_lines:
             raise PatchError(f"Update File {path}: a hunk has no lines")
         return Hunk(
-            anchors=tuple(self.anchors), old=tuple(self.old), new=tuple(self.new), at_end=self.at_end
+            anchors=tuple(self.anchors),
+            old=tuple(self.old),
+            new=tuple(self.new),
+            at_end=self.at_end,
         )
 
 

@@ -15,19 +15,20 @@ only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-__all__ = ["DRAIN_GRACE", "Finished", "run_process"]
+__all__ = ["DRAIN_GRACE", "Finished", "Stopped", "run_process"]
 
 DRAIN_GRACE = 0.5
 _CHUNK = 65536
 
-Stopped: type = str  # documentation alias; the field below is the closed vocabulary
+Stopped = Literal["exited", "timeout", "cancelled"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,7 +45,7 @@ class Finished:
     output: bytes
     total: int
     exit_code: int
-    stopped: Literal["exited", "timeout", "cancelled"]
+    stopped: Stopped
 
 
 async def run_process(
@@ -88,11 +89,11 @@ async def _supervise(
     exited = asyncio.ensure_future(proc.wait())
     stopper = asyncio.ensure_future(stop.wait()) if stop is not None else None
     try:
-        waiting: set[asyncio.Future[object]] = {exited}
+        waiting: set[asyncio.Future[Any]] = {exited}
         if stopper is not None:
             waiting.add(stopper)
         done, _ = await asyncio.wait(waiting, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        stopped: Literal["exited", "timeout", "cancelled"] = "exited"
+        stopped: Stopped = "exited"
         if exited not in done:
             stopped = "cancelled" if stopper is not None and stopper in done else "timeout"
             _kill_group(proc.pid)
@@ -108,10 +109,8 @@ async def _supervise(
 
 
 def _kill_group(pgid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
         os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass  # already gone
 
 
 class _PipeSink:
@@ -150,10 +149,8 @@ class _PipeSink:
 
     async def drain(self, grace: float) -> None:
         """Wait for the end of the output, at most ``grace`` seconds."""
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._eof.wait(), grace)
-        except TimeoutError:
-            pass
 
     def close(self) -> None:
         if self._closed:

@@ -17,6 +17,7 @@ Answers ``Applied patch: <n> file operation(s)`` followed by one line per operat
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import secrets
 from dataclasses import dataclass, field
@@ -213,10 +214,8 @@ def _write_temp(path: Path, data: bytes) -> Path:
 
 
 def _rmdir_quietly(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         directory.rmdir()
-    except OSError:
-        pass
 
 
 def _reason(exc: BaseException) -> str:

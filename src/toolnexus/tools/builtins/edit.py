@@ -87,4 +87,6 @@ def _edit(args: dict[str, Any], paths: Paths) -> ToolResult:
     except PermissionError:
         raise BuiltinError(f"permission denied: {raw}") from None
     plural = "" if count == 1 else "s"
-    return ToolResult(f"Edited {raw} ({count} replacement{plural})", metadata={"replacements": count})
+    return ToolResult(
+        f"Edited {raw} ({count} replacement{plural})", metadata={"replacements": count}
+    )

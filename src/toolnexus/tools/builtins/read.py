@@ -79,9 +79,7 @@ def _read(args: dict[str, Any], paths: Paths, cap: int) -> ToolResult:
     return ToolResult(text)
 
 
-def _window(
-    handle: BinaryIO, offset: int, limit: int | None, cap: int
-) -> tuple[bytes, int, bool]:
+def _window(handle: BinaryIO, offset: int, limit: int | None, cap: int) -> tuple[bytes, int, bool]:
     """The bytes of the lines in the window (at most about ``cap + 1`` of them), the number of
     lines seen, and whether reading stopped at the cap with more left to read."""
     parts: list[bytes] = []

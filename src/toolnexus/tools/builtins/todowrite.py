@@ -52,9 +52,7 @@ def render_todos(todos: list[dict[str, Any]]) -> str:
     """
     if not todos:
         return "(no todos)"
-    return "\n".join(
-        f"[{'x' if t['completed'] else ' '}] {t['id']}. {t['text']}" for t in todos
-    )
+    return "\n".join(f"[{'x' if t['completed'] else ' '}] {t['id']}. {t['text']}" for t in todos)
 
 
 class TodoList:

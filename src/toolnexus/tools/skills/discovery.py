@@ -66,7 +66,10 @@ Candidate: TypeAlias = SkillInfo | Rejected
 
 
 def roots_of(skills_dir: object) -> list[str]:
-    """``skills_dir`` (one path or a list of them) as absolute paths, links not resolved."""
+    """``skills_dir`` (one path or a list of them) as absolute paths, links not resolved.
+
+    A leading ``~`` is expanded to the home directory.
+    """
     if skills_dir is None:
         return []
     items: list[object]
@@ -82,7 +85,8 @@ def roots_of(skills_dir: object) -> list[str]:
     for item in items:
         if not isinstance(item, str | os.PathLike):
             raise UsageError(f"skills_dir entries must be paths, got {type(item).__name__}")
-        roots.append(os.path.abspath(os.fspath(cast("str | os.PathLike[str]", item))))
+        path = os.fspath(cast("str | os.PathLike[str]", item))
+        roots.append(os.path.abspath(os.path.expanduser(path)))
     return roots
 
 

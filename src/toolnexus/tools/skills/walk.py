@@ -75,7 +75,7 @@ def walk_files(start: str, visited: set[str] | None = None) -> Iterator[WalkEntr
         seen.add(real)
         try:
             with os.scandir(item) as listing:
-                entries = list(listing)
+                entries = sorted(listing, key=lambda e: e.name)
         except OSError as exc:
             log.debug("toolnexus: cannot list %s: %s", item, exc)
             continue

@@ -1,0 +1,242 @@
+"""PostgresStore against a real server: migrations, failures, the LISTEN connection, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from conftest import pg_connect
+from toolnexus.errors import StoreError, UsageError
+from toolnexus.suspension import Answer
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture
+async def store(pg_url: str) -> AsyncIterator[Any]:
+    from toolnexus.stores.postgres import PostgresStore
+
+    async with PostgresStore(pg_url, max_size=3) as opened:
+        yield opened
+
+
+def run_python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=45, check=False
+    )
+
+
+# -- import hygiene -----------------------------------------------------------------------
+
+
+def test_importing_toolnexus_and_its_stores_does_not_import_psycopg() -> None:
+    done = run_python(
+        "import sys, toolnexus, toolnexus.stores.url, toolnexus.stores.postgres\n"
+        "print(sorted(m for m in sys.modules if m.startswith('psycopg')))"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_without_psycopg_creating_the_store_names_the_extra() -> None:
+    done = run_python(
+        "import sys\n"
+        "sys.modules['psycopg'] = None\n"
+        "from toolnexus.stores.url import resolve_store\n"
+        "try:\n"
+        "    resolve_store('postgresql://db/app')\n"
+        "except ImportError as exc:\n"
+        "    print(exc)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'toolnexus[postgres]'" in done.stdout
+
+
+# -- construction -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"min_size": -1}, {"max_size": 0}, {"min_size": 3, "max_size": 2}, {"timeout": 0}],
+    ids=repr,
+)
+def test_bad_pool_options_are_usage_errors(kwargs: dict[str, Any]) -> None:
+    from toolnexus.stores.postgres import PostgresStore
+
+    with pytest.raises(UsageError):
+        PostgresStore("postgresql://db/app", **kwargs)
+
+
+def test_an_unparseable_connection_string_is_a_usage_error() -> None:
+    from toolnexus.stores.postgres import PostgresStore
+
+    with pytest.raises(UsageError, match="connection string"):
+        PostgresStore("host=db port=5432 dbname='unterminated")
+
+
+def test_the_repr_names_the_server_but_never_the_password() -> None:
+    from toolnexus.stores.postgres import PostgresStore
+
+    store = PostgresStore("postgresql://app:s3cret@db.internal:6543/prod")
+    assert repr(store) == "PostgresStore('PostgreSQL app@db.internal:6543/prod')"
+
+
+# -- failures -----------------------------------------------------------------------------
+
+
+async def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
+    from toolnexus.stores.postgres import PostgresStore
+
+    async with PostgresStore("postgresql://app:s3cret@127.0.0.1:1/x", timeout=0.5) as store:
+        with pytest.raises(StoreError) as caught:
+            await store.get("c1")
+    assert "127.0.0.1:1" in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+
+
+async def test_store_errors_chain_the_psycopg_cause(pg_url: str) -> None:
+    import psycopg
+
+    from toolnexus.stores.postgres import PostgresStore
+
+    async with PostgresStore(pg_url + "&dbname=no_such_db", timeout=0.5) as store:
+        with pytest.raises(StoreError) as caught:
+            await store.get("c1")
+    assert isinstance(caught.value.__cause__, psycopg.Error)
+
+
+async def test_a_hand_edited_transcript_is_a_store_error_and_the_row_is_untouched(
+    store: Any, pg_url: str
+) -> None:
+    await store.save("c1", HELLO)
+    with pg_connect(pg_url) as conn:
+        conn.execute("UPDATE toolnexus_conversations SET messages = '{not json'")
+    with pytest.raises(StoreError, match="invalid JSON"):
+        await store.get("c1")
+    with pg_connect(pg_url) as conn:
+        assert conn.execute("SELECT messages FROM toolnexus_conversations").fetchone() == (
+            "{not json",
+        )
+
+
+async def test_a_hand_edited_answer_is_a_store_error(store: Any, pg_url: str) -> None:
+    await store.post_answer("r1", Answer("r1", True), answered_by="ana")
+    with pg_connect(pg_url) as conn:
+        conn.execute("UPDATE toolnexus_halts SET answer = '[1, 2]'")
+    with pytest.raises(StoreError, match="answer recorded for request 'r1'"):
+        await store.answer_record("r1")
+
+
+# -- migrations ---------------------------------------------------------------------------
+
+
+async def test_migrations_are_recorded_once_across_reopens(pg_url: str) -> None:
+    from toolnexus.stores.postgres import PostgresStore
+    from toolnexus.stores.postgres_schema import MIGRATIONS
+
+    for _ in range(3):
+        async with PostgresStore(pg_url) as store:
+            await store.get("c1")
+    with pg_connect(pg_url) as conn:
+        rows = conn.execute("SELECT version, name FROM toolnexus_schema_migrations ORDER BY 1")
+        assert rows.fetchall() == [(m.version, m.name) for m in MIGRATIONS]
+
+
+async def test_a_database_at_version_1_is_upgraded_and_keeps_its_conversations(
+    pg_url: str,
+) -> None:
+    from toolnexus.stores.postgres import PostgresStore
+    from toolnexus.stores.postgres_schema import MIGRATIONS
+
+    with pg_connect(pg_url) as conn:
+        conn.execute(
+            "CREATE TABLE toolnexus_schema_migrations (version INTEGER PRIMARY KEY,"
+            " name TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)"
+        )
+        conn.execute(MIGRATIONS[0].statements[0])
+        conn.execute("INSERT INTO toolnexus_schema_migrations VALUES (1, 'conversations', 0)")
+        conn.execute(
+            "INSERT INTO toolnexus_conversations VALUES (%s, %s, 0)",
+            (b"c1", '[{"role":"user","content":"old"}]'),
+        )
+    async with PostgresStore(pg_url) as store:
+        assert await store.get("c1") == [{"role": "user", "content": "old"}]
+        assert await store.list_pending() == []
+
+
+async def test_a_database_from_a_newer_toolnexus_is_refused_and_left_alone(
+    store: Any, pg_url: str
+) -> None:
+    from toolnexus.stores.postgres import PostgresStore
+
+    await store.save("c1", HELLO)
+    with pg_connect(pg_url) as conn:
+        conn.execute("INSERT INTO toolnexus_schema_migrations VALUES (99, 'future', 0)")
+    async with PostgresStore(pg_url) as newer:
+        with pytest.raises(StoreError, match="schema version 99, newer"):
+            await newer.get("c1")
+    with pg_connect(pg_url) as conn:
+        assert conn.execute("SELECT count(*) FROM toolnexus_conversations").fetchone() == (1,)
+
+
+# -- the LISTEN connection ----------------------------------------------------------------
+
+
+async def test_a_waiter_survives_losing_the_listen_connection(store: Any, pg_url: str) -> None:
+    parked = asyncio.create_task(store.wait_for_answer("r1", timeout=30))
+    assert await store.wait_for_answer("r1", timeout=0.05) is None
+    with pg_connect(pg_url) as conn:
+        killed = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE query = 'LISTEN toolnexus_answers' AND pid <> pg_backend_pid()"
+        ).fetchall()
+    assert killed == [(True,)]
+    await store.post_answer("r1", Answer("r1", True), answered_by="ana")
+    record = await asyncio.wait_for(parked, timeout=30)
+    assert record is not None
+    assert record.answered_by == "ana"
+
+
+async def test_closing_the_store_ends_parked_waits_with_a_store_error(pg_url: str) -> None:
+    from toolnexus.stores.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    parked = asyncio.create_task(store.wait_for_answer("r1", timeout=30))
+    assert await store.wait_for_answer("r1", timeout=0.05) is None
+    await store.aclose()
+    with pytest.raises(StoreError, match="closed"):
+        await asyncio.wait_for(parked, timeout=30)
+
+
+# -- lifecycle ----------------------------------------------------------------------------
+
+
+async def test_a_closed_store_refuses_calls(store: Any) -> None:
+    await store.aclose()
+    with pytest.raises(StoreError, match="closed"):
+        await store.get("c1")
+
+
+async def test_aclose_is_idempotent_and_needs_no_connection(pg_url: str) -> None:
+    from toolnexus.stores.postgres import PostgresStore
+
+    store = PostgresStore(pg_url)
+    await store.aclose()
+    await store.aclose()
+
+
+async def test_the_pool_never_opens_more_than_max_size_connections(store: Any, pg_url: str) -> None:
+    await asyncio.gather(*(store.save(f"c{i}", HELLO) for i in range(30)))
+    with pg_connect(pg_url) as conn:
+        opened = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " AND application_name = ''"
+        ).fetchone()
+    assert opened is not None
+    assert opened[0] <= 3
