@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -78,11 +78,12 @@ def summary(content: str = "S") -> Message:
     return {"role": "system", "content": SUMMARY_PREFIX + content}
 
 
-def assert_balanced(messages: list[Message]) -> None:
+def assert_balanced(messages: list[Message] | None) -> None:
     """Every tool result answers a call made earlier in the same transcript."""
+    assert messages is not None
     open_calls: set[str] = set()
     for message in messages:
-        for c in message.get("tool_calls") or []:
+        for c in cast(list[dict[str, Any]], message.get("tool_calls") or []):
             open_calls.add(c["id"])
         if message["role"] == "tool":
             assert message["tool_call_id"] in open_calls
@@ -139,11 +140,11 @@ async def test_a_transcript_exactly_at_the_limit_is_left_alone() -> None:
 
 
 async def test_the_default_estimate_decides_when_none_is_given() -> None:
-    messages = [user("hi"), said("ok"), user("hi")]  # 9 + 9 + 9 = 27 tokens
-    hook = compactor(max_tokens=27, summarize=Summaries())
+    messages = [user("hi"), said("ok"), user("hi")]  # 9 + 10 + 9 = 28 tokens
+    hook = compactor(max_tokens=28, summarize=Summaries())
 
     assert await hook(info(messages)) is None
-    assert await compactor(max_tokens=26, summarize=Summaries())(info(messages)) is not None
+    assert await compactor(max_tokens=27, summarize=Summaries())(info(messages)) is not None
 
 
 # --- the compacted shape ------------------------------------------------------------------
@@ -165,6 +166,7 @@ async def test_the_leading_system_message_is_kept_verbatim_first() -> None:
 
     out = await compact(messages, max_tokens=3, keep_tail=2)
 
+    assert out is not None
     assert out == [lead, summary(), user("c"), said("d")]
     assert out[0] is lead
 
@@ -225,7 +227,8 @@ async def test_the_flush_reminder_follows_the_summary_when_asked_for() -> None:
         },
         user("c"),
     ]
-    assert FLUSH_REMINDER == out[2]["content"]
+    assert out is not None
+    assert out[2]["content"] == FLUSH_REMINDER
 
 
 async def test_there_is_no_flush_reminder_by_default() -> None:
@@ -395,8 +398,14 @@ async def test_an_async_summarize_is_awaited() -> None:
 async def test_a_custom_count_tokens_decides_the_threshold() -> None:
     messages = [user("a" * 10_000), said("b"), user("c")]
 
-    assert await compact(messages, max_tokens=1, count_tokens=lambda ms: 0) is None
-    assert await compact([user("a"), user("b")], max_tokens=1, count_tokens=lambda ms: 99) == [
+    def nothing(messages: Sequence[Message]) -> int:
+        return 0
+
+    def plenty(messages: Sequence[Message]) -> int:
+        return 99
+
+    assert await compact(messages, max_tokens=1, count_tokens=nothing) is None
+    assert await compact([user("a"), user("b")], max_tokens=1, count_tokens=plenty) == [
         summary(),
         user("b"),
     ]
@@ -422,8 +431,11 @@ async def test_an_error_from_summarize_propagates() -> None:
 
 
 async def test_a_summarize_that_returns_no_text_is_a_usage_error() -> None:
+    def mute(older: list[Message]) -> Any:
+        return None
+
     with pytest.raises(UsageError, match="must return a str"):
-        await compact([user("a"), said("b"), user("c")], max_tokens=2, summarize=lambda o: None)
+        await compact([user("a"), said("b"), user("c")], max_tokens=2, summarize=mute)
 
 
 async def test_info_without_a_message_list_is_a_usage_error() -> None:

@@ -15,9 +15,21 @@
 from .agent import Agent, agent
 from .budget import BudgetGuard
 from .clock import AsyncioClock, Clock, VirtualClock
+from .compaction import FLUSH_REMINDER, SUMMARY_PREFIX, compactor, estimate_tokens
 from .engines import LlmConfig
 from .handle import Handle
+from .home import StartedAgent, agent_from_dir, start_agent
 from .persistence import InMemoryRuntimeStore, RuntimeStore
+from .persona import (
+    BOOTSTRAP_CAP_BYTES,
+    BOOTSTRAP_ORDER,
+    HEARTBEAT_OK,
+    HEARTBEAT_PROMPT,
+    Persona,
+    compose_soul,
+    memory_tool,
+    persona_from_dir,
+)
 from .runtime import AgentRuntime
 from .types import (
     AgentDef,
@@ -33,6 +45,12 @@ from .types import (
 )
 
 __all__ = [
+    "BOOTSTRAP_CAP_BYTES",
+    "BOOTSTRAP_ORDER",
+    "FLUSH_REMINDER",
+    "HEARTBEAT_OK",
+    "HEARTBEAT_PROMPT",
+    "SUMMARY_PREFIX",
     "Agent",
     "AgentDef",
     "AgentRuntime",
@@ -47,11 +65,20 @@ __all__ = [
     "InMemoryRuntimeStore",
     "InboxItem",
     "LlmConfig",
+    "Persona",
     "PostResult",
     "RuntimeStore",
     "SpawnError",
+    "StartedAgent",
     "TaskResult",
     "TaskStatus",
     "VirtualClock",
     "agent",
+    "agent_from_dir",
+    "compactor",
+    "compose_soul",
+    "estimate_tokens",
+    "memory_tool",
+    "persona_from_dir",
+    "start_agent",
 ]

@@ -38,8 +38,6 @@ __all__ = ["ADVISORY_LOCK", "MIGRATIONS", "migrate"]
 ADVISORY_LOCK = 0x746F6F6C6E657875
 """The ``pg_advisory_xact_lock`` key migrations hold ("toolnexu" in ASCII)."""
 
-_PENDING = "WHERE status = 'pending' AND checkpoint IS NOT NULL"
-
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         version=1,
@@ -72,14 +70,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             " answered_at DOUBLE PRECISION,"
             " digest TEXT NOT NULL DEFAULT ''"
             ")",
-            f"CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at, request_id)"
-            f" {_PENDING}",
-            "CREATE INDEX toolnexus_halts_pending_kind ON toolnexus_halts"
-            f" (kind, created_at, request_id) {_PENDING}",
-            "CREATE INDEX toolnexus_halts_pending_tool ON toolnexus_halts"
-            f" (tool, created_at, request_id) {_PENDING}",
-            "CREATE INDEX toolnexus_halts_pending_conversation ON toolnexus_halts"
-            f" (conversation_id, created_at, request_id) {_PENDING}",
+            # Only what is waiting, in list order; filters are checked on those rows. Each
+            # further index costs every save_halt, claim and complete.
+            "CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at, request_id)"
+            " WHERE status = 'pending' AND checkpoint IS NOT NULL",
         ),
     ),
 )

@@ -64,6 +64,7 @@ class ServerLink:
         self.wait_for = wait_for
         self._budget = config.timeout / 1000
         self._phase = "start"
+        self._guard = anyio.CancelScope()
         self._secrets: tuple[str, ...] = ()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -90,17 +91,27 @@ class ServerLink:
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
         try:
-            async with AsyncExitStack() as stack:
-                try:
-                    session = await self._connect(stack)
-                    tools = await self._list_tools(session)
-                except Exception as exc:
-                    self._fail(await self._describe(exc))
+            # One scope around everything the connection enters: anyio forbids leaving a
+            # timeout scope while a task group opened inside it is still open, so each phase
+            # moves this scope's deadline instead of opening a scope of its own.
+            with self._guard:
+                async with AsyncExitStack() as stack:
+                    try:
+                        session = await self._connect(stack)
+                        tools = await self._list_tools(session)
+                    except anyio.get_cancelled_exc_class():
+                        if self._guard.cancel_called:
+                            self._fail(self._timed_out())
+                            _resolve(ready)
+                        raise
+                    except Exception as exc:
+                        self._fail(await self._describe(exc))
+                        _resolve(ready)
+                        return
+                    self._guard.deadline = math.inf
+                    self.session, self.tools, self.status = session, tools, "connected"
                     _resolve(ready)
-                    return
-                self.session, self.tools, self.status = session, tools, "connected"
-                _resolve(ready)
-                await self._stop.wait()
+                    await self._stop.wait()
         except asyncio.CancelledError:
             if not ready.done():
                 self._fail("connection cancelled")
@@ -110,6 +121,14 @@ class ServerLink:
         finally:
             self.session = None
             _resolve(ready)
+
+    def _begin(self, phase: str) -> None:
+        """Enter a connection phase: a fresh ``timeout`` budget starts now."""
+        self._phase = phase
+        self._guard.deadline = anyio.current_time() + self._budget
+
+    def _timed_out(self) -> str:
+        return f"timed out after {self.config.timeout} ms during {self._phase}"
 
     def _fail(self, reason: str) -> None:
         if self.status == "failed":
@@ -123,10 +142,10 @@ class ServerLink:
         config = self.config
         if config.type == "local":
             env = {**os.environ, **self._expanded_env()}
-            with anyio.fail_after(self._budget):
-                self.channel = await stack.enter_async_context(
-                    open_stdio(config.command, env=env, cwd=config.cwd)
-                )
+            self._begin("start")
+            self.channel = await stack.enter_async_context(
+                open_stdio(config.command, env=env, cwd=config.cwd)
+            )
             return await self._handshake(stack, self.channel.read, self.channel.write)
         headers = expand_env_headers(config.headers)
         self._remember_secrets(headers.values())
@@ -152,13 +171,12 @@ class ServerLink:
 
         url = self.config.url
         assert url is not None
-        self._phase = "connect"
+        self._begin("connect")
         async with AsyncExitStack() as attempt:
             if sse:
-                with anyio.fail_after(self._budget):
-                    read, write = await attempt.enter_async_context(
-                        sse_client(url, headers=headers, timeout=self._budget)
-                    )
+                read, write = await attempt.enter_async_context(
+                    sse_client(url, headers=headers, timeout=self._budget)
+                )
             else:
                 client = await attempt.enter_async_context(create_mcp_http_client(headers=headers))
                 read, write = await attempt.enter_async_context(
@@ -188,22 +206,20 @@ class ServerLink:
             client_info=Implementation(name="toolnexus", version=__version__),
         )
         session = await stack.enter_async_context(session)
-        self._phase = "initialize"
-        with anyio.fail_after(self._budget):
-            await _negotiate(session)
+        self._begin("initialize")
+        await _negotiate(session)
         return session
 
     async def _list_tools(self, session: ClientSession) -> list[ToolInfo]:
         from mcp_types import PaginatedRequestParams
 
-        self._phase = "tools/list"
         infos: list[ToolInfo] = []
         cursor: str | None = None
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            with anyio.fail_after(self._budget):
-                page = await session.list_tools(params=params)
+            self._begin("tools/list")
+            page = await session.list_tools(params=params)
             infos.extend(
                 ToolInfo(
                     name=t.name,
@@ -238,6 +254,7 @@ class ServerLink:
 
     async def _describe(self, exc: BaseException) -> str:
         """One line saying why the server failed (secrets redacted)."""
+        import httpx2
         from mcp.shared.exceptions import MCPError
         from mcp_types import CONNECTION_CLOSED
 
@@ -246,7 +263,7 @@ class ServerLink:
             isinstance(cause, MCPError) and cause.code == CONNECTION_CLOSED
         )
         if isinstance(cause, TimeoutError):
-            reason = f"timed out after {self.config.timeout} ms during {self._phase}"
+            reason = self._timed_out()
         elif isinstance(cause, FileNotFoundError) and self._phase == "start":
             reason = f"command not found: {self.config.command[0]}"
         elif isinstance(cause, OSError) and self._phase == "start":
@@ -255,6 +272,10 @@ class ServerLink:
             reason = f"{why} (during {self._phase})"
         elif closed:
             reason = f"connection closed during {self._phase}"
+        elif isinstance(cause, httpx2.HTTPStatusError):
+            reason = f"HTTP {cause.response.status_code} from {self.config.url}"
+        elif isinstance(cause, httpx2.TransportError):
+            reason = f"cannot connect to {self.config.url}: {cause or type(cause).__name__}"
         elif isinstance(cause, MCPError):
             reason = f"{cause.error.message} (MCP error {cause.code}, during {self._phase})"
         else:
@@ -409,4 +430,3 @@ def _root_cause(exc: BaseException) -> BaseException:
 def _resolve(ready: asyncio.Future[None]) -> None:
     if not ready.done():
         ready.set_result(None)
-

@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -169,13 +170,32 @@ async def _stop(process: Process) -> None:
 
 
 def _group_alive(group: int) -> bool:
+    """Whether any process of ``group`` still runs (zombies left to a non-reaping init don't)."""
     try:
         os.killpg(group, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    return _has_running_member(group)
+
+
+def _has_running_member(group: int) -> bool:
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the parenthesised command name: state, ppid, pgrp, ...
+        fields = stat[stat.rfind(")") + 2 :].split()
+        if len(fields) > 2 and fields[2] == str(group) and fields[0] != "Z":
+            return True
+    return False
 
 
 def _signal_group(group: int, sig: signal.Signals) -> None:

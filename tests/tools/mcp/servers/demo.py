@@ -43,7 +43,9 @@ def _outcome(result: t.ElicitResult) -> str:
     return f"{result.action}:{json.dumps(result.content, sort_keys=True)}"
 
 
-async def _elicit(ctx: Context, key: str, params: t.ElicitRequestParams) -> str | t.InputRequiredResult:
+async def _elicit(
+    ctx: Context, key: str, params: t.ElicitRequestParams
+) -> str | t.InputRequiredResult:
     """Ask once, in the era the client negotiated; report what came back."""
     if ctx.protocol_version == MODERN:
         responses = ctx.input_responses or {}
@@ -71,6 +73,33 @@ def echo(text: str) -> str:
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+@server.tool(structured_output=False)
+def env(name: str) -> str:
+    """One environment variable of the server process ("<unset>" when missing)."""
+    return os.environ.get(name, "<unset>")
+
+
+@server.tool(structured_output=False)
+def cwd() -> str:
+    """The server's working directory."""
+    return os.getcwd()
+
+
+@server.tool(structured_output=False)
+def caps(ctx: Context) -> str:
+    """Whether the client advertised the elicitation capability."""
+    advertised = ctx.client_capabilities
+    return "elicitation" if advertised is not None and advertised.elicitation else "none"
+
+
+@server.tool(structured_output=False)
+def die() -> str:
+    """Exit the server process at once (a dead connection mid-call)."""
+    sys.stderr.write("dying on purpose\n")
+    sys.stderr.flush()
+    os._exit(7)
 
 
 @server.tool(structured_output=False)

@@ -1,0 +1,133 @@
+"""Agents from a home directory, and the heartbeat that wakes them on a clock.
+
+::
+
+    bot = agent_from_dir("homes/ops", does="watches the deploys")
+    started = await start_agent(bot, every_ms=60_000, on_report=print, llm=llm)
+    ...
+    await started.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._types import Tool
+from ..errors import UsageError
+from .agent import Agent, agent
+from .handle import Handle
+from .persona import HEARTBEAT_OK, HEARTBEAT_PROMPT, persona_from_dir
+from .runtime import AgentRuntime
+from .types import InboxItem, TaskResult
+
+__all__ = ["StartedAgent", "agent_from_dir", "start_agent"]
+
+
+def agent_from_dir(
+    home: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    does: str | None = None,
+    memory: bool = True,
+    tools: Sequence[Tool] | None = None,
+    **opts: Any,
+) -> Agent:
+    """An agent whose soul is composed from its home (AGENTS.md, SOUL.md, … MEMORY.md).
+
+    With ``memory`` the file-backed ``memory`` tool is added; the soul is frozen at
+    construction (memory edits load next session). ``opts`` go to `agent` (team, budget, …).
+    """
+    persona = persona_from_dir(home, name=name, memory=memory, tools=tools)
+    return agent(
+        persona.name,
+        does=does or f"the agent whose home is {os.fspath(home)}",
+        uses={"tools": list(persona.tools)},
+        soul=persona.soul,
+        **opts,
+    )
+
+
+@dataclass(slots=True)
+class StartedAgent:
+    """A running agent with its heartbeat. ``stop()`` ends the beat and closes the runtime."""
+
+    handle: Handle
+    rt: AgentRuntime
+    beats: int = 0
+    _beat: asyncio.Task[None] | None = field(default=None, repr=False)
+    _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    async def next_beat(self) -> int:
+        """Wait until the next heartbeat has finished; return the number of beats so far."""
+        self._done.clear()
+        await self._done.wait()
+        return self.beats
+
+    async def stop(self) -> None:
+        if self._beat is not None:
+            self._beat.cancel()
+            await asyncio.gather(self._beat, return_exceptions=True)
+            self._beat = None
+        await self.rt.close(self.rt.root)
+        await self.rt.aclose()
+
+
+Report = Callable[[TaskResult], Any]
+
+
+async def start_agent(
+    spec: Agent,
+    *,
+    every_ms: int | None = None,
+    on_report: Report | None = None,
+    on_beat: Report | None = None,
+    **rt_opts: Any,
+) -> StartedAgent:
+    """Spawn ``spec`` on a fresh runtime and, with ``every_ms``, beat it on the runtime clock.
+
+    Every interval a timer tick is posted to the agent's own inbox (ticks coalesce) and, only
+    when the agent is idle, it is woken with `HEARTBEAT_PROMPT`. Replies of exactly
+    ``HEARTBEAT_OK`` are silent; anything else reaches ``on_beat`` / ``on_report``. Channels are
+    the host's: use ``started.rt.post`` / ``wake`` to talk to it.
+    """
+    if every_ms is not None and every_ms <= 0:
+        raise UsageError("every_ms must be positive")
+    rt = AgentRuntime(registry=spec.registry(), **rt_opts)
+    spawned = rt.spawn(rt.root, spec.name)
+    if not isinstance(spawned, Handle):
+        await rt.aclose()
+        raise UsageError(f"cannot start {spec.name}: {spawned.error}")
+    h = spawned
+    started = StartedAgent(handle=h, rt=rt)
+    if every_ms is None:
+        return started
+
+    async def report(result: TaskResult) -> None:
+        if result.text.strip() == HEARTBEAT_OK:
+            return
+        for callback in (on_beat, on_report):
+            if callback is not None:
+                value = callback(result)
+                if inspect.isawaitable(value):
+                    await value
+
+    async def beat() -> None:
+        while h.state != "closed":
+            await rt.clock.sleep(every_ms / 1000)
+            tick = InboxItem(from_="clock", channel="timer", text="tick")
+            if len(h.inbox) < rt.inbox_cap:
+                rt.post(h, tick)
+            if h.state == "idle":
+                rt.wake(h, HEARTBEAT_PROMPT)
+                await report(await rt.wait(h))
+            started.beats += 1
+            started._done.set()  # pyright: ignore[reportPrivateUsage]
+
+    started._beat = asyncio.get_running_loop().create_task(beat())  # pyright: ignore[reportPrivateUsage]
+    await asyncio.sleep(0)  # let the beat start waiting on the clock
+    return started

@@ -1,0 +1,254 @@
+"""The MCP tool source: every tool of every configured MCP server as a uniform `Tool`.
+
+::
+
+    async with await load_mcp("mcp.json", wait_for=ask_human) as mcp:
+        mcp.status()            # {"files": "connected", "search": "failed"}
+        mcp.errors()            # {"search": "timed out after 30000 ms during initialize"}
+        tools = mcp.tools       # files_read_file, files_list_directory, ...
+
+Servers connect concurrently; one that fails (command not found, crash, refused connection,
+timeout) is isolated as ``failed`` and loading goes on. Tool names are
+``sanitize(server) + "_" + sanitize(tool)``. With a ``wait_for``, the client advertises the
+elicitation capability and servers' questions are answered inline; without one, a server that
+asks through the 2026-07-28 input-required result suspends the run durably (see
+`toolnexus.tools.mcp_call`). The ``mcp`` SDK is imported only when a server is loaded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from .._types import Tool, sanitize
+from ..errors import RunCancelled
+from ..suspension import WaitFor
+from .mcp_config import (
+    DEFAULT_TIMEOUT,
+    McpConfig,
+    McpStatus,
+    ServerConfig,
+    ToolInfo,
+    apply_tools_filter,
+    expand_env_headers,
+    is_enabled,
+    is_remote,
+    parse_mcp_config,
+)
+from .mcp_elicit import MCP_EXTRA_HINT, answer_to_elicit_result, elicitation_to_request
+
+if TYPE_CHECKING:
+    from .mcp_session import ServerLink
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "McpConfig",
+    "McpInventory",
+    "McpSource",
+    "McpStatus",
+    "ServerConfig",
+    "ServerInventory",
+    "ToolInfo",
+    "answer_to_elicit_result",
+    "apply_tools_filter",
+    "elicitation_to_request",
+    "expand_env_headers",
+    "is_enabled",
+    "is_remote",
+    "list_mcp_tools",
+    "load_mcp",
+    "parse_mcp_config",
+]
+
+log = logging.getLogger("toolnexus")
+
+ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | McpConfig
+
+
+class McpSource:
+    """The loaded MCP servers: their tools, their status, and `close`.
+
+    Use it as an async context manager (or call `close`): it owns child processes and
+    connections until closed.
+    """
+
+    def __init__(self, config: McpConfig, links: list[ServerLink], tools: list[Tool]) -> None:
+        self.config = config
+        self.tools = tools
+        self._links = links
+        self._closed = False
+
+    @property
+    def builtins(self) -> Any:
+        """The config file's top-level ``builtins`` key (``None`` when absent)."""
+        return self.config.builtins
+
+    def status(self) -> dict[str, McpStatus]:
+        """``{server: "connected" | "disabled" | "failed"}``, live (a dropped server fails)."""
+        return {link.name: link.status for link in self._links}
+
+    def errors(self) -> dict[str, str]:
+        """Why each failed server failed (secrets redacted)."""
+        return {link.name: link.error for link in self._links if link.error is not None}
+
+    async def close(self) -> None:
+        """Disconnect every server and stop every child process tree. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        await asyncio.gather(*(link.close() for link in self._links))
+
+    async def __aenter__(self) -> McpSource:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"McpSource(status={self.status()!r}, tools={len(self.tools)})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerInventory:
+    """What one server offers: its unfiltered tools under their original names."""
+
+    name: str
+    status: McpStatus
+    tools: tuple[ToolInfo, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class McpInventory:
+    """`list_mcp_tools`'s answer, one entry per configured server (file order)."""
+
+    servers: dict[str, ServerInventory] = field(default_factory=lambda: {})
+
+    def status(self) -> dict[str, McpStatus]:
+        """``{server: status}``."""
+        return {name: entry.status for name, entry in self.servers.items()}
+
+
+async def load_mcp(
+    config: ConfigSource,
+    *,
+    wait_for: WaitFor | None = None,
+    cancel: asyncio.Event | None = None,
+) -> McpSource:
+    """Connect to every enabled server and expose their tools.
+
+    Args:
+        config: a path to ``mcp.json``, its parsed object, or an `McpConfig`.
+        wait_for: answers servers' elicitations inline; only then is the elicitation
+            capability advertised.
+        cancel: setting it aborts the whole load (every started server is closed).
+
+    Raises:
+        UsageError: the config is malformed.
+        RunCancelled: ``cancel`` was set before every server settled.
+        ImportError: the ``mcp`` extra is not installed.
+    """
+    parsed = parse_mcp_config(config)
+    links = await _connect_all(parsed, wait_for, cancel)
+    return McpSource(parsed, links, _tools(links, wait_for))
+
+
+async def list_mcp_tools(
+    config: ConfigSource, *, cancel: asyncio.Event | None = None
+) -> McpInventory:
+    """Connect to every enabled server, list its tools (unfiltered), disconnect.
+
+    Failures are isolated per server, as in `load_mcp`.
+    """
+    parsed = parse_mcp_config(config)
+    links = await _connect_all(parsed, None, cancel)
+    try:
+        return McpInventory(
+            servers={
+                link.name: ServerInventory(
+                    name=link.name, status=link.status, tools=tuple(link.tools), error=link.error
+                )
+                for link in links
+            }
+        )
+    finally:
+        await asyncio.gather(*(link.close() for link in links))
+
+
+async def _connect_all(
+    config: McpConfig, wait_for: WaitFor | None, cancel: asyncio.Event | None
+) -> list[ServerLink]:
+    try:
+        from .mcp_session import ServerLink
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(MCP_EXTRA_HINT) from exc
+    if cancel is not None and cancel.is_set():
+        raise RunCancelled("MCP loading cancelled")
+    links = [ServerLink(server, wait_for=wait_for) for server in config.servers]
+    try:
+        ready = [link.start() for link in links if link.config.enabled]
+        if ready:
+            await _settle(ready, cancel)
+    except BaseException:
+        await asyncio.gather(*(link.close() for link in links))
+        raise
+    return links
+
+
+async def _settle(ready: list[asyncio.Future[None]], cancel: asyncio.Event | None) -> None:
+    everything = asyncio.gather(*ready)
+    if cancel is None:
+        await everything
+        return
+    stopper = asyncio.ensure_future(cancel.wait())
+    try:
+        await asyncio.wait({everything, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopper.cancel()
+    if not everything.done():
+        everything.cancel()
+        raise RunCancelled("MCP loading cancelled")
+
+
+def _tools(links: list[ServerLink], wait_for: WaitFor | None) -> list[Tool]:
+    from .mcp_call import McpToolRunner
+
+    tools: list[Tool] = []
+    seen: set[str] = set()
+    for link in links:
+        if link.status != "connected":
+            continue
+        prefix = sanitize(link.name)
+        for info in apply_tools_filter(link.tools, link.config.tools, server=link.name):
+            name = f"{prefix}_{sanitize(info.name)}"
+            if name in seen:
+                log.warning("toolnexus: MCP tool name %r appears twice; keeping the first", name)
+                continue
+            seen.add(name)
+            tools.append(
+                Tool(
+                    name=name,
+                    description=info.description,
+                    input_schema=_object_schema(info.input_schema),
+                    source="mcp",
+                    execute=McpToolRunner(link, info.name, wait_for),
+                )
+            )
+    return tools
+
+
+def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The server's input schema, with ``"type": "object"`` filled in when missing."""
+    if schema.get("type") is None:
+        return {"type": "object", **schema}
+    return schema
