@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import check_secret_tool, llm_of
-
 from toolnexus import Answer, create_client, create_toolkit
 from toolnexus.agents import agent
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
@@ -61,7 +60,8 @@ async def test_a_pending_run_keeps_its_runtime_for_resume() -> None:
 
     async with ScriptedModel(default=approval_brain()) as model:
         result = await asker.run("get it", llm=llm_of(model))
-        assert result.status == "pending" and result.runtime is not None
+        assert result.status == "pending"
+        assert result.runtime is not None
         assert result.pending is not None
         rt = result.runtime
         await rt.resume(Answer(id=result.pending.id, ok=True))
@@ -69,7 +69,8 @@ async def test_a_pending_run_keeps_its_runtime_for_resume() -> None:
         assert h is not None
         done = await rt.wait(h)
         await rt.aclose()
-    assert done.status == "done" and done.text == "approved and done"
+    assert done.status == "done"
+    assert done.text == "approved and done"
 
 
 async def test_an_agent_as_a_tool_runs_its_loop_inside_a_client_run() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import approval_brain, check_secret_tool, llm_of
 
+from conftest import approval_brain, check_secret_tool, llm_of
 from toolnexus import Answer, AnswerMismatch, Request, ResumeError
 from toolnexus.agents import AgentDef, AgentRuntime, Handle
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
@@ -79,7 +79,8 @@ async def test_the_parents_wait_for_answers_a_childs_suspension_inline() -> None
             "idle→closed",
         ]
         await rt.aclose()
-    assert len(asked) == 1 and asked[0].kind == "approval"
+    assert len(asked) == 1
+    assert asked[0].kind == "approval"
     assert asked[0].data == {"path": ["root", "approverParent.1", "approver.1"]}
 
 
@@ -89,7 +90,8 @@ async def test_with_no_wait_for_the_root_gets_pending_and_resume_cascades() -> N
         rt = AgentRuntime(registry=registry(leaf_calls=leaf_calls), llm=llm_of(model))
         parent = await start(rt)
         phase1 = await rt.wait(parent)
-        assert phase1.status == "pending" and phase1.pending is not None
+        assert phase1.status == "pending"
+        assert phase1.pending is not None
         assert phase1.pending.data == {"path": ["root", "approverParent.1"]}
         assert [v.state for v in rt.list()] == ["suspended", "suspended"]
         assert {v.pending_kind for v in rt.list()} == {"approval"}

@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
-from conftest import llm_of
 
+from conftest import llm_of
 from toolnexus.agents import AgentDef, AgentRuntime, Budget, Handle, InboxItem, VirtualClock
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, garbage, text
 
@@ -49,10 +49,12 @@ async def test_the_inbox_cap_rejects_loudly_and_a_closed_handle_refuses_posts() 
         assert rt.post(h, InboxItem(text="1")).ok
         assert rt.post(h, InboxItem(text="2")).ok
         full = rt.post(h, InboxItem(text="3"))
-        assert not full.ok and "inbox full" in (full.error or "")
+        assert not full.ok
+        assert "inbox full" in (full.error or "")
         await rt.close(h)
         closed = rt.post(h, InboxItem(text="4"))
-        assert not closed.ok and "closed" in (closed.error or "")
+        assert not closed.ok
+        assert "closed" in (closed.error or "")
         assert rt.inspect(h).inbox == 2
 
 
@@ -104,17 +106,17 @@ async def test_max_concurrent_queues_fifo_and_a_finished_sibling_hands_over_its_
 
 async def test_the_global_turn_gate_bounds_concurrent_model_calls() -> None:
     valve = Valve()
-    async with ScriptedModel(default=valve.brain) as model:
-        async with AgentRuntime(
-            registry=worker_registry(), llm=llm_of(model), max_concurrent_turns=1
-        ) as rt:
-            handles = [spawn(rt, rt.root, "w") for _ in range(3)]
-            for h in handles:
-                rt.wake(h, "go")
-            await asyncio.wait_for(valve.entered.wait(), 5)
-            assert valve.in_flight == 1
-            valve.open.set()
-            results = [await rt.wait(h) for h in handles]
+    async with (
+        ScriptedModel(default=valve.brain) as model,
+        AgentRuntime(registry=worker_registry(), llm=llm_of(model), max_concurrent_turns=1) as rt,
+    ):
+        handles = [spawn(rt, rt.root, "w") for _ in range(3)]
+        for h in handles:
+            rt.wake(h, "go")
+        await asyncio.wait_for(valve.entered.wait(), 5)
+        assert valve.in_flight == 1
+        valve.open.set()
+        results = [await rt.wait(h) for h in handles]
     assert [r.status for r in results] == ["done", "done", "done"]
     assert rt.max_observed_concurrent_turns == 1
 
@@ -164,7 +166,8 @@ async def test_the_lifetime_turn_cap_stops_loudly() -> None:
             h = spawn(rt, rt.root, "w")
             rt.wake(h, "go")
             result = await rt.wait(h)
-    assert result.status == "incomplete" and result.limit == "maxTurns"
+    assert result.status == "incomplete"
+    assert result.limit == "maxTurns"
     assert result.text == "hit maxTurns without a final answer"
     assert len(model.requests) == 2
 
@@ -209,7 +212,8 @@ async def test_a_wait_from_someone_who_did_not_spawn_the_handle_is_an_error() ->
         a = spawn(rt, rt.root, "w")
         b = spawn(rt, a, "w")
         refused = await rt.wait(b)
-    assert refused.status == "error" and "only the spawner" in refused.text
+    assert refused.status == "error"
+    assert "only the spawner" in refused.text
 
 
 async def test_a_child_whose_model_returns_garbage_is_an_error_result_not_an_exception() -> None:
@@ -218,7 +222,8 @@ async def test_a_child_whose_model_returns_garbage_is_an_error_result_not_an_exc
             h = spawn(rt, rt.root, "w")
             rt.wake(h, "go")
             result = await rt.wait(h)
-    assert result.status == "error" and result.is_error
+    assert result.status == "error"
+    assert result.is_error
     assert "BadResponse" in result.text
 
 
@@ -255,15 +260,17 @@ async def test_def_hooks_win_over_runtime_hooks_per_field() -> None:
     }
     valve = Valve()
     valve.open.set()
-    async with ScriptedModel(default=valve.brain) as model:
-        async with AgentRuntime(
+    async with (
+        ScriptedModel(default=valve.brain) as model,
+        AgentRuntime(
             registry=registry,
             llm=llm_of(model),
             hooks={"after_llm": lambda info: seen.append("runtime")},
-        ) as rt:
-            h = spawn(rt, rt.root, "w")
-            rt.wake(h, "go")
-            await rt.wait(h)
+        ) as rt,
+    ):
+        h = spawn(rt, rt.root, "w")
+        rt.wake(h, "go")
+        await rt.wait(h)
     assert seen == ["def"]
 
 

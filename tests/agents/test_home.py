@@ -6,9 +6,14 @@ import asyncio
 from pathlib import Path
 
 from conftest import llm_of
-
-from toolnexus.agents import HEARTBEAT_OK, HEARTBEAT_PROMPT, TaskResult, VirtualClock
-from toolnexus.agents import agent_from_dir, start_agent
+from toolnexus.agents import (
+    HEARTBEAT_OK,
+    HEARTBEAT_PROMPT,
+    TaskResult,
+    VirtualClock,
+    agent_from_dir,
+    start_agent,
+)
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, text
 
 

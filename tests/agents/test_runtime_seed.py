@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from conftest import check_secret_tool, llm_of
-
 from toolnexus import Answer
 from toolnexus.agents import AgentDef, AgentRuntime
 from toolnexus.testing import ScriptedModel
@@ -31,7 +30,8 @@ async def test_a_durable_pending_parks_the_handle_and_resume_finishes_it(
         assert not hasattr(h, "error")
         rt.wake(h, "get the secret")
         r = await rt.wait(h)
-        assert r.status == "pending" and rt.state_of(h) == "suspended"
+        assert r.status == "pending"
+        assert rt.state_of(h) == "suspended"
         view = rt.inspect(h)
         assert view.pending_kind == "approval"
         assert r.pending is not None
@@ -39,7 +39,8 @@ async def test_a_durable_pending_parks_the_handle_and_resume_finishes_it(
         await rt.resume(Answer(id=r.pending.id, ok=True))
         assert rt.state_of(h) == "idle"
         final = await rt.wait(h)
-    assert final.status == "done" and final.text == "approved and done"
+    assert final.status == "done"
+    assert final.text == "approved and done"
     assert [a.ok if a else None for a in calls] == [None, True]
     assert len(model.requests) == 2  # the resume did not ask the model to repeat the call
     assert rt.trace == [
@@ -71,10 +72,12 @@ async def test_inspect_then_resume_from_the_read_only_view(model: ScriptedModel)
         rt.wake(h, "get the secret")
         await rt.wait(h)
         view = rt.inspect(h)
-        assert view.state == "suspended" and view.pending_kind == "approval"
+        assert view.state == "suspended"
+        assert view.pending_kind == "approval"
         last = await rt.wait(h)  # the cached pending result, at once
         assert last.pending is not None
         await rt.resume(Answer(id=last.pending.id, ok=True))
         settled = await rt.wait(h)
     assert settled.status == "done"
-    assert view.tokens == 15 and rt.inspect(h).tokens == 30
+    assert view.tokens == 15
+    assert rt.inspect(h).tokens == 30
