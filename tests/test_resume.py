@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from toolnexus import (
+    Answer,
     AnswerConflict,
     AnswerMismatch,
-    Answer,
     RelayResult,
     ResumeError,
     Tool,
@@ -139,12 +139,14 @@ async def test_two_suspensions_in_one_turn_are_answered_one_at_a_time() -> None:
     async with ScriptedModel([tool_calls(call("g1", {}), call("g2", {})), text("both")]) as model:
         async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as c:
             first = await c.run("go", tk)
-            assert first.pending is not None and first.pending.prompt == "approve g1?"
+            assert first.pending is not None
+            assert first.pending.prompt == "approve g1?"
             second = await c.run_with_answer(
                 tk, first.messages, first.pending, Answer(first.pending.id, True)
             )
             assert second.status == "pending"
-            assert second.pending is not None and second.pending.prompt == "approve g2?"
+            assert second.pending is not None
+            assert second.pending.prompt == "approve g2?"
             assert len(model.requests) == 1  # no model call until every slot is filled
             done = await c.run_with_answer(
                 tk, second.messages, second.pending, Answer(second.pending.id, True)
@@ -203,7 +205,9 @@ async def test_a_second_answer_to_the_same_request_is_a_conflict() -> None:
     assert caught.value.answered_by == "ann"
     assert ledger.runs["gate"] == 2
     assert len(model.requests) == 2
-    assert record is not None and record.answered_by == "ann" and record.answer == answer
+    assert record is not None
+    assert record.answered_by == "ann"
+    assert record.answer == answer
 
 
 async def test_the_answer_record_carries_a_digest_of_the_approved_call() -> None:
@@ -237,7 +241,8 @@ async def test_a_fresh_client_resumes_from_the_json_round_tripped_transcript() -
             resumed = await fresh.run_with_answer(
                 tk, saved["messages"], saved["pending"], Answer(saved["pending"]["id"], True)
             )
-    assert resumed.status == "done" and resumed.text == "elsewhere"
+    assert resumed.status == "done"
+    assert resumed.text == "elsewhere"
     assert ledger.runs["gate"] == 2
     assert_balanced(resumed.messages)
     assert sum(1 for m in resumed.messages if m.get("role") == "tool") == 1
@@ -322,7 +327,8 @@ async def test_pending_ttl_stamps_a_deadline_on_suspensions() -> None:
             base_url=model.openai_base_url, model="m", api_key="k", pending_ttl=60
         ) as c:
             halted = await c.run("go", tk)
-    assert halted.pending is not None and halted.pending.expires_at is not None
+    assert halted.pending is not None
+    assert halted.pending.expires_at is not None
     left = (halted.pending.expires_at - datetime.now(UTC)).total_seconds()
     assert 50 < left <= 60
 
@@ -339,7 +345,8 @@ async def test_ask_with_answer_saves_the_resumed_transcript_under_the_same_id() 
             )
             saved = await c.conversation_store.get("conv-1")
     assert resumed.status == "done"
-    assert saved is not None and len(saved) == len(resumed.messages)
+    assert saved is not None
+    assert len(saved) == len(resumed.messages)
     assert_balanced(saved)
 
 
@@ -402,7 +409,8 @@ async def test_stream_with_answer_emits_the_halted_turn_results_then_the_continu
                 )
             ]
     kinds = [e["type"] for e in events]
-    assert kinds[0] == "tool_result" and events[0]["id"] == "c1"
+    assert kinds[0] == "tool_result"
+    assert events[0]["id"] == "c1"
     assert kinds[-2:] == ["usage", "done"]
     assert "".join(e["delta"] for e in events if e["type"] == "text") == "streamed"
     assert events[-1]["result"].status == "done"
