@@ -14,9 +14,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 def run(name: str, *args: str, stdin: str = "", cwd: Path | None = None) -> str:
     env = {
-        k: v
-        for k, v in os.environ.items()
-        if k not in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+        k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
     }
     proc = subprocess.run(
         [sys.executable, str(EXAMPLES / name), *args],
