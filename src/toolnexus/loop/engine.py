@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, cast, runtime_checkable
 
 from .._types import Message, RunResult, Tool, ToolCallRecord, ToolContext, ToolResult, Usage
 from ..errors import AnswerMismatch, CallbackError
@@ -40,7 +40,15 @@ from .checkpoint import Checkpoint, Outstanding, tool_fingerprint
 from .execute import coerce_result, invoke_tool, unknown_tool_result
 from .hooks import Hooks, call_callback
 
-__all__ = ["Engine", "EngineConfig", "RunState", "Slot", "TurnGuard", "relay_splice"]
+__all__ = [
+    "Engine",
+    "EngineConfig",
+    "ParkingWaitFor",
+    "RunState",
+    "Slot",
+    "TurnGuard",
+    "relay_splice",
+]
 
 log = logging.getLogger("toolnexus")
 
@@ -96,6 +104,13 @@ class TurnGuard(Protocol):
         ...
 
 
+@runtime_checkable
+class ParkingWaitFor(Protocol):
+    """A ``wait_for`` that wants the run's checkpoint while it waits (see `store_wait_for`)."""
+
+    async def park(self, request: Request, checkpoint: Checkpoint) -> Answer: ...
+
+
 @dataclass(slots=True)
 class RunState:
     """The mutable state of one run."""
@@ -117,6 +132,7 @@ class RunState:
     expired: bool = False
     checkpoint: Checkpoint | None = None
     guard: TurnGuard | None = None
+    turn_slots: list[Slot] = field(default_factory=lambda: [])
 
 
 class Engine:
@@ -510,6 +526,8 @@ class Engine:
             remaining = (deadline - datetime.now(UTC)).total_seconds()
 
         async def call() -> Any:
+            if isinstance(wait_for, ParkingWaitFor):
+                return await wait_for.park(request, self.snapshot(state, state.turn_slots, request))
             value = wait_for(request)
             if inspect.isawaitable(value):
                 value = await value
@@ -556,6 +574,7 @@ class Engine:
         cfg = self.cfg
         limit = state.turns + cfg.max_turns
         if resumed is not None:
+            state.turn_slots = resumed
             inline = state.wait_for is not None and not stream
             await _gather(
                 self.start_slot(state, s, inline)
@@ -604,6 +623,7 @@ class Engine:
                 for s in slots:
                     yield {"type": "tool_call", "id": s.id, "name": s.name, "args": _peek(s)}
             inline = state.wait_for is not None and not stream
+            state.turn_slots = slots
             await _gather(self.start_slot(state, s, inline) for s in slots)
             async for event in self._settle(state, slots, stream):
                 yield event

@@ -47,3 +47,28 @@ def refused_url() -> str:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     return f"http://127.0.0.1:{port}/mcp"
+
+
+DEMO_TOOLS = frozenset(
+    {
+        "echo",
+        "pid",
+        "env",
+        "cwd",
+        "caps",
+        "die",
+        "spawn_child",
+        "structured",
+        "mixed",
+        "fail",
+        "bad_result",
+        "sleep",
+        "progress",
+        "ask_form",
+        "ask_url",
+        "ask_twice",
+        "ask_expiring",
+        "whoami",
+    }
+)
+"""Every tool the demo server offers, under its original name."""

@@ -7,6 +7,7 @@ Run as a script: ``python demo.py [--transport stdio|http|sse] [--legacy] [--pag
 - ``http`` / ``sse`` bind 127.0.0.1 on a free port and print ``PORT <n>`` on stdout first.
 - ``--page-size N`` paginates ``tools/list`` (``nextCursor``) N tools per page.
 - ``--expect-header NAME=VALUE`` makes ``whoami`` report whether that header arrived.
+- ``DEMO_PIDFILE`` in the environment: the server writes its pid there on start.
 
 Every tool is deterministic; the ones that elicit answer in whichever era the client chose.
 """
@@ -267,6 +268,10 @@ async def serve_http(kind: str) -> None:
 
 
 def main() -> None:
+    pidfile = os.environ.get("DEMO_PIDFILE")
+    if pidfile:
+        with open(pidfile, "w") as out:
+            out.write(str(os.getpid()))
     parser = argparse.ArgumentParser()
     parser.add_argument("--transport", default="stdio", choices=["stdio", "http", "sse"])
     parser.add_argument("--legacy", action="store_true")
