@@ -287,8 +287,8 @@ async def create_toolkit(
         skill_sample_limit: sibling files listed by the ``skill`` tool (0 ⇒ 10, -1 ⇒ none).
         extra_tools: the host's own tools (``tools`` is an alias).
         builtins: ``True``/``None`` (on), ``False``, or a dict (``enabled``/``disabled``,
-            ``tools`` per-name map). *This build ships the ``question`` built-in; the other
-            nine land in a later release.*
+            ``tools`` per-name map), plus the confinement options ``workspace``, ``bash``
+            (``False`` or ``{"allow": [...]}``), ``private_network`` and ``max_output_bytes``.
         agents: remote A2A agents (not in this build).
         wait_for: answers MCP elicitations inline.
         disable_tools: tool names to drop from the final set.

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import check_secret_tool, llm_of
+from agent_support import check_secret_tool, llm_of
+
 from toolnexus import Answer, create_client, create_toolkit
 from toolnexus.agents import agent
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
@@ -56,7 +57,7 @@ async def test_the_registry_is_the_transitive_closure_of_the_team_graph() -> Non
 
 async def test_a_pending_run_keeps_its_runtime_for_resume() -> None:
     asker = agent("asker", does="asks", uses={"tools": [check_secret_tool()]}, model="m")
-    from conftest import approval_brain
+    from agent_support import approval_brain
 
     async with ScriptedModel(default=approval_brain()) as model:
         result = await asker.run("get it", llm=llm_of(model))

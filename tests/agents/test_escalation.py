@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from agent_support import approval_brain, check_secret_tool, llm_of
 
-from conftest import approval_brain, check_secret_tool, llm_of
 from toolnexus import Answer, AnswerMismatch, Request, ResumeError
 from toolnexus.agents import AgentDef, AgentRuntime, Handle
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls

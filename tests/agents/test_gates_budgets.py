@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 import pytest
+from agent_support import llm_of
 
-from conftest import llm_of
 from toolnexus.agents import AgentDef, AgentRuntime, Budget, Handle, InboxItem, VirtualClock
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, garbage, text
 

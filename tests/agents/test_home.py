@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from conftest import llm_of
+from agent_support import llm_of
+
 from toolnexus.agents import (
     HEARTBEAT_OK,
     HEARTBEAT_PROMPT,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from conftest import check_secret_tool, llm_of
+from agent_support import check_secret_tool, llm_of
+
 from toolnexus import Answer
 from toolnexus.agents import AgentDef, AgentRuntime
 from toolnexus.testing import ScriptedModel

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,12 @@ async def test_conversations_are_kept_apart_by_exact_id(store: ConversationStore
     assert [await store.get(key) for key in ids] == [
         [{"role": "user", "content": str(index)}] for index in range(len(ids))
     ]
+
+
+async def test_a_long_random_id_round_trips(store: ConversationStore) -> None:
+    key = secrets.token_hex(4000)  # incompressible, far beyond a btree entry
+    await store.save(key, TRANSCRIPT)
+    assert await store.get(key) == TRANSCRIPT
 
 
 async def test_mutating_the_saved_list_does_not_change_the_store(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -161,8 +162,8 @@ async def test_a_database_at_version_1_is_upgraded_and_keeps_its_conversations(
         conn.execute(MIGRATIONS[0].statements[0])
         conn.execute("INSERT INTO toolnexus_schema_migrations VALUES (1, 'conversations', 0)")
         conn.execute(
-            "INSERT INTO toolnexus_conversations VALUES (%s, %s, 0)",
-            (b"c1", '[{"role":"user","content":"old"}]'),
+            "INSERT INTO toolnexus_conversations VALUES (%s, %s, %s, 0)",
+            (hashlib.sha256(b"c1").digest(), b"c1", '[{"role":"user","content":"old"}]'),
         )
     async with PostgresStore(pg_url) as store:
         assert await store.get("c1") == [{"role": "user", "content": "old"}]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import closing
@@ -700,6 +701,16 @@ async def test_request_ids_are_kept_apart_exactly(store: Any) -> None:
         loaded = await store.load_halt(rid)
         assert loaded is not None
         assert loaded.pending.prompt == str(index)
+
+
+async def test_a_long_random_request_id_round_trips(store: Any) -> None:
+    rid = secrets.token_hex(4000)  # incompressible, far beyond a btree entry
+    await saved(store, checkpoint(rid))
+    await store.claim(rid, yes(rid), answered_by="ana")
+    await store.complete(rid)
+    record = await store.answer_record(rid)
+    assert record is not None
+    assert record.request_id == rid
 
 
 BAD_IDS: list[object] = [None, 7, b"req-1", "", "\ud800"]

@@ -14,7 +14,7 @@ pool; both come with the ``postgres`` extra and are imported only when a store i
 - `wait_for_answer` uses ``LISTEN toolnexus_answers`` on one dedicated connection per
   store; ``post_answer`` and ``complete`` ``NOTIFY`` in the same statement that records the
   answer, so the notification is sent exactly when the answer is committed. The payload is
-  a hash of the request id (ids may be longer than a payload or hold U+0000).
+  the hex of the request's key (ids may be longer than a payload or hold U+0000).
 - Leases, ``answered_at`` and ages use the caller's clock (injectable), not the server's.
 
 Every psycopg failure surfaces as a `StoreError` naming the server (never its password). A
@@ -60,52 +60,53 @@ __all__ = ["CHANNEL", "PostgresStore"]
 CHANNEL = "toolnexus_answers"
 """The ``LISTEN/NOTIFY`` channel that announces answered requests."""
 
-_GET = "SELECT messages FROM toolnexus_conversations WHERE id = %s"
+_GET = "SELECT messages FROM toolnexus_conversations WHERE key = %s"
 _SAVE = (
-    "INSERT INTO toolnexus_conversations (id, messages, updated_at) VALUES (%s, %s, %s)"
-    " ON CONFLICT (id) DO UPDATE SET messages = EXCLUDED.messages,"
+    "INSERT INTO toolnexus_conversations (key, id, messages, updated_at) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT (key) DO UPDATE SET messages = EXCLUDED.messages,"
     " updated_at = EXCLUDED.updated_at"
 )
-_DELETE = "DELETE FROM toolnexus_conversations WHERE id = %s"
+_DELETE = "DELETE FROM toolnexus_conversations WHERE key = %s"
 _SAVE_HALT = (
-    "INSERT INTO toolnexus_halts (request_id, status, checkpoint, kind, tool, conversation_id,"
-    " created_at, expires_at, prompt) VALUES (%s, 'pending', %s, %s, %s, %s, %s, %s, %s)"
-    " ON CONFLICT (request_id) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
+    "INSERT INTO toolnexus_halts (key, request_id, status, checkpoint, kind, tool,"
+    " conversation_id, created_at, expires_at, prompt)"
+    " VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s)"
+    " ON CONFLICT (key) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
     " kind = EXCLUDED.kind, tool = EXCLUDED.tool, conversation_id = EXCLUDED.conversation_id,"
     " created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,"
     " prompt = EXCLUDED.prompt"
 )
-_LOAD_HALT = "SELECT checkpoint FROM toolnexus_halts WHERE request_id = %s"
+_LOAD_HALT = "SELECT checkpoint FROM toolnexus_halts WHERE key = %s"
 # Takes a request in one statement: inserts a row for an unknown request, or updates a row
 # that is pending or whose lease ran out; any other row is locked, left alone, not returned.
 _TAKE = (
-    "INSERT INTO toolnexus_halts AS h (request_id, status, answer, answered_by, digest,"
-    " lease_until, answered_at) VALUES (%(id)s, %(status)s, %(answer)s, %(by)s, %(digest)s,"
-    " %(lease)s, %(at)s)"
-    " ON CONFLICT (request_id) DO UPDATE SET status = EXCLUDED.status,"
+    "INSERT INTO toolnexus_halts AS h (key, request_id, status, answer, answered_by, digest,"
+    " lease_until, answered_at) VALUES (%(key)s, %(id)s, %(status)s, %(answer)s, %(by)s,"
+    " %(digest)s, %(lease)s, %(at)s)"
+    " ON CONFLICT (key) DO UPDATE SET status = EXCLUDED.status,"
     " answer = EXCLUDED.answer, answered_by = EXCLUDED.answered_by,"
     " digest = EXCLUDED.digest, lease_until = EXCLUDED.lease_until,"
     " answered_at = EXCLUDED.answered_at"
     " WHERE h.status = 'pending' OR (h.status = 'claimed' AND h.lease_until <= %(now)s)"
     " RETURNING 1"
 )
-_POST = f"WITH taken AS ({_TAKE}) SELECT pg_notify('{CHANNEL}', %(key)s) FROM taken"
-_HOLDER = "SELECT answered_by FROM toolnexus_halts WHERE request_id = %s"
+_POST = f"WITH taken AS ({_TAKE}) SELECT 1 FROM taken"
+_HOLDER = "SELECT answered_by FROM toolnexus_halts WHERE key = %s"
 _COMPLETE = (
     "WITH done AS (UPDATE toolnexus_halts SET status = 'answered',"
     " answered_at = coalesce(answered_at, %s), lease_until = NULL, checkpoint = NULL"
-    f" WHERE request_id = %s RETURNING 1) SELECT pg_notify('{CHANNEL}', %s) FROM done"
+    f" WHERE key = %s RETURNING 1) SELECT pg_notify('{CHANNEL}', %s) FROM done"
 )
 _RELEASE = (
-    "WITH gone AS (DELETE FROM toolnexus_halts WHERE request_id = %(id)s"
+    "WITH gone AS (DELETE FROM toolnexus_halts WHERE key = %(key)s"
     " AND status = 'claimed' AND checkpoint IS NULL RETURNING 1)"
     " UPDATE toolnexus_halts SET status = 'pending', lease_until = NULL, answer = NULL,"
-    " answered_by = NULL, digest = '' WHERE request_id = %(id)s AND status = 'claimed'"
+    " answered_by = NULL, digest = '' WHERE key = %(key)s AND status = 'claimed'"
     " AND checkpoint IS NOT NULL"
 )
 _ANSWER = (
     "SELECT answer, answered_at, answered_by, digest FROM toolnexus_halts"
-    " WHERE request_id = %s AND status = 'answered' AND answer IS NOT NULL"
+    " WHERE key = %s AND status = 'answered' AND answer IS NOT NULL"
 )
 _PENDING = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
@@ -132,9 +133,9 @@ def _s(value: object) -> Any:
     return bytes(value).decode() if isinstance(value, bytes | memoryview) else value  # pyright: ignore[reportUnknownArgumentType]
 
 
-def _key(request_id: str) -> str:
-    """The NOTIFY payload for a request id."""
-    return hashlib.sha256(request_id.encode()).hexdigest()
+def _key(id: str) -> bytes:
+    """The primary key for an id: its sha256 (see `toolnexus.stores.postgres_schema`)."""
+    return hashlib.sha256(id.encode()).digest()
 
 
 class PostgresStore:
@@ -201,7 +202,7 @@ class PostgresStore:
             StoreError: the database failed, or the stored row is not a transcript.
         """
         key = check_id(id)
-        row = await self._one(_GET, (key.encode(),))
+        row = await self._one(_GET, (_key(key),))
         return None if row is None else decode_messages(row[0], key, self._where)
 
     async def save(self, id: str, messages: list[Message]) -> None:
@@ -209,13 +210,13 @@ class PostgresStore:
         key = check_id(id)
         text = encode_messages(messages)
         async with self._connection() as conn:
-            await conn.execute(_SAVE, (key.encode(), text, time.time()))
+            await conn.execute(_SAVE, (_key(key), key.encode(), text, time.time()))
 
     async def delete(self, id: str) -> bool:
         """Forget ``id``; True when a transcript was deleted."""
         key = check_id(id)
         async with self._connection() as conn:
-            cur = await conn.execute(_DELETE, (key.encode(),))
+            cur = await conn.execute(_DELETE, (_key(key),))
             return cur.rowcount > 0
 
     # -- the run store --------------------------------------------------------------------
@@ -227,6 +228,7 @@ class PostgresStore:
         """
         row = halt_row(checkpoint)
         values = (
+            _key(row.request_id),
             row.request_id.encode(),
             row.checkpoint,
             row.kind.encode(),
@@ -246,7 +248,7 @@ class PostgresStore:
             CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
         """
         rid = check_request_id(request_id)
-        row = await self._one(_LOAD_HALT, (rid.encode(),))
+        row = await self._one(_LOAD_HALT, (_key(rid),))
         if row is None or row[0] is None:
             return None
         return load_checkpoint(row[0], rid, self._where)
@@ -267,6 +269,7 @@ class PostgresStore:
         """
         rid = check_request_id(request_id)
         values: dict[str, Any] = {
+            "key": _key(rid),
             "id": rid.encode(),
             "status": "claimed",
             "answer": encode_answer(answer),
@@ -292,10 +295,12 @@ class PostgresStore:
         text = encode_answer(answer)
         who = check_optional_text(answered_by, "answered_by")
         if check_optional_text(digest, "digest") is None:
-            row = await self._one(_LOAD_HALT, (rid.encode(),))
+            row = await self._one(_LOAD_HALT, (_key(rid),))
             digest = stored_digest(None if row is None else row[0], rid, self._where)
         now = self._now()
+        key = _key(rid)
         values: dict[str, Any] = {
+            "key": key,
             "id": rid.encode(),
             "status": "answered",
             "answer": text,
@@ -304,7 +309,7 @@ class PostgresStore:
             "lease": None,
             "at": now,
             "now": now,
-            "key": _key(rid),
+            "note": key.hex(),
         }
         await self._take(_POST, rid, values)
 
@@ -316,7 +321,8 @@ class PostgresStore:
         """
         rid = check_request_id(request_id)
         async with self._connection() as conn:
-            cur = await conn.execute(_COMPLETE, (self._now(), rid.encode(), _key(rid)))
+            key = _key(rid)
+            cur = await conn.execute(_COMPLETE, (self._now(), key, key.hex()))
             if cur.rowcount == 0:
                 raise UnknownRequest(f'no halted run waits on request "{request_id}"')
 
@@ -324,12 +330,12 @@ class PostgresStore:
         """Give a claimed request back (the resume failed): it can be claimed again."""
         rid = check_request_id(request_id)
         async with self._connection() as conn:
-            await conn.execute(_RELEASE, {"id": rid.encode()})
+            await conn.execute(_RELEASE, {"key": _key(rid)})
 
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
         """The accepted answer for ``request_id`` once it is answered, else ``None``."""
         rid = check_request_id(request_id)
-        row = await self._one(_ANSWER, (rid.encode(),))
+        row = await self._one(_ANSWER, (_key(rid),))
         if row is None:
             return None
         return answer_record(rid, row[0], row[1], _s(row[2]), row[3], self._where)
@@ -350,12 +356,12 @@ class PostgresStore:
         limit = None if timeout is None else check_seconds(timeout, "timeout")
         loop = asyncio.get_running_loop()
         deadline = None if limit is None else loop.time() + limit
-        key = _key(rid)
+        note = _key(rid).hex()
         listener = self._listener
         if listener is None:
             listener = self._listener = _Listener(self._url, self._where)
         while True:
-            waiter = listener.register(key)
+            waiter = listener.register(note)
             try:
                 async with self._translated():
                     await listener.start()
@@ -369,7 +375,7 @@ class PostgresStore:
             except TimeoutError:
                 return None
             finally:
-                listener.unregister(key, waiter)
+                listener.unregister(note, waiter)
 
     async def list_pending(
         self,
@@ -443,7 +449,7 @@ class PostgresStore:
         async with self._connection() as conn:
             cur = await conn.execute(sql, values)
             if cur.rowcount == 0:
-                cur = await conn.execute(_HOLDER, (rid.encode(),))
+                cur = await conn.execute(_HOLDER, (values["key"],))
                 row = await cur.fetchone()
                 raise conflict(rid, None if row is None else _s(row[0]))
 
@@ -500,7 +506,7 @@ class PostgresStore:
 
 
 class _Listener:
-    """One LISTEN connection and the waiters parked on it, keyed by `_key`."""
+    """One LISTEN connection and the waiters parked on it, keyed by NOTIFY payload."""
 
     __slots__ = ("_conn", "_starting", "_task", "_url", "_waiters", "_where")
 

@@ -10,6 +10,10 @@ Tables are prefixed ``toolnexus_`` and created in the connection's ``search_path
 can share a database with its own tables (or give toolnexus its own schema through the URL's
 ``options=-csearch_path=…``).
 
+Keys: each row's primary key is ``key``, the sha256 of its id, beside the id itself. A btree
+entry cannot exceed ~2.7 KB, and ids (conversation ids, request ids) are whatever the host or
+a remote server chose; hashing keeps every id storable and the index small.
+
 Column types: ids and the other strings that come from users, tools or models are ``BYTEA``
 holding UTF-8, because PostgreSQL ``TEXT`` cannot hold U+0000 and these must round-trip
 exactly as in the other stores; JSON documents (transcripts, checkpoints, answers) are
@@ -44,7 +48,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="conversations",
         statements=(
             "CREATE TABLE toolnexus_conversations ("
-            " id BYTEA PRIMARY KEY,"
+            " key BYTEA PRIMARY KEY,"
+            " id BYTEA NOT NULL,"
             " messages TEXT NOT NULL,"
             " updated_at DOUBLE PRECISION"
             ")",
@@ -55,7 +60,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         name="run_store",
         statements=(
             "CREATE TABLE toolnexus_halts ("
-            " request_id BYTEA PRIMARY KEY,"
+            " key BYTEA PRIMARY KEY,"
+            " request_id BYTEA NOT NULL,"
             " status TEXT NOT NULL CHECK (status IN ('pending', 'claimed', 'answered')),"
             " checkpoint TEXT,"
             " kind BYTEA,"
@@ -70,9 +76,9 @@ MIGRATIONS: tuple[Migration, ...] = (
             " answered_at DOUBLE PRECISION,"
             " digest TEXT NOT NULL DEFAULT ''"
             ")",
-            # Only what is waiting, in list order; filters are checked on those rows. Each
-            # further index costs every save_halt, claim and complete.
-            "CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at, request_id)"
+            # Only what is waiting, in age order; filters are checked on those rows, ties in
+            # created_at sorted by request_id. Each further index costs every write.
+            "CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at)"
             " WHERE status = 'pending' AND checkpoint IS NOT NULL",
         ),
     ),

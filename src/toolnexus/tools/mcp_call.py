@@ -16,8 +16,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .._types import ToolContext, ToolResult
@@ -44,6 +46,8 @@ MAX_ROUNDS = 10
 MCP_DATA_KEY = "mcp"
 """Where a durable elicitation keeps its continuation in ``Request.data``."""
 _INVALID_PARAMS = -32602
+
+_Call = Callable[..., Awaitable["CallToolResult | InputRequiredResult"]]
 
 
 def to_tool_result(result: CallToolResult, server: str = "") -> ToolResult:
@@ -90,8 +94,12 @@ class McpToolRunner:
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         signal = ctx.signal if ctx is not None else None
+        deadline = None
+        if ctx is not None and ctx.timeout is not None:
+            deadline = asyncio.get_running_loop().time() + max(0.0, ctx.timeout)
+        call = partial(self.link.call, self.tool, args, signal=signal, deadline=deadline)
         try:
-            result = await self._first_call(args, ctx, signal)
+            result = await self._first_call(call, ctx)
             for _ in range(MAX_ROUNDS):
                 if not _input_required(result):
                     return to_tool_result(cast("CallToolResult", result), self.link.name)
@@ -99,9 +107,7 @@ class McpToolRunner:
                 step = await self._answer_round(asked)
                 if isinstance(step, ToolResult):
                     return step
-                result = await self.link.call(
-                    self.tool, args, signal=signal, responses=step, state=asked.request_state
-                )
+                result = await call(responses=step, state=asked.request_state)
         except CallFailed as exc:
             return ToolResult(exc.message, True, {"server": self.link.name})
         return ToolResult(
@@ -109,17 +115,15 @@ class McpToolRunner:
         )
 
     async def _first_call(
-        self, args: dict[str, Any], ctx: ToolContext | None, signal: asyncio.Event | None
+        self, call: _Call, ctx: ToolContext | None
     ) -> CallToolResult | InputRequiredResult:
         held = self._continuation(ctx)
         if held is None:
-            return await self.link.call(self.tool, args, signal=signal)
+            return await call()
         key, state, request, answer = held
         response = answer_to_elicit_result(answer, request)
         try:
-            return await self.link.call(
-                self.tool, args, signal=signal, responses={key: response}, state=state
-            )
+            return await call(responses={key: response}, state=state)
         except CallFailed as exc:
             if exc.code != _INVALID_PARAMS:
                 raise
@@ -128,14 +132,12 @@ class McpToolRunner:
                 self.link.name,
                 request.id,
             )
-        fresh = await self.link.call(self.tool, args, signal=signal)
+        fresh = await call()
         same = _same_question(fresh, request) if _input_required(fresh) else None
         if same is None:
             return fresh
         asked = cast("InputRequiredResult", fresh)
-        return await self.link.call(
-            self.tool, args, signal=signal, responses={same: response}, state=asked.request_state
-        )
+        return await call(responses={same: response}, state=asked.request_state)
 
     def _continuation(
         self, ctx: ToolContext | None

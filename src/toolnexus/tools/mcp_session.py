@@ -68,7 +68,7 @@ class ServerLink:
         self._secrets: tuple[str, ...] = ()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self._active: set[anyio.CancelScope] = set()
+        self._active: set[_IdleClock] = set()
         self._paused = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -151,11 +151,14 @@ class ServerLink:
         self._remember_secrets(headers.values())
         if config.sse:
             return await self._open_remote(stack, headers, sse=True)
+        import httpx2
         from mcp.shared.exceptions import MCPError
 
         try:
             return await self._open_remote(stack, headers, sse=False)
-        except MCPError as first:
+        except Exception as first:
+            if not isinstance(_root_cause(first), MCPError | httpx2.HTTPStatusError):
+                raise
             log.info("toolnexus: MCP server %r: streamable HTTP refused, trying SSE", self.name)
             try:
                 return await self._open_remote(stack, headers, sse=True)
@@ -292,8 +295,9 @@ class ServerLink:
         signal: asyncio.Event | None = None,
         responses: McpInputResponses | None = None,
         state: str | None = None,
+        deadline: float | None = None,
     ) -> CallToolResult | InputRequiredResult:
-        """One ``tools/call`` under the idle timeout.
+        """One ``tools/call`` under the idle timeout (and the run's ``deadline``, loop time).
 
         Raises:
             CallFailed: timed out, cancelled, the connection is gone, or the server answered
@@ -305,17 +309,19 @@ class ServerLink:
             raise CallFailed(f'MCP server "{self.name}" is not connected{why}')
         if signal is not None and signal.is_set():
             raise CallFailed(f"MCP tool {name} cancelled")
-        scope = anyio.CancelScope(deadline=anyio.current_time() + self._budget)
+        clock = _IdleClock(self._budget, math.inf if deadline is None else deadline)
+        if self._paused:
+            clock.pause()
 
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             if not self._paused:
-                scope.deadline = anyio.current_time() + self._budget
+                clock.restart()
 
-        watcher = _watch(signal, scope)
-        self._active.add(scope)
+        watcher = _watch(signal, clock.scope)
+        self._active.add(clock)
         result: CallToolResult | InputRequiredResult | None = None
         try:
-            with scope:
+            with clock.scope:
                 result = await session.call_tool(
                     name,
                     arguments,
@@ -327,16 +333,18 @@ class ServerLink:
         except Exception as exc:
             raise await self._call_error(name, exc) from None
         finally:
-            self._active.discard(scope)
+            self._active.discard(clock)
             if watcher is not None:
                 watcher.cancel()
-        if result is None:
-            if signal is not None and signal.is_set():
-                raise CallFailed(f"MCP tool {name} cancelled")
-            raise CallFailed(
-                f"MCP tool {name} timed out after {self.config.timeout} ms without progress"
-            )
-        return result
+        if result is not None:
+            return result
+        if signal is not None and signal.is_set():
+            raise CallFailed(f"MCP tool {name} cancelled")
+        if anyio.current_time() >= clock.cap:
+            raise CallFailed(f"MCP tool {name} stopped at the run's deadline")
+        raise CallFailed(
+            f"MCP tool {name} timed out after {self.config.timeout} ms without progress"
+        )
 
     async def _call_error(self, name: str, exc: Exception) -> CallFailed:
         from mcp.shared.exceptions import MCPError
@@ -376,16 +384,33 @@ class ServerLink:
     def paused(self) -> Generator[None]:
         """Stop every in-flight call's idle clock while a human is being asked."""
         self._paused += 1
-        for scope in self._active:
-            scope.deadline = math.inf
+        for clock in self._active:
+            clock.pause()
         try:
             yield
         finally:
             self._paused -= 1
             if not self._paused:
-                deadline = anyio.current_time() + self._budget
-                for scope in self._active:
-                    scope.deadline = deadline
+                for clock in self._active:
+                    clock.restart()
+
+
+class _IdleClock:
+    """One call's cancel scope: ``budget`` seconds after the last sign of life, never past
+    ``cap`` (the run's deadline); paused, only the cap applies."""
+
+    __slots__ = ("budget", "cap", "scope")
+
+    def __init__(self, budget: float, cap: float) -> None:
+        self.budget = budget
+        self.cap = cap
+        self.scope = anyio.CancelScope(deadline=min(anyio.current_time() + budget, cap))
+
+    def restart(self) -> None:
+        self.scope.deadline = min(anyio.current_time() + self.budget, self.cap)
+
+    def pause(self) -> None:
+        self.scope.deadline = self.cap
 
 
 async def _negotiate(session: ClientSession) -> None:

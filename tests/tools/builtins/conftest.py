@@ -35,7 +35,7 @@ def builtin() -> Builtin:
 
 
 @pytest.fixture
-def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Run the test with ``tmp_path`` as the process cwd (relative paths resolve there)."""
     monkeypatch.chdir(tmp_path)
     return tmp_path

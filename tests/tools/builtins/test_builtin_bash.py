@@ -53,10 +53,12 @@ async def test_a_background_job_does_not_hold_the_call(builtin: Builtin, tmp_pat
     pidfile = tmp_path / "pid"
     command = f"sleep 30 & echo $! > {pidfile}; echo started"
 
-    result = await builtin("bash").execute({"command": command, "timeout": 20_000})
+    try:
+        result = await builtin("bash").execute({"command": command, "timeout": 20_000})
+    finally:
+        os.kill(int(pidfile.read_text()), 9)
 
     assert result.output == "started\n"
-    os.kill(int(pidfile.read_text()), 9)
 
 
 async def test_a_timeout_kills_the_whole_process_tree(builtin: Builtin, tmp_path: Path) -> None:
@@ -70,18 +72,6 @@ async def test_a_timeout_kills_the_whole_process_tree(builtin: Builtin, tmp_path
     assert result.output.startswith("bash: command timed out after 1500ms")
     assert "never" not in result.output
     assert await process_gone(int(pidfile.read_text()))
-
-
-async def test_a_cancel_signal_kills_the_command(builtin: Builtin, tmp_path: Path) -> None:
-    signal = asyncio.Event()
-    asyncio.get_running_loop().call_later(0.2, signal.set)
-
-    result = await builtin("bash").execute(
-        {"command": "sleep 30", "timeout": 50_000}, ToolContext(signal=signal)
-    )
-
-    assert result.is_error
-    assert "cancelled" in result.output
 
 
 async def test_a_cancel_signal_kills_the_grandchildren(

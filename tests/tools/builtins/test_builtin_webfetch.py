@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from aiohttp import web
+from aiohttp.typedefs import Handler
 from builtin_support import Builtin
 
 from toolnexus._types import ToolContext
@@ -54,7 +55,7 @@ class Server:
             await self.runner.cleanup()
 
     @web.middleware
-    async def record(self, request: web.Request, handler: web.RequestHandler) -> web.StreamResponse:
+    async def record(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         self.paths.append(request.path_qs)
         return await handler(request)
 

@@ -69,6 +69,7 @@ DEMO_TOOLS = frozenset(
         "ask_twice",
         "ask_expiring",
         "whoami",
+        "leak",
     }
 )
 """Every tool the demo server offers, under its original name."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -220,3 +222,12 @@ def test_unknown_names_are_ignored_with_one_warning(caplog: pytest.LogCaptureFix
     assert len(warnings) == 1
     assert "'gone'" in warnings[0].getMessage()
     assert "'nope'" in warnings[0].getMessage()
+
+
+def test_importing_the_mcp_source_does_not_import_the_sdk() -> None:
+    probe = (
+        "import sys, toolnexus, toolnexus.tools.mcp; "
+        "print(sorted(m for m in ('mcp', 'mcp_types', 'anyio', 'httpx2') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -27,16 +27,7 @@ from typing import Any, TypeAlias, cast
 
 from ..._types import Tool
 from ._options import DEFAULT_MAX_OUTPUT_BYTES, BashPolicy, BuiltinOptions, parse_builtin_options
-from .apply_patch import apply_patch_tool
-from .bash import bash_tool
-from .edit import edit_tool
-from .glob import glob_tool
-from .grep import grep_tool
-from .question import question_tool
-from .read import read_tool
 from .todowrite import TodoList, todowrite_tool
-from .webfetch import webfetch_tool
-from .write import write_tool
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
@@ -78,6 +69,17 @@ def create_builtin_tools(options: BuiltinOptions | BuiltinsConfig = None) -> lis
         >>> [t.name for t in create_builtin_tools({"bash": False})][:2]
         ['read', 'write']
     """
+    # The tool modules load on first use, keeping them out of ``import toolnexus``.
+    from .apply_patch import apply_patch_tool
+    from .bash import bash_tool
+    from .edit import edit_tool
+    from .glob import glob_tool
+    from .grep import grep_tool
+    from .question import question_tool
+    from .read import read_tool
+    from .webfetch import webfetch_tool
+    from .write import write_tool
+
     opts = options if isinstance(options, BuiltinOptions) else parse_builtin_options(options)
     tools: list[Tool] = []
     if opts.bash.enabled:

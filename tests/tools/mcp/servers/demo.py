@@ -27,6 +27,7 @@ import mcp_types as t
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.runner import serve_loop
 from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
 
 MODERN = "2026-07-28"
 FORM_SCHEMA: dict[str, Any] = {
@@ -218,6 +219,13 @@ async def ask_expiring(ctx: Context) -> Any:
     if isinstance(result, t.InputRequiredResult):
         result.meta = {"expiresAt": "2099-01-01T00:00:00Z"}
     return result
+
+
+@server.tool(structured_output=False)
+def leak(ctx: Context) -> str:
+    """Fail with an MCP error that echoes the X-Token header (a careless server)."""
+    headers = ctx.headers or {}
+    raise MCPError(code=t.INVALID_REQUEST, message=f"rejected token {headers.get('x-token')}")
 
 
 @server.tool(structured_output=False)
