@@ -350,7 +350,7 @@ class Client:
         state = self._state(None, toolkit, None, cancel)
         check_tools(checkpoint, state.by_name)
         check_relay_payload(checkpoint, reply, state.by_name)
-        if checkpoint.fingerprint and checkpoint.fingerprint != state.fingerprint:
+        if checkpoint.fingerprint and checkpoint.fingerprint != state.tool_fingerprint():
             log.warning(
                 "toolnexus: the tool set changed since request %s halted; resuming anyway",
                 request.id,

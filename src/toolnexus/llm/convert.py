@@ -24,6 +24,7 @@ Decisions the contract leaves open, taken here:
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
@@ -151,13 +152,19 @@ def _tool_input(arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, dict):
         return cast(dict[str, Any], arguments)
     if isinstance(arguments, str):
-        try:
-            parsed = json.loads(arguments)
-        except ValueError:
-            return {}
-        if isinstance(parsed, dict):
-            return cast(dict[str, Any], parsed)
+        # A transcript is re-rendered every turn: parse each arguments text once. The copy
+        # keeps a host's body_transform from editing the cached value.
+        return dict(_parse_object(arguments))
     return {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_object(text: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return {}
+    return cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
 
 
 def _tool_use_blocks(calls: Any, i: int) -> list[dict[str, Any]]:

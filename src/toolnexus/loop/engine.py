@@ -126,13 +126,19 @@ class RunState:
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     )
     records: list[ToolCallRecord] = field(default_factory=lambda: [])
-    fingerprint: str = ""
+    fingerprint: str = ""  # computed on first use: only halts and resumes need it
     conversation_id: str | None = None
     wait_for: WaitFor | None = None
     expired: bool = False
     checkpoint: Checkpoint | None = None
     guard: TurnGuard | None = None
     turn_slots: list[Slot] = field(default_factory=lambda: [])
+
+    def tool_fingerprint(self) -> str:
+        """The digest of this run's tool set (cached)."""
+        if not self.fingerprint:
+            self.fingerprint = tool_fingerprint(self.tools)
+        return self.fingerprint
 
 
 class Engine:
@@ -174,7 +180,6 @@ class Engine:
             wire_tools=wire_tools,
             cancel=cancel,
             deadline=deadline,
-            fingerprint=tool_fingerprint(tools),
             wait_for=cfg.wait_for,
         )
 
@@ -690,7 +695,7 @@ class Engine:
             tool_calls=list(state.records),
             outstanding=outstanding,
             pending=pending,
-            fingerprint=state.fingerprint,
+            fingerprint=state.tool_fingerprint(),
             conversation_id=state.conversation_id,
         )
 

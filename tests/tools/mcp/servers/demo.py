@@ -241,7 +241,7 @@ def whoami(ctx: Context) -> str:
 async def shape_results(ctx: Any, call_next: Any) -> Any:
     """Paginate tools/list and corrupt bad_result's answer (a hostile server)."""
     result = await call_next(ctx)
-    params = ctx.params or {}
+    params: dict[str, Any] = dict(ctx.params or {})
     if ctx.method == "tools/call" and params.get("name") == "bad_result":
         return {"content": "not a list", "isError": "sometimes"}
     if ctx.method == "tools/list" and options.page_size:
