@@ -414,3 +414,35 @@ async def test_stream_with_answer_emits_the_halted_turn_results_then_the_continu
     assert kinds[-2:] == ["usage", "done"]
     assert "".join(e["delta"] for e in events if e["type"] == "text") == "streamed"
     assert events[-1]["result"].status == "done"
+
+
+async def test_a_host_held_transcript_carries_the_finished_siblings_so_none_runs_twice() -> None:
+    ledger = Ledger()
+    tools = [plain_tool(ledger, "a"), gate_tool(ledger), plain_tool(ledger, "b")]
+    tk = await create_toolkit(extra_tools=tools, builtins=False)
+    script = [tool_calls(call("a", {}), call("gate", {}), call("b", {})), text("ok")]
+    async with ScriptedModel(script) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as c:
+            halted = await c.run("go", tk)
+        assert halted.pending is not None
+        saved = json.loads(json.dumps({"m": halted.messages, "p": halted.pending.to_dict()}))
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as fresh:
+            resumed = await fresh.run_with_answer(
+                tk, saved["m"], saved["p"], Answer(saved["p"]["id"], True)
+            )
+    assert ledger.runs == Counter({"a": 1, "b": 1, "gate": 2})
+    assert [r.output for r in resumed.tool_calls] == ["a ran", "gate approved with null", "b ran"]
+    assert all("toolnexus_halt" not in m for m in model.requests[-1].body["messages"])
+
+
+async def test_answering_a_finished_run_again_is_a_conflict_even_without_a_transcript() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    async with ScriptedModel([tool_calls(call("gate", {})), text("done")]) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as c:
+            halted = await c.run("go", tk)
+            assert halted.pending is not None
+            answer = Answer(halted.pending.id, True)
+            await c.run_with_answer(tk, halted.messages, halted.pending, answer)
+            with pytest.raises(AnswerConflict):
+                await c.run_with_answer(tk, None, halted.pending, answer)

@@ -467,12 +467,16 @@ async def test_without_wait_for_a_suspension_halts_the_run_as_pending(
         "Ship it?",
         None,
     )
-    assert result.messages[-1] == {
+    placeholder = dict(result.messages[-1])
+    note = placeholder.pop("toolnexus_halt")
+    assert placeholder == {
         "role": "tool",
         "tool_call_id": "c1",
         "content": "Ship it?",
         "is_error": True,
     }
+    assert note["pending"] == expected.to_dict()
+    assert [o["state"] for o in note["outstanding"]] == ["suspended"]
     record = result.tool_calls[0]
     assert (record.id, record.output, record.is_error) == ("c1", "Ship it?", True)
     assert record.metadata == {"pending": expected}

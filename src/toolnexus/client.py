@@ -343,6 +343,7 @@ class Client:
         check_echo(request, reply)
         checkpoint = await self._runs.load_halt(request.id)
         if checkpoint is None:
+            await self._refuse_if_answered(request.id)
             checkpoint = checkpoint_from_transcript(
                 history or [], request, model=self._cfg.model, style=self._cfg.style
             )
@@ -535,13 +536,7 @@ class Client:
         reply = as_answer(answer)
         checkpoint = await self._runs.load_halt(reply.id)
         if checkpoint is None:
-            record = await self._runs.answer_record(reply.id)
-            if record is not None:
-                by = f" by {record.answered_by}" if record.answered_by else ""
-                raise AnswerConflict(
-                    f'request "{reply.id}" was already answered{by}',
-                    answered_by=record.answered_by,
-                )
+            await self._refuse_if_answered(reply.id)
             raise UnknownRequest(f'no halted run waits on request "{reply.id}"')
         request = next(
             (o.request for o in checkpoint.outstanding if o.request and o.request.id == reply.id),
@@ -562,6 +557,15 @@ class Client:
                 result = event["result"]
         assert result is not None
         return result
+
+    async def _refuse_if_answered(self, request_id: str) -> None:
+        record = await self._runs.answer_record(request_id)
+        if record is not None:
+            by = f" by {record.answered_by}" if record.answered_by else ""
+            raise AnswerConflict(
+                f'request "{request_id}" was already answered{by}',
+                answered_by=record.answered_by,
+            )
 
     async def _history_for_resume(self, id: str) -> list[Message] | None:
         if not isinstance(id, str) or not id:  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -76,7 +76,10 @@ async def translate_once(
         deadline = asyncio.get_running_loop().time() + cfg.timeout_ms / 1000
     try:
         payload = await run_abortable(
-            call_with_retries(attempt, cfg.retry), cancel=cancel, deadline=deadline
+            call_with_retries(attempt, cfg.retry),
+            cancel=cancel,
+            deadline=deadline,
+            timeout_ms=cfg.timeout_ms,
         )
         turn = cfg.dialect.parse_reply(payload)
     except BaseException:

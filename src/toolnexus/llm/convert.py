@@ -9,6 +9,8 @@ Our transcript is the OpenAI chat shape for every provider (DESIGN §3)::
 
 A ``tool`` message may also carry our private marker ``"is_error": True``; it is never sent as
 such (see `PRIVATE_MESSAGE_KEYS`) but becomes Anthropic's ``is_error`` on a ``tool_result``.
+The placeholder of a halted call carries ``"toolnexus_halt"``: the halted turn's state, so a
+resume from a host-held transcript never runs a finished call twice. It is never sent either.
 
 Decisions the contract leaves open, taken here:
 
@@ -45,7 +47,7 @@ __all__ = [
     "to_anthropic",
 ]
 
-PRIVATE_MESSAGE_KEYS = frozenset({"is_error"})
+PRIVATE_MESSAGE_KEYS = frozenset({"is_error", "toolnexus_halt"})
 """Keys we keep on canonical messages that no provider accepts on the wire."""
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})

@@ -154,6 +154,23 @@ class Checkpoint:
             "created_at": self.created_at,
         }
 
+    def halt_note(self) -> dict[str, Any]:
+        """What rides on the halted call's placeholder message: everything but the transcript.
+
+        A host that keeps only ``RunResult.messages`` and ``pending`` still resumes exactly:
+        the sibling results recorded here are spliced, never executed again.
+        """
+        note = self.to_json()
+        del note["messages"]
+        return note
+
+    @classmethod
+    def from_note(cls, note: Any, messages: list[Message]) -> Checkpoint:
+        """Rebuild a checkpoint from a `halt_note` and the transcript it rode on."""
+        if not isinstance(note, dict):
+            raise CheckpointError("the halt note on the placeholder is not an object")
+        return cls.from_json({**cast(dict[str, Any], note), "messages": messages})
+
     def dumps(self) -> str:
         """The checkpoint as a JSON string."""
         return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)

@@ -356,7 +356,7 @@ class Engine:
                 "name": slot.name,
                 "args": args,
                 "id": slot.id,
-                "turn": state.turns,
+                "turn": state.turns - 1,
             }
             if answer is not None:
                 info["answer"] = answer
@@ -400,7 +400,7 @@ class Engine:
             "args": slot.args,
             "result": result,
             "id": slot.id,
-            "turn": state.turns,
+            "turn": state.turns - 1,
         }
         change = await call_callback("after_tool hook", hook, info)
         if isinstance(change, Mapping) and "result" in change:
@@ -708,7 +708,9 @@ class Engine:
         before = slots[: halted.index]
         self.append_results(state, before)
         placeholder = ToolResult(request.prompt, True, {"pending": request})
-        state.messages.append(_tool_message(halted.id, placeholder))
+        message = _tool_message(halted.id, placeholder)
+        message[HALT_KEY] = checkpoint.halt_note()
+        state.messages.append(message)
         state.records.append(_record(halted, placeholder))
         return self._done(state, request.prompt, "pending", None, pending=request)
 
@@ -854,6 +856,7 @@ def _last_text(messages: list[Message]) -> str:
 
 
 NOT_RUN = "not run: the run halted before this call"
+HALT_KEY = "toolnexus_halt"
 
 
 def balance_last_turn(messages: list[Message]) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from .._types import Message, Tool, ToolResult, empty_usage
-from ..errors import AnswerMismatch, ResumeError
+from ..errors import AnswerMismatch, CheckpointError, ResumeError
 from ..llm.convert import normalize_history
 from ..suspension import Answer, Request, is_relay_request, relay_calls_of, relay_output_for
 from .checkpoint import Checkpoint, Outstanding
@@ -93,6 +93,16 @@ def checkpoint_from_transcript(
         raise ResumeError(
             "toolnexus: cannot resume — the transcript has no halted assistant turn with tool calls"
         )
+    for m in messages[at + 1 :]:
+        note = m.get("toolnexus_halt")
+        if m.get("role") == "tool" and isinstance(note, dict):
+            try:
+                noted = Checkpoint.from_note(note, messages[: at + 1])
+            except CheckpointError:
+                break  # a damaged note: fall back to reading the transcript
+            if any(o.request is not None and o.request.id == pending.id for o in noted.outstanding):
+                return noted
+            break
     calls: list[Any] = messages[at]["tool_calls"]
     results: dict[str, Message] = {}
     order: list[str] = []

@@ -18,6 +18,7 @@ asks through the 2026-07-28 input-required result suspends the run durably (see
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import os
 from collections.abc import Mapping
@@ -189,6 +190,8 @@ async def _connect_all(
     config: McpConfig, wait_for: WaitFor | None, cancel: asyncio.Event | None
 ) -> list[ServerLink]:
     try:
+        importlib.import_module("mcp")  # fail early, with the hint, without the extra
+
         from .mcp_session import ServerLink
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(MCP_EXTRA_HINT) from exc

@@ -56,7 +56,7 @@ class ServerLink:
     def __init__(self, config: ServerConfig, *, wait_for: WaitFor | None = None) -> None:
         self.config = config
         self.name = config.name
-        self.status: McpStatus = "connected" if config.enabled else "disabled"
+        self.status: McpStatus = "failed" if config.enabled else "disabled"
         self.error: str | None = None
         self.tools: list[ToolInfo] = []
         self.session: ClientSession | None = None
@@ -86,6 +86,7 @@ class ServerLink:
         if task is None or task.done():
             return
         if self.session is None:
+            self._fail("connection cancelled")
             task.cancel()
         await asyncio.wait([task])
 
@@ -131,7 +132,7 @@ class ServerLink:
         return f"timed out after {self.config.timeout} ms during {self._phase}"
 
     def _fail(self, reason: str) -> None:
-        if self.status == "failed":
+        if self.error is not None:
             return
         self.status, self.error = "failed", reason
         log.warning("toolnexus: MCP server %r failed: %s", self.name, reason)
@@ -268,7 +269,12 @@ class ServerLink:
         if isinstance(cause, TimeoutError):
             reason = self._timed_out()
         elif isinstance(cause, FileNotFoundError) and self._phase == "start":
-            reason = f"command not found: {self.config.command[0]}"
+            cwd = self.config.cwd
+            reason = (
+                f"working directory not found: {cwd}"
+                if cwd and cause.filename == cwd
+                else f"command not found: {self.config.command[0]}"
+            )
         elif isinstance(cause, OSError) and self._phase == "start":
             reason = f"cannot start {self.config.command[0]}: {cause.strerror or cause}"
         elif closed and self.channel is not None and (why := await self.channel.exit_reason()):

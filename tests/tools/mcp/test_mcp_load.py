@@ -294,3 +294,16 @@ async def test_list_mcp_tools_does_not_warn_about_the_tools_filter(
     with caplog.at_level(logging.WARNING, logger="toolnexus"):
         await list_mcp_tools({"demo": demo(tools={"no_such_tool": False})})
     assert "no tool named" not in caplog.text
+
+
+async def test_a_missing_working_directory_is_named(tmp_path: Path) -> None:
+    missing = str(tmp_path / "gone")
+    async with await load_mcp({"s": demo(cwd=missing)}) as source:
+        assert source.errors() == {"s": f"working directory not found: {missing}"}
+
+
+async def test_a_command_that_is_not_executable_is_named(tmp_path: Path) -> None:
+    plain = tmp_path / "server.sh"
+    plain.write_text("#!/bin/sh\n")
+    async with await load_mcp({"s": {"command": [str(plain)]}}) as source:
+        assert source.errors() == {"s": f"cannot start {plain}: Permission denied"}

@@ -7,6 +7,7 @@ Run as a script: ``python demo.py [--transport stdio|http|sse] [--legacy] [--pag
 - ``http`` / ``sse`` bind 127.0.0.1 on a free port and print ``PORT <n>`` on stdout first.
 - ``--page-size N`` paginates ``tools/list`` (``nextCursor``) N tools per page.
 - ``--expect-header NAME=VALUE`` makes ``whoami`` report whether that header arrived.
+- ``--json-response`` answers streamable-HTTP requests with plain JSON bodies (no SSE stream).
 - ``DEMO_PIDFILE`` in the environment: the server writes its pid there on start.
 
 Every tool is deterministic; the ones that elicit answer in whichever era the client chose.
@@ -38,7 +39,7 @@ FORM_SCHEMA: dict[str, Any] = {
 PIXEL = base64.b64encode(b"\x89PNG fake").decode()
 
 server = MCPServer("demo")
-options = argparse.Namespace(page_size=0, expect_header=None)
+options = argparse.Namespace(page_size=0, expect_header=None, json_response=False)
 
 
 def _outcome(result: t.ElicitResult) -> str:
@@ -269,7 +270,11 @@ async def serve_http(kind: str) -> None:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    app = server.sse_app() if kind == "sse" else server.streamable_http_app()
+    app = (
+        server.sse_app()
+        if kind == "sse"
+        else server.streamable_http_app(json_response=options.json_response)
+    )
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
@@ -285,6 +290,7 @@ def main() -> None:
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--page-size", type=int, default=0)
     parser.add_argument("--expect-header", default=None)
+    parser.add_argument("--json-response", action="store_true")
     parser.parse_args(namespace=options)
     if options.transport != "stdio":
         anyio.run(serve_http, options.transport)
