@@ -71,7 +71,8 @@ async def main() -> None:
         print(f"wait: status={r.status} state={rt.state_of(h)} pending_kind={view.pending_kind}")
         if r.status != "pending" or r.pending is None or view.pending_kind != "approval":
             raise SystemExit(f"expected a durable pending, got {r.status}: {r.text}")
-        print(f"request {r.pending.id}: {r.pending.prompt} path={r.pending.data['path']}")
+        path = (r.pending.data or {}).get("path")
+        print(f"request {r.pending.id}: {r.pending.prompt} path={path}")
 
         # The out-of-band Answer resumes the deepest suspended handle.
         await rt.resume(Answer(id=r.pending.id, ok=True))

@@ -97,7 +97,8 @@ async def start(ops: Agent, options: dict[str, Any]) -> int:
     for view in result.runtime.list():
         print(show(view))
     print(f"request {result.pending.id}: {result.pending.prompt}")
-    print(f"path={'/'.join(result.pending.data['path'])}")
+    path: list[str] = (result.pending.data or {}).get("path") or []
+    print(f"path={'/'.join(path)}")
     await result.runtime.aclose()  # the tree stays suspended in the store
     return 0
 

@@ -24,6 +24,7 @@ from .loop.checkpoint import tool_fingerprint
 from .loop.execute import invoke_tool, unknown_tool_result
 from .suspension import WaitFor
 from .tools.builtins import select_builtins
+from .tools.mcp import load_mcp
 from .tools.skills import load_skills
 from .tools.validation import validate_arguments
 
@@ -124,7 +125,7 @@ class Toolkit:
         *,
         wait_for: WaitFor | None = None,
         skills_prompt: str = "",
-        mcp_status: Mapping[str, str] | None = None,
+        mcp_status: Callable[[], Mapping[str, str]] | Mapping[str, str] | None = None,
         closers: Sequence[Closer] = (),
     ) -> None:
         self._tools: dict[str, Tool] = {}
@@ -132,7 +133,7 @@ class Toolkit:
             self._tools.setdefault(t.name, t)
         self.wait_for = wait_for
         self._skills_prompt = skills_prompt
-        self._mcp_status: dict[str, str] = dict(mcp_status or {})
+        self._mcp_status = mcp_status
         self._closers = list(closers)
         self._closed = False
         self._cache: dict[str, list[dict[str, Any]]] = {}
@@ -191,7 +192,10 @@ class Toolkit:
 
     def mcp_status(self) -> dict[str, str]:
         """``{server: "connected" | "disabled" | "failed"}`` for every configured MCP server."""
-        return dict(self._mcp_status)
+        live = self._mcp_status
+        if live is None:
+            return {}
+        return dict(live() if callable(live) else live)
 
     # -- execution -----------------------------------------------------------------------
 
@@ -299,18 +303,62 @@ async def create_toolkit(
         UsageError: a relay tool named like a built-in, a non-Tool in ``extra_tools``, or a
             source this build does not support yet.
     """
-    del cancel
-    unsupported = {"mcp_config": mcp_config, "agents": agents}
-    given = [k for k, v in unsupported.items() if v]
-    if given:
+    if agents:
         raise UsageError(
-            f"create_toolkit: {', '.join(given)} not supported by this build yet "
-            "(MCP and A2A sources land in a later release)"
+            "create_toolkit: agents (remote A2A agents) are not supported by this build yet"
         )
     host = list(extra_tools or ()) + list(tools or ())
     for t in host:
         _check_tool(t)
         _guard_relay(t)
+    mcp_tools: list[Tool] = []
+    closers: list[Closer] = []
+    status: Callable[[], Mapping[str, str]] | None = None
+    if mcp_config is not None:
+        source = await load_mcp(mcp_config, wait_for=wait_for, cancel=cancel)
+        mcp_tools = list(source.tools)
+        closers.append(source.close)
+        status = source.status
+        if builtins is None:
+            builtins = source.builtins
+    try:
+        return await _assemble(
+            host=host,
+            mcp_tools=mcp_tools,
+            builtins=builtins,
+            skills_dir=skills_dir,
+            skills=skills,
+            skill_provider=skill_provider,
+            skills_filter=skills_filter,
+            disable_skills=disable_skills,
+            skill_sample_limit=skill_sample_limit,
+            disable_tools=disable_tools,
+            wait_for=wait_for,
+            closers=closers,
+            status=status,
+        )
+    except BaseException:
+        for closer in closers:
+            await closer()
+        raise
+
+
+async def _assemble(
+    *,
+    host: list[Tool],
+    mcp_tools: list[Tool],
+    builtins: bool | Mapping[str, Any] | None,
+    skills_dir: str | Sequence[str] | None,
+    skills: Sequence[Any] | None,
+    skill_provider: Any,
+    skills_filter: Mapping[str, bool] | None,
+    disable_skills: Iterable[str] | None,
+    skill_sample_limit: int,
+    disable_tools: Iterable[str] | None,
+    wait_for: WaitFor | None,
+    closers: list[Closer],
+    status: Callable[[], Mapping[str, str]] | None,
+) -> Toolkit:
     skill_source = await load_skills(
         skills_dir=skills_dir,
         skills=skills,
@@ -322,7 +370,8 @@ async def create_toolkit(
     skill_tools = [skill_source.tool] if skill_source.tool is not None else []
     builtin_tools = select_builtins(builtins)
     host_names = {t.name for t in host}
-    ordered = skill_tools + [t for t in builtin_tools if t.name not in host_names] + host
+    ordered = mcp_tools + skill_tools + [t for t in builtin_tools if t.name not in host_names]
+    ordered += host
     dropped = set(disable_tools or ())
     final: list[Tool] = []
     seen: set[str] = set()
@@ -338,4 +387,6 @@ async def create_toolkit(
         final,
         wait_for=wait_for,
         skills_prompt=skill_source.prompt() if skill_kept else "",
+        mcp_status=status,
+        closers=closers,
     )

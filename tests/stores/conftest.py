@@ -10,27 +10,15 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
+from pg_support import pg_connect, with_schema
 
 
 def _unavailable(reason: str) -> None:
     if os.environ.get("CI"):
         pytest.fail(f"{reason}; CI must run the Postgres tests (see scripts/pg.sh)")
     pytest.skip(reason)
-
-
-def with_schema(url: str, schema: str) -> str:
-    """``url`` with its search_path set to ``schema`` (libpq's ``options`` parameter)."""
-    return f"{url}{'&' if '?' in url else '?'}options=-csearch_path%3D{schema}"
-
-
-def pg_connect(url: str) -> Any:
-    """A plain autocommit psycopg connection (for setup and for poking at rows)."""
-    import psycopg
-
-    return psycopg.connect(url, autocommit=True)
 
 
 @pytest.fixture

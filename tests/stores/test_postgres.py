@@ -10,8 +10,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pg_support import pg_connect
 
-from conftest import pg_connect
 from toolnexus.errors import StoreError, UsageError
 from toolnexus.suspension import Answer
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_support import pg_connect
 
-from conftest import pg_connect
 from toolnexus._types import empty_usage
 from toolnexus.errors import AnswerConflict, CheckpointError, UnknownRequest, UsageError
 from toolnexus.loop.checkpoint import Checkpoint, Outstanding

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pg_support import pg_connect
 
-from conftest import pg_connect
 from toolnexus._types import empty_usage
 from toolnexus.errors import AnswerConflict
 from toolnexus.loop.checkpoint import Checkpoint, Outstanding
@@ -113,7 +113,13 @@ class Child:
 
     @classmethod
     async def start(cls, script: str, *args: str) -> Child:
-        proc = await asyncio.create_subprocess_exec(
+        child = cls(await cls._spawn(script, *args))
+        _LIVE.append(child)
+        return child
+
+    @staticmethod
+    async def _spawn(script: str, *args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
             script,
@@ -122,7 +128,6 @@ class Child:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
         )
-        return cls(proc)
 
     async def line(self) -> str:
         assert self.proc.stdout is not None
@@ -140,6 +145,20 @@ class Child:
     async def finish(self) -> None:
         _, err = await asyncio.wait_for(self.proc.communicate(), timeout=45)
         assert self.proc.returncode == 0, err.decode()
+
+
+_LIVE: list[Child] = []
+
+
+@pytest.fixture(autouse=True)
+async def _reap_children() -> AsyncIterator[None]:
+    """A failed test never leaves a child running."""
+    yield
+    while _LIVE:
+        proc = _LIVE.pop().proc
+        if proc.returncode is None:
+            proc.kill()
+            await proc.communicate()
 
 
 def checkpoint(rid: str) -> Checkpoint:

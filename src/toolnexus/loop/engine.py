@@ -454,21 +454,34 @@ class Engine:
     async def resolve(self, state: RunState, slot: Slot, answer: Answer) -> None:
         """Resolve a suspended call with ``answer``: the one rule for inline and durable paths.
 
-        ``ok`` ⇒ re-execute once with ``ctx.answer`` (a second suspension becomes
-        ``unresolved: <prompt>``); ``!ok`` ⇒ ``declined/expired: <prompt>``. Relay tools map
-        the answer themselves (their output, or ``relay declined for …``).
+        ``ok`` ⇒ re-execute once with ``ctx.answer``; ``!ok`` ⇒ ``declined/expired: <prompt>``.
+        Relay tools map the answer themselves (their output, or ``relay declined for …``).
+        A retry that suspends again with the *same* question becomes ``unresolved: <prompt>``
+        — the loop never asks twice for one request. A retry that asks a *new* question (an MCP
+        server's follow-up, say) is a fresh suspension: asked inline when there is a
+        ``wait_for``, else the call stays suspended and the run halts on it (bounded rounds).
         """
         request = slot.request
         assert request is not None
         tool = state.by_name.get(slot.name)
-        if not answer.ok and (tool is None or not tool.handles_declines):
-            result = ToolResult(f"declined/expired: {request.prompt}", True)
-        else:
+        result: ToolResult | None = None
+        for rounds in range(MAX_FOLLOW_UPS + 1):
+            if not answer.ok and (tool is None or not tool.handles_declines):
+                result = ToolResult(f"declined/expired: {request.prompt}", True)
+                break
             retry = await self._run(state, slot, answer)
-            if pending_of(retry) is not None:
-                result = ToolResult(f"unresolved: {request.prompt}", True)
-            else:
+            follow = pending_of(retry)
+            if follow is None:
                 result = retry
+                break
+            if rounds == MAX_FOLLOW_UPS or _same_question(follow, request):
+                result = ToolResult(f"unresolved: {request.prompt}", True)
+                break
+            slot.request = request = self._stamp(follow, slot)
+            if state.wait_for is None:
+                return  # a new question and nobody to ask now: the run halts on it
+            answer = await self.ask(state, request)
+        assert result is not None
         slot.result = await self._after_tool(state, slot, result)
         slot.request = None
 
@@ -856,6 +869,13 @@ def _last_text(messages: list[Message]) -> str:
 
 
 NOT_RUN = "not run: the run halted before this call"
+MAX_FOLLOW_UPS = 8  # new questions one call may ask after its first answer
+
+
+def _same_question(a: Request, b: Request) -> bool:
+    return a.id == b.id or (a.kind, a.prompt, a.url) == (b.kind, b.prompt, b.url)
+
+
 HALT_KEY = "toolnexus_halt"
 
 

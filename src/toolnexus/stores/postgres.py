@@ -90,7 +90,7 @@ _TAKE = (
     " WHERE h.status = 'pending' OR (h.status = 'claimed' AND h.lease_until <= %(now)s)"
     " RETURNING 1"
 )
-_POST = f"WITH taken AS ({_TAKE}) SELECT 1 FROM taken"
+_POST = f"WITH taken AS ({_TAKE}) SELECT pg_notify('{CHANNEL}', %(note)s) FROM taken"
 _HOLDER = "SELECT answered_by FROM toolnexus_halts WHERE key = %s"
 _COMPLETE = (
     "WITH done AS (UPDATE toolnexus_halts SET status = 'answered',"
@@ -179,11 +179,15 @@ class PostgresStore:
             params: dict[str, Any] = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.Error as exc:
             raise UsageError(f"cannot parse the postgres connection string: {exc}") from exc
+        self._timeout = check_seconds(timeout, "timeout", positive=True)
         self._url = url
         self._where = _describe(params)
+        # The LISTEN connection is opened outside the pool: bound its connect the same way.
+        self._listen_kwargs: dict[str, Any] = {"autocommit": True}
+        if "connect_timeout" not in params:
+            self._listen_kwargs["connect_timeout"] = max(1, round(self._timeout))
         self._min_size = min_size
         self._max_size = max_size
-        self._timeout = check_seconds(timeout, "timeout", positive=True)
         self._now = clock or time.time
         self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
         self._opening: asyncio.Lock | None = None
@@ -359,7 +363,7 @@ class PostgresStore:
         note = _key(rid).hex()
         listener = self._listener
         if listener is None:
-            listener = self._listener = _Listener(self._url, self._where)
+            listener = self._listener = _Listener(self._url, self._listen_kwargs)
         while True:
             waiter = listener.register(note)
             try:
@@ -508,11 +512,11 @@ class PostgresStore:
 class _Listener:
     """One LISTEN connection and the waiters parked on it, keyed by NOTIFY payload."""
 
-    __slots__ = ("_conn", "_starting", "_task", "_url", "_waiters", "_where")
+    __slots__ = ("_conn", "_kwargs", "_starting", "_task", "_url", "_waiters")
 
-    def __init__(self, url: str, where: str) -> None:
+    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
         self._url = url
-        self._where = where
+        self._kwargs = kwargs
         self._waiters: dict[str, set[asyncio.Future[None]]] = {}
         self._conn: AsyncConnection[Any] | None = None
         self._task: asyncio.Task[None] | None = None
@@ -539,7 +543,7 @@ class _Listener:
                 return
             psycopg, _ = _import()
             conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
-                self._url, autocommit=True
+                self._url, **self._kwargs
             )
             try:
                 await conn.execute(f"LISTEN {CHANNEL}")

@@ -63,6 +63,7 @@ __all__ = [
     "is_remote",
     "list_mcp_tools",
     "load_mcp",
+    "load_mcp_with_context",
     "parse_mcp_config",
 ]
 
@@ -162,6 +163,13 @@ async def load_mcp(
     parsed = parse_mcp_config(config)
     links = await _connect_all(parsed, wait_for, cancel)
     return McpSource(parsed, links, _tools(links, wait_for))
+
+
+async def load_mcp_with_context(
+    config: ConfigSource, cancel: asyncio.Event | None, *, wait_for: WaitFor | None = None
+) -> McpSource:
+    """`load_mcp` with the caller's cancel signal first (the name the other ports use)."""
+    return await load_mcp(config, wait_for=wait_for, cancel=cancel)
 
 
 async def list_mcp_tools(

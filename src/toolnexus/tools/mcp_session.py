@@ -117,7 +117,7 @@ class ServerLink:
             if not ready.done():
                 self._fail("connection cancelled")
             raise
-        except BaseException as exc:
+        except Exception as exc:
             self._fail(await self._describe(exc))
         finally:
             self.session = None
@@ -169,9 +169,9 @@ class ServerLink:
     async def _open_remote(
         self, stack: AsyncExitStack, headers: dict[str, str], *, sse: bool
     ) -> ClientSession:
+        import httpx2
         from mcp.client.sse import sse_client
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         url = self.config.url
         assert url is not None
@@ -182,7 +182,9 @@ class ServerLink:
                     sse_client(url, headers=headers, timeout=self._budget)
                 )
             else:
-                client = await attempt.enter_async_context(create_mcp_http_client(headers=headers))
+                # The SDK's defaults: a response stream may stay open, so reads wait longer.
+                client = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30, read=300))
+                await attempt.enter_async_context(client)
                 read, write = await attempt.enter_async_context(
                     streamable_http_client(url, http_client=client)
                 )

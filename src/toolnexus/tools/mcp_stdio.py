@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
@@ -156,7 +157,10 @@ async def _stop(process: Process) -> None:
     with anyio.move_on_after(EXIT_GRACE):
         await process.wait()
     group = process.pid
-    if _group_alive(group):
+    if sys.platform == "win32":  # pragma: no cover - no process groups to signal
+        if process.returncode is None:
+            process.kill()
+    elif _group_alive(group):
         _signal_group(group, signal.SIGTERM)
         with anyio.move_on_after(KILL_GRACE):
             while _group_alive(group):  # noqa: ASYNC110 - no event tells us a group emptied

@@ -70,6 +70,9 @@ DEMO_TOOLS = frozenset(
         "ask_expiring",
         "whoami",
         "leak",
+        "ask_forever",
+        "ask_roots",
+        "ask_sampling",
     }
 )
 """Every tool the demo server offers, under its original name."""

@@ -67,7 +67,7 @@ PERSON = Human()
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def inline() -> AsyncIterator[McpSource]:
-    config = {"modern": demo(), "legacy": demo("--legacy"), "slow": demo("--legacy", timeout=2500)}
+    config = {"modern": demo(), "legacy": demo("--legacy"), "slow": demo("--legacy", timeout=3000)}
     async with await load_mcp(config, wait_for=PERSON) as source:
         assert set(source.status().values()) == {"connected"}, source.errors()
         yield source
@@ -161,7 +161,7 @@ async def test_two_rounds_of_questions_are_both_asked_inline(
 async def test_the_idle_timeout_is_paused_while_a_human_answers(
     inline: McpSource, human: Human
 ) -> None:
-    human.delay = 3.0  # longer than the server's 2500 ms idle timeout
+    human.delay = 3.5  # longer than the server's 3000 ms idle timeout
     result = await run(inline, "slow_ask_form")
     assert (result.output, result.is_error) == (f"accept:{ANN}", False)
 
@@ -307,3 +307,25 @@ async def test_an_answer_to_another_tools_request_is_not_taken_as_ours(
     foreign = replace(request, data=data)
     result = await run(durable, "modern_ask_form", resume_ctx(foreign, accept({"name": "Ann"})))
     assert pending_of(result) is not None  # a fresh call: the server asks again
+
+
+@MODULE
+async def test_a_roots_request_is_answered_with_no_roots(durable: McpSource) -> None:
+    assert (await run(durable, "modern_ask_roots")).output == "roots:0"
+
+
+@MODULE
+async def test_a_sampling_request_is_a_clear_error(durable: McpSource) -> None:
+    result = await run(durable, "modern_ask_sampling")
+    assert result.is_error
+    assert "toolnexus does not serve MCP sampling" in result.output
+
+
+@MODULE
+async def test_a_server_that_never_stops_asking_is_given_up_on(
+    inline: McpSource, human: Human
+) -> None:
+    result = await run(inline, "modern_ask_forever")
+    assert result.is_error
+    assert result.output == "MCP tool ask_forever asked for input more than 10 times; gave up"
+    assert len(human.asked) == 10

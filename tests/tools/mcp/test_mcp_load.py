@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,10 +13,10 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from mcp_servers import DEMO_TOOLS, alive, demo, refused_url, script
+from mcp_servers import DEMO, DEMO_TOOLS, alive, demo, refused_url, script
 
 from toolnexus import RunCancelled, ToolResult
-from toolnexus.tools.mcp import McpSource, list_mcp_tools, load_mcp
+from toolnexus.tools.mcp import McpSource, list_mcp_tools, load_mcp, load_mcp_with_context
 
 MODULE = pytest.mark.asyncio(loop_scope="module")
 
@@ -307,3 +308,20 @@ async def test_a_command_that_is_not_executable_is_named(tmp_path: Path) -> None
     plain.write_text("#!/bin/sh\n")
     async with await load_mcp({"s": {"command": [str(plain)]}}) as source:
         assert source.errors() == {"s": f"cannot start {plain}: Permission denied"}
+
+
+async def test_lines_on_stdout_that_are_not_json_are_skipped() -> None:
+    noisy = (
+        "import runpy, sys; print('starting up...', flush=True); "
+        f"sys.argv = [{str(DEMO)!r}]; runpy.run_path({str(DEMO)!r}, run_name='__main__')"
+    )
+    async with await load_mcp({"noisy": {"command": [sys.executable, "-c", noisy]}}) as source:
+        assert source.status() == {"noisy": "connected"}
+        assert await text_of(source, "noisy_echo", {"text": "clean"}) == "clean"
+
+
+async def test_load_mcp_with_context_takes_the_cancel_signal_first() -> None:
+    cancel = asyncio.Event()
+    cancel.set()
+    with pytest.raises(RunCancelled):
+        await load_mcp_with_context({"x": {"command": ["no-such-binary"]}}, cancel)

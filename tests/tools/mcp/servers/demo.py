@@ -212,6 +212,36 @@ async def ask_twice(ctx: Context) -> Any:
 
 
 @server.tool(structured_output=False)
+async def ask_forever(ctx: Context) -> Any:
+    """Never satisfied: asks the same question again on every round (modern era only)."""
+    params = t.ElicitRequestFormParams(message="Again?", requested_schema=FORM_SCHEMA)
+    return t.InputRequiredResult(
+        input_requests={"again": t.ElicitRequest(params=params)}, request_state="again"
+    )
+
+
+@server.tool(structured_output=False)
+async def ask_roots(ctx: Context) -> Any:
+    """Ask the client for its roots (modern era only); report how many came back."""
+    answer = (ctx.input_responses or {}).get("roots")
+    if isinstance(answer, t.ListRootsResult):
+        return f"roots:{len(answer.roots)}"
+    return t.InputRequiredResult(
+        input_requests={"roots": t.ListRootsRequest()}, request_state="roots"
+    )
+
+
+@server.tool(structured_output=False)
+async def ask_sampling(ctx: Context) -> Any:
+    """Ask the client to sample a model (modern era only)."""
+    message = t.SamplingMessage(role="user", content=t.TextContent(type="text", text="hi"))
+    request = t.CreateMessageRequest(
+        params=t.CreateMessageRequestParams(messages=[message], max_tokens=5)
+    )
+    return t.InputRequiredResult(input_requests={"llm": request}, request_state="llm")
+
+
+@server.tool(structured_output=False)
 async def ask_expiring(ctx: Context) -> Any:
     """Like ask_form, but the input-required result names when its state expires."""
     result = await _elicit(
@@ -267,17 +297,20 @@ async def serve_legacy_stdio() -> None:
 async def serve_http(kind: str) -> None:
     import uvicorn
 
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    class Announcing(uvicorn.Server):
+        """Prints the port it bound once listening (port 0 picks a free one)."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            print(f"PORT {self.servers[0].sockets[0].getsockname()[1]}", flush=True)
+
     app = (
         server.sse_app()
         if kind == "sse"
         else server.streamable_http_app(json_response=options.json_response)
     )
-    config = uvicorn.Config(app, log_level="warning", lifespan="on")
-    print(f"PORT {sock.getsockname()[1]}", flush=True)
-    await uvicorn.Server(config).serve(sockets=[sock])
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    await Announcing(config).serve()
 
 
 def main() -> None:
