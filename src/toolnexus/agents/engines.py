@@ -7,6 +7,7 @@ definition over runtime, never merged). Every model call passes the runtime's gl
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -77,6 +78,22 @@ class GatedTransport:
         await self._inner.aclose()
 
 
+def _api_key(dialect: Dialect, given: str | None) -> str | None:
+    """The given key, else the environment's (like `create_client`); ``None`` when absent."""
+    if given:
+        return given
+    own, other = (
+        ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+        if dialect.style == "anthropic"
+        else ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+    )
+    for name in ("OPENROUTER_API_KEY", own, other):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
 def _dialect(style: str) -> Dialect:
     if style == "openai":
         return OpenAIDialect()
@@ -119,7 +136,10 @@ class EngineFactory:
         model = agent.model if agent.model and agent.model != "inherit" else llm.model
         if not model:
             raise UsageError(f"agent {agent.name!r} has no model: set AgentDef.model or llm.model")
-        headers = {**self.dialect.auth_headers(llm.api_key), **dict(llm.headers or {})}
+        headers = {
+            **self.dialect.auth_headers(_api_key(self.dialect, llm.api_key)),
+            **dict(llm.headers or {}),
+        }
         on_metric = agent.on_metric
 
         def emit(event: dict[str, Any]) -> None:

@@ -13,12 +13,14 @@ from typing import Any, Protocol, cast, runtime_checkable
 from ..errors import CheckpointError, StoreError
 from ..loop.checkpoint import Checkpoint
 from ..stores.base import ConversationStore
+from ..stores.memory import InMemoryConversationStore
 from ..suspension import Request
 from .handle import Handle
 from .types import Budget, InboxItem, TaskResult
 
 __all__ = [
     "InMemoryRuntimeStore",
+    "NullRuntimeStore",
     "RuntimeStore",
     "as_runtime_store",
     "handle_from_json",
@@ -80,13 +82,27 @@ class _DocumentRuntimeStore:
         return [dict(r) for r in rows]
 
 
-def as_runtime_store(backend: object) -> RuntimeStore | None:
-    """The backend itself when it keeps handle tables, else a document table on it."""
+class NullRuntimeStore:
+    """No persistence: the tree lives in this process only (the default without a store)."""
+
+    async def save_handles(self, runtime_id: str, rows: list[dict[str, Any]]) -> None:
+        del runtime_id, rows
+
+    async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
+        del runtime_id
+        return []
+
+
+def as_runtime_store(backend: object) -> RuntimeStore:
+    """The backend itself when it keeps handle tables; for the process-lifetime memory store,
+    no persistence at all; for any other conversation store, a document table on it."""
     if isinstance(backend, RuntimeStore):
         return backend
+    if isinstance(backend, InMemoryConversationStore):
+        return NullRuntimeStore()
     if isinstance(backend, ConversationStore):
         return _DocumentRuntimeStore(backend)
-    return None
+    return NullRuntimeStore()
 
 
 def handle_from_json(row: dict[str, Any], parent: Handle) -> Handle:

@@ -41,7 +41,7 @@ from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of
 from .clock import AsyncioClock, Clock
 from .engines import EngineFactory, LlmConfig
 from .handle import ROOT_ID, Handle, render_inbox
-from .persistence import InMemoryRuntimeStore, RuntimeStore, as_runtime_store, handle_from_json
+from .persistence import NullRuntimeStore, RuntimeStore, as_runtime_store, handle_from_json
 from .task_tool import task_tool
 from .types import (
     AgentDef,
@@ -108,7 +108,10 @@ class AgentRuntime:
         backend = resolve_store(store)
         self._conversations: ConversationStore = backend
         self._runs: RunStore = backend if isinstance(backend, RunStore) else InMemoryRunStore()
-        self._tree: RuntimeStore = as_runtime_store(backend) or InMemoryRuntimeStore()
+        self._tree: RuntimeStore = as_runtime_store(backend)
+        self._persisting = not isinstance(self._tree, NullRuntimeStore)
+        self._owns_store = isinstance(store, str)
+        self._backend = backend
         self._gate = asyncio.Semaphore(max_concurrent_turns)
         self._in_flight = 0
         self.max_observed_concurrent_turns = 0
@@ -227,8 +230,12 @@ class AgentRuntime:
         h.state = to
 
     async def _persist(self, *handles: Handle) -> None:
-        rows = [h.to_json() for h in handles]
-        rows.append(self.root.to_json())
+        """Write these handles' rows (and the root's when a top-level handle changed)."""
+        if not self._persisting:
+            return
+        rows = [h.to_json() for h in handles if h is not self.root]
+        if any(h.parent is self.root or h is self.root for h in handles):
+            rows.append(self.root.to_json())
         await self._tree.save_handles(self.runtime_id, rows)
 
     def handle(self, id: str) -> Handle | None:
@@ -272,6 +279,8 @@ class AgentRuntime:
         return child
 
     def _schedule_persist(self, *handles: Handle) -> None:
+        if not self._persisting:
+            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -726,6 +735,9 @@ class AgentRuntime:
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
         await self._engines.aclose()
+        closer = getattr(self._backend, "aclose", None)
+        if self._owns_store and closer is not None:
+            await closer()
 
     async def __aenter__(self) -> AgentRuntime:
         return self
