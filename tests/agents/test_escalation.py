@@ -199,3 +199,71 @@ async def test_a_suspended_tree_survives_the_process_and_a_new_one_resumes_it(
         "root/approverParent.1/approver.1: idle→closed",
         "root/approverParent.1: running→idle",
     ]
+
+
+async def test_an_expired_request_resumes_the_leaf_with_the_expired_decline() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from toolnexus import Tool, ToolContext, ToolResult, pending
+    from toolnexus.suspension import format_timestamp
+
+    seen: list[Any] = []
+
+    async def gate(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        if ctx is not None and ctx.answer is not None:
+            seen.append(ctx.answer)
+            return ToolResult("approved")
+        past = format_timestamp(datetime.now(UTC) - timedelta(seconds=1))
+        return pending(kind="approval", prompt="approve?", expiresAt=past)
+
+    reg = registry()
+    reg["approver"].tools = [Tool("check_secret", "gate", {"type": "object"}, "custom", gate)]
+    async with ScriptedModel(default=brain) as model:
+        async with AgentRuntime(registry=reg, llm=llm_of(model)) as rt:
+            parent = await start(rt)
+            phase1 = await rt.wait(parent)
+            assert phase1.pending is not None
+            await rt.resume(Answer(id=phase1.pending.id, ok=True))
+            final = await rt.wait(parent)
+    assert seen == []  # a decline never re-runs the tool
+    assert final.status == "done"
+    leaf_request = next(r for r in model.requests[::-1] if r.body["model"] == "m-leaf")
+    assert leaf_request.body["messages"][-1]["content"] == "declined/expired: approve?"
+
+
+async def test_two_processes_resuming_the_same_restored_tree_resume_it_once(
+    tmp_path: Any,
+) -> None:
+    import asyncio
+    import json
+    import sys
+    from pathlib import Path
+
+    worker = Path(__file__).parents[1] / "helpers" / "runtime_proc.py"
+    store = f"sqlite:///{tmp_path / 'tree.db'}"
+
+    async def spawn_worker(*args: str) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(worker),
+            *args,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+
+    async with ScriptedModel(default=brain) as model:
+        halt = await spawn_worker("halt", model.openai_base_url, store)
+        _out, err = await asyncio.wait_for(halt.communicate(), 30)
+        assert halt.returncode == 0, err.decode()
+        racers = [await spawn_worker("resume", model.openai_base_url, store) for _ in range(2)]
+        results = [await asyncio.wait_for(p.communicate(), 30) for p in racers]
+    codes = sorted(p.returncode or 0 for p in racers)
+    assert codes[0] == 0 and codes[1] != 0, [r[1].decode()[-300:] for r in results]
+    loser = next(err.decode() for p, (_, err) in zip(racers, results, strict=True) if p.returncode)
+    assert "AnswerConflict" in loser or "no suspended handle" in loser
+    winner = next(
+        json.loads(o) for p, (o, _) in zip(racers, results, strict=True) if not p.returncode
+    )
+    assert winner["status"] == "done"
+    leaf_calls_after = [r for r in model.requests if r.body["model"] == "m-leaf"]
+    assert len(leaf_calls_after) == 2  # one before the halt, exactly one resumed call
