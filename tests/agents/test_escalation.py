@@ -258,12 +258,12 @@ async def test_two_processes_resuming_the_same_restored_tree_resume_it_once(
         racers = [await spawn_worker("resume", model.openai_base_url, store) for _ in range(2)]
         results = [await asyncio.wait_for(p.communicate(), 30) for p in racers]
     codes = sorted(p.returncode or 0 for p in racers)
-    assert codes[0] == 0 and codes[1] != 0, [r[1].decode()[-300:] for r in results]
-    loser = next(err.decode() for p, (_, err) in zip(racers, results, strict=True) if p.returncode)
+    assert codes[0] == 0, [r[1].decode()[-300:] for r in results]
+    assert codes[1] != 0
+    pairs = list(zip(racers, results, strict=True))
+    loser = next(err.decode() for p, (_, err) in pairs if p.returncode)
     assert "AnswerConflict" in loser or "no suspended handle" in loser
-    winner = next(
-        json.loads(o) for p, (o, _) in zip(racers, results, strict=True) if not p.returncode
-    )
+    winner = next(json.loads(o) for p, (o, _) in pairs if not p.returncode)
     assert winner["status"] == "done"
     leaf_calls_after = [r for r in model.requests if r.body["model"] == "m-leaf"]
     assert len(leaf_calls_after) == 2  # one before the halt, exactly one resumed call
