@@ -232,11 +232,16 @@ class Client:
         self._emit(event)
 
     async def _final(self, state: RunState) -> RunResult:
-        result: RunResult | None = None
-        async for event in self._drive(state, stream=False):
-            if event["type"] == "done":
-                result = event["result"]
-        assert result is not None
+        """`_drive` without streaming: no events to pass through, just the result."""
+        started = time.perf_counter()
+        try:
+            result = await self._engine.complete(state)
+            if state.checkpoint is not None:
+                await self._runs.save_halt(state.checkpoint)
+        except BaseException as exc:
+            self._run_event(state, started, error=exc)
+            raise
+        self._run_event(state, started, error=None)
         return result
 
     # -- the loop ------------------------------------------------------------------------

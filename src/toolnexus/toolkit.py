@@ -126,6 +126,7 @@ class Toolkit:
         wait_for: WaitFor | None = None,
         skills_prompt: str = "",
         mcp_status: Callable[[], Mapping[str, str]] | Mapping[str, str] | None = None,
+        mcp_errors: Callable[[], Mapping[str, str]] | None = None,
         closers: Sequence[Closer] = (),
     ) -> None:
         self._tools: dict[str, Tool] = {}
@@ -134,6 +135,7 @@ class Toolkit:
         self.wait_for = wait_for
         self._skills_prompt = skills_prompt
         self._mcp_status = mcp_status
+        self._mcp_errors = mcp_errors
         self._closers = list(closers)
         self._closed = False
         self._cache: dict[str, list[dict[str, Any]]] = {}
@@ -189,6 +191,10 @@ class Toolkit:
     def skills_prompt(self) -> str:
         """The skills section of the system prompt (``""`` with no skill source)."""
         return self._skills_prompt
+
+    def mcp_errors(self) -> dict[str, str]:
+        """``{server: reason}`` for every MCP server that failed (secrets redacted)."""
+        return dict(self._mcp_errors()) if self._mcp_errors is not None else {}
 
     def mcp_status(self) -> dict[str, str]:
         """``{server: "connected" | "disabled" | "failed"}`` for every configured MCP server."""
@@ -314,11 +320,13 @@ async def create_toolkit(
     mcp_tools: list[Tool] = []
     closers: list[Closer] = []
     status: Callable[[], Mapping[str, str]] | None = None
+    errors: Callable[[], Mapping[str, str]] | None = None
     if mcp_config is not None:
         source = await load_mcp(mcp_config, wait_for=wait_for, cancel=cancel)
         mcp_tools = list(source.tools)
         closers.append(source.close)
         status = source.status
+        errors = source.errors
         if builtins is None:
             builtins = source.builtins
     try:
@@ -336,6 +344,7 @@ async def create_toolkit(
             wait_for=wait_for,
             closers=closers,
             status=status,
+            errors=errors,
         )
     except BaseException:
         for closer in closers:
@@ -358,6 +367,7 @@ async def _assemble(
     wait_for: WaitFor | None,
     closers: list[Closer],
     status: Callable[[], Mapping[str, str]] | None,
+    errors: Callable[[], Mapping[str, str]] | None,
 ) -> Toolkit:
     skill_source = await load_skills(
         skills_dir=skills_dir,
@@ -388,5 +398,6 @@ async def _assemble(
         wait_for=wait_for,
         skills_prompt=skill_source.prompt() if skill_kept else "",
         mcp_status=status,
+        mcp_errors=errors,
         closers=closers,
     )

@@ -92,3 +92,45 @@ async def test_an_agent_as_a_tool_runs_its_loop_inside_a_client_run() -> None:
             result = await c.run("go", tk)
     assert result.text == "outer got: alpha's answer"
     assert result.tool_calls[0].metadata == {"agent": "alpha", "turns": 1, "totalTokens": 15}
+
+
+async def test_a_suspending_agent_tool_is_answered_by_the_callers_wait_for() -> None:
+    from agent_support import approval_brain
+
+    from toolnexus import Request
+
+    asker = agent("asker", does="asks", uses={"tools": [check_secret_tool()]}, model="m-inner")
+    inner = approval_brain("inner got the secret")
+
+    def brain(request: RecordedRequest) -> Reply:
+        if request.body["model"] == "m-inner":
+            return inner(request)
+        seen = [m for m in request.body["messages"] if m.get("role") == "tool"]
+        if not seen:
+            return tool_calls(call("asker", {"prompt": "get it"}))
+        return text(f"outer: {seen[-1]['content']}")
+
+    asked: list[Request] = []
+
+    async def approve(request: Request) -> Answer:
+        asked.append(request)
+        return Answer(id=request.id, ok=True)
+
+    async with ScriptedModel(default=brain) as model:
+        tk = await create_toolkit(extra_tools=[asker.as_tool(llm=llm_of(model))], builtins=False)
+        async with create_client(
+            base_url=model.openai_base_url, model="m-outer", api_key="k", wait_for=approve
+        ) as c:
+            result = await c.run("go", tk)
+    assert result.text == "outer: inner got the secret"
+    assert [r.kind for r in asked] == ["approval"]
+    assert sum(1 for r in model.requests if r.body["model"] == "m-inner") == 2
+
+
+def test_unknown_uses_keys_are_refused() -> None:
+    import pytest
+
+    from toolnexus import UsageError
+
+    with pytest.raises(UsageError, match="unknown uses key"):
+        agent("a", does="x", uses={"tool": []})

@@ -185,6 +185,121 @@ def test_a_hand_edited_checkpoint_is_refused_with_a_clear_error(
         Checkpoint.loads(corrupt(path, value))
 
 
+# -- hostile hand-edited JSON: every malformed input is a CheckpointError ------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("created_at",), "yesterday"),
+        (("created_at",), True),
+        (("created_at",), [1]),
+        (("created_at",), 10**400),
+        (("model",), 7),
+        (("model",), {"name": "m"}),
+        (("style",), ["openai"]),
+        (("turn",), "1"),
+        (("turn",), -1),
+        (("turn",), 1.5),
+        (("usage",), "lots"),
+        (("usage",), [1, 2, 3]),
+        (("usage", "prompt_tokens"), "ten"),
+        (("usage", "total_tokens"), -3),
+        (("tool_calls",), 5),
+        (("tool_calls",), {"0": {}}),
+        (("tool_calls", 0, "args"), "a=1"),
+        (("tool_calls", 0, "name"), 3),
+        (("tool_calls", 0, "output"), {"text": "1"}),
+        (("tool_calls", 0, "is_error"), "no"),
+        (("tool_calls", 0, "metadata"), [1]),
+        (("outstanding",), "calls"),
+        (("outstanding",), {"0": {}}),
+        (("outstanding", 0), "a call"),
+        (("outstanding", 0, "arguments"), {"a": 1}),
+        (("outstanding", 0, "name"), None),
+        (("outstanding", 0, "result"), "1"),
+        (("outstanding", 0, "result", "is_error"), "yes"),
+        (("outstanding", 0, "result", "metadata"), "meta"),
+        (("outstanding", 1, "request"), "req-1"),
+        (("outstanding", 1, "request"), [1]),
+        (("outstanding", 1, "request", "kind"), 7),
+        (("outstanding", 1, "request", "prompt"), ["Ship", "it?"]),
+        (("outstanding", 1, "request", "data"), "env=prod"),
+        (("pending",), None),
+        (("pending",), "req-1"),
+        (("pending",), ["req-1"]),
+        (("pending",), {"id": "req-1", "kind": "approval", "prompt": "?", "extra": 1}),
+        (("pending", "id"), 1),
+        (("pending", "kind"), None),
+        (("pending", "prompt"), {"text": "?"}),
+        (("pending", "url"), 5),
+        (("pending", "expiresAt"), 1_700_000_000),
+        (("fingerprint",), ["abc"]),
+        (("conversation_id",), 9),
+        (("messages",), None),
+        (("messages",), {"role": "user"}),
+    ],
+    ids=lambda value: repr(value)[:40],
+)
+def test_a_wrong_type_or_value_anywhere_is_a_checkpoint_error(
+    path: tuple[Any, ...], value: Any
+) -> None:
+    with pytest.raises(CheckpointError):
+        Checkpoint.loads(corrupt(path, value))
+
+
+@pytest.mark.parametrize("depth", [10_000, 1_000_000])
+@pytest.mark.parametrize("bracket", ["[", '{"a":'])
+def test_deeply_nested_json_is_a_checkpoint_error(depth: int, bracket: str) -> None:
+    with pytest.raises(CheckpointError, match="not valid JSON"):
+        Checkpoint.loads(bracket * depth)
+
+
+def test_deep_nesting_inside_a_field_is_a_checkpoint_error() -> None:
+    text = corrupt(("fingerprint",), "x").replace('"x"', "[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CheckpointError):
+        Checkpoint.loads(text)
+
+
+@pytest.mark.parametrize(
+    "text_",
+    ["NaN", "Infinity", "null", "true", "7", '"checkpoint"', "\ufeff{}", "{}", '{"version": 1}'],
+)
+def test_json_that_is_no_checkpoint_is_a_checkpoint_error(text_: str) -> None:
+    with pytest.raises(CheckpointError):
+        Checkpoint.loads(text_)
+
+
+@pytest.mark.parametrize("created_at", ["NaN", "Infinity", "-Infinity"])
+def test_a_non_finite_creation_time_is_a_checkpoint_error(created_at: str) -> None:
+    text = corrupt(("created_at",), 0).replace('"created_at": 0', f'"created_at": {created_at}')
+    assert created_at in text
+    with pytest.raises(CheckpointError, match="created_at"):
+        Checkpoint.loads(text)
+
+
+@pytest.mark.parametrize("raw", [b"\xff\xfe{", b"\x80abc", 12, None, ["{}"]], ids=repr)
+def test_input_that_is_not_text_is_a_checkpoint_error(raw: Any) -> None:
+    with pytest.raises(CheckpointError, match="not valid JSON"):
+        Checkpoint.loads(raw)
+
+
+@pytest.mark.parametrize("data", [None, [], "text", 7, {"version": 1, "messages": {}}], ids=repr)
+def test_from_json_refuses_data_that_is_no_checkpoint(data: Any) -> None:
+    with pytest.raises(CheckpointError):
+        Checkpoint.from_json(data)
+
+
+def test_a_missing_optional_field_takes_its_default() -> None:
+    data = json.loads(sample().dumps())
+    for key in ("model", "turn", "usage", "tool_calls", "fingerprint", "conversation_id"):
+        del data[key]
+    loaded = Checkpoint.from_json(data)
+    assert (loaded.model, loaded.turn, loaded.tool_calls, loaded.fingerprint) == ("", 0, [], "")
+    assert loaded.usage == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    assert loaded.conversation_id is None
+
+
 def tool(name: str, schema: dict[str, Any]) -> Tool:
     return Tool(name=name, description="", input_schema=schema, source="native", execute=print)
 

@@ -259,21 +259,56 @@ async def test_a_new_halt_is_listed_with_its_pending_index_entry(store: Any) -> 
 # -- claim / complete / release -----------------------------------------------------------
 
 
-async def test_a_second_claim_is_a_conflict_naming_the_winner(store: Any) -> None:
+async def test_a_claim_of_a_claimed_request_says_another_resume_holds_it_until_its_lease(
+    store: Any,
+) -> None:
+    await saved(store)
+    await store.claim("req-1", yes(), answered_by="ana", lease_s=90)
+    with pytest.raises(AnswerConflict) as caught:
+        await store.claim("req-1", yes(), answered_by="bob")
+    assert caught.value.answered_by == "ana"
+    assert str(caught.value) == (
+        'request "req-1" is being answered right now by ana: another resume claimed it '
+        "(lease until 2023-11-14T22:14:50.000Z)"
+    )
+
+
+async def test_a_claim_of_an_answered_request_says_it_was_already_answered(store: Any) -> None:
     await saved(store)
     await store.claim("req-1", yes(), answered_by="ana")
-    with pytest.raises(AnswerConflict, match='request "req-1" was already answered by ana') as e:
+    await store.complete("req-1")
+    with pytest.raises(AnswerConflict) as caught:
         await store.claim("req-1", yes(), answered_by="bob")
-    assert e.value.answered_by == "ana"
+    assert caught.value.answered_by == "ana"
+    assert str(caught.value) == 'request "req-1" was already answered by ana'
+
+
+async def test_a_post_to_a_claimed_request_says_another_resume_holds_it(store: Any) -> None:
+    await saved(store)
+    await store.claim("req-1", yes(), answered_by="ana")
+    with pytest.raises(AnswerConflict, match="is being answered right now by ana"):
+        await store.post_answer("req-1", yes(), answered_by="bob")
 
 
 async def test_a_conflict_with_an_anonymous_winner_names_nobody(store: Any) -> None:
     await saved(store)
-    await store.claim("req-1", yes())
+    await store.post_answer("req-1", yes())
     with pytest.raises(AnswerConflict) as caught:
         await store.claim("req-1", yes(), answered_by="bob")
     assert caught.value.answered_by is None
     assert str(caught.value) == 'request "req-1" was already answered'
+
+
+async def test_a_conflict_with_an_anonymous_claim_names_nobody(store: Any) -> None:
+    await saved(store)
+    await store.claim("req-1", yes(), lease_s=30)
+    with pytest.raises(AnswerConflict) as caught:
+        await store.claim("req-1", yes(), answered_by="bob")
+    assert caught.value.answered_by is None
+    assert str(caught.value) == (
+        'request "req-1" is being answered right now: another resume claimed it '
+        "(lease until 2023-11-14T22:13:50.000Z)"
+    )
 
 
 async def test_a_claim_of_an_unknown_request_is_recorded_so_a_second_conflicts(
@@ -354,6 +389,17 @@ async def test_release_makes_the_request_claimable_and_listed_again(store: Any) 
     await store.claim("req-1", yes(), answered_by="bob")
     with pytest.raises(AnswerConflict, match="by bob"):
         await store.claim("req-1", yes())
+
+
+async def test_a_request_saved_again_while_claimed_is_listed_as_pending_once_released(
+    store: Any,
+) -> None:
+    await saved(store)
+    await store.claim("req-1", yes(), answered_by="ana")
+    await store.save_halt(checkpoint(turn=2))  # the resume's progress, saved under the claim
+    await store.release("req-1")  # …and then the resume failed
+    [entry] = await store.list_pending()
+    assert (entry.request_id, entry.status) == ("req-1", "pending")
 
 
 async def test_release_forgets_the_released_answer(store: Any) -> None:

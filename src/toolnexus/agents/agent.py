@@ -67,12 +67,30 @@ class Agent:
         return result
 
     def as_tool(self, **rt_opts: Any) -> Tool:
-        """This agent as a tool ``{prompt}``: runs its loop, returns only the final text."""
+        """This agent as a tool ``{prompt}``: runs its loop, returns only the final text.
+
+        When the agent suspends, the tool suspends with the same Request; the retry with the
+        answer resumes that very run (its runtime is kept until then), so the agent's tool
+        sees the answer — inline through the caller's ``wait_for`` or through a durable resume
+        in the same process.
+        """
+        parked: dict[str, AgentRuntime] = {}
 
         async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
-            del ctx
-            result = await self.run(str(args.get("prompt", "")), **rt_opts)
+            answer = ctx.answer if ctx is not None else None
+            rt = parked.pop(answer.id, None) if answer is not None else None
+            if rt is not None and answer is not None:
+                await rt.resume(answer)
+                handle = rt.handle(f"root/{self.name}.1")
+                assert handle is not None
+                result = await rt.wait(handle)
+                if result.status != "pending":
+                    await rt.aclose()
+            else:
+                result = await self.run(str(args.get("prompt", "")), **rt_opts)
             if result.status == "pending" and result.pending is not None:
+                if result.runtime is not None:
+                    parked[result.pending.id] = result.runtime
                 return suspension_result(result.pending)
             text = result.text if result.status == "done" else f"[{result.status}] {result.text}"
             return ToolResult(
@@ -119,6 +137,9 @@ def agent(
         raise UsageError("give soul or soul_file, not both")
     if soul_file is not None:
         soul = Path(soul_file).read_text(encoding="utf-8")
+    unknown = sorted(set(uses or {}) - {"tools"})
+    if unknown:
+        raise UsageError(f"agent {name!r}: unknown uses key(s) {', '.join(unknown)} (known: tools)")
     tools = list((uses or {}).get("tools") or [])
     for t in tools:
         if not isinstance(t, Tool):

@@ -85,13 +85,14 @@ class BudgetGuard:
 
     def before_call(self) -> str | None:
         h = self.handle
-        if h.turns >= max_turns_of(h.budget):
+        if h.run_turns >= max_turns_of(h.budget):
             return "maxTurns"
         return exhausted(h, self.now(), self._live_tool_calls())
 
     def after_call(self, usage: Usage) -> None:
         h = self.handle
         h.turns += 1
+        h.run_turns += 1
         spent = usage.get("total_tokens", 0) or (
             usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
         )

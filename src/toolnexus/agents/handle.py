@@ -38,6 +38,7 @@ class Handle:
         self.budget = budget
         self.tokens = 0  # own + every descendant's (the roll-up ledger)
         self.turns = 0  # own model calls, lifetime
+        self.run_turns = 0  # model calls since the last fresh wake (what max_turns caps)
         self.tool_calls = 0  # own tool calls, lifetime
         self.started_at: float | None = None
         self.next_child = 1
@@ -90,6 +91,7 @@ class Handle:
             "budget": self.budget.to_json(),
             "tokens": self.tokens,
             "turns": self.turns,
+            "run_turns": self.run_turns,
             "tool_calls": self.tool_calls,
             "started_at": self.started_at,
             "next_child": self.next_child,

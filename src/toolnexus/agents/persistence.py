@@ -1,9 +1,13 @@
 """The runtime store: the handle table, so a suspended tree survives the process.
 
-A backend that offers ``save_handles`` / ``load_handles`` is used directly. Any other
-`ConversationStore` (memory, SQLite, Postgres, a host's own) keeps the table as one document
-under the reserved conversation id ``__toolnexus_runtime__/<runtime id>``: every handle's row —
-state, inbox, budget, usage, lineage, last result, pending request and halted checkpoint.
+Every handle has a row — state, inbox, budget, usage, lineage, last result, pending request and
+halted checkpoint — and the runtime saves the rows of the handles that changed.
+
+A backend that offers ``save_handles`` / ``load_handles`` (the `RuntimeStore` Protocol) is used
+directly: `SqliteStore` and `PostgresStore` keep one SQL row per handle, so a save costs what
+changed, never the whole tree. The process-lifetime memory store persists nothing. Any other
+`ConversationStore` (a host's own) keeps the table as one document under the reserved
+conversation id ``__toolnexus_runtime__/<runtime id>``, rewritten whole on every save.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 
 from ..errors import CheckpointError, StoreError
 from ..loop.checkpoint import Checkpoint
+from ..stores._handlerows import LEGACY_PREFIX
 from ..stores.base import ConversationStore
 from ..stores.memory import InMemoryConversationStore
 from ..suspension import Request
@@ -25,8 +30,6 @@ __all__ = [
     "as_runtime_store",
     "handle_from_json",
 ]
-
-_PREFIX = "__toolnexus_runtime__/"
 
 
 @runtime_checkable
@@ -56,6 +59,10 @@ class InMemoryRuntimeStore:
     async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
         return list(self._tables.get(runtime_id, {}).values())
 
+    async def delete_handles(self, runtime_id: str) -> bool:
+        """Forget the whole table of ``runtime_id``; True when there was one."""
+        return bool(self._tables.pop(runtime_id, None))
+
 
 class _DocumentRuntimeStore:
     """The handle table as one document in a conversation store."""
@@ -71,15 +78,20 @@ class _DocumentRuntimeStore:
             self._tables[runtime_id] = table
         for row in rows:
             table[str(row["id"])] = row
-        await self._store.save(_PREFIX + runtime_id, list(table.values()))
+        await self._store.save(LEGACY_PREFIX + runtime_id, list(table.values()))
 
     async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
-        rows = await self._store.get(_PREFIX + runtime_id)
+        rows = await self._store.get(LEGACY_PREFIX + runtime_id)
         if rows is None:
             return []
         if not all(isinstance(r, dict) and isinstance(r.get("id"), str) for r in rows):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise StoreError(f"the stored handle table of runtime {runtime_id!r} is malformed")
         return [dict(r) for r in rows]
+
+    async def delete_handles(self, runtime_id: str) -> bool:
+        """Forget the whole table of ``runtime_id``; True when there was one."""
+        self._tables.pop(runtime_id, None)
+        return await self._store.delete(LEGACY_PREFIX + runtime_id)
 
 
 class NullRuntimeStore:
@@ -94,8 +106,12 @@ class NullRuntimeStore:
 
 
 def as_runtime_store(backend: object) -> RuntimeStore:
-    """The backend itself when it keeps handle tables; for the process-lifetime memory store,
-    no persistence at all; for any other conversation store, a document table on it."""
+    """The runtime store for a backend.
+
+    The backend itself when it keeps handle tables (`SqliteStore`, `PostgresStore`, any object
+    with ``save_handles`` / ``load_handles``); for the process-lifetime memory store, no
+    persistence at all; for any other conversation store, a document table on it.
+    """
     if isinstance(backend, RuntimeStore):
         return backend
     if isinstance(backend, InMemoryConversationStore):
@@ -113,6 +129,7 @@ def handle_from_json(row: dict[str, Any], parent: Handle) -> Handle:
     h.inbox.extend(InboxItem.from_json(i) for i in cast(list[Any], row.get("inbox") or []))
     h.tokens = int(row.get("tokens") or 0)
     h.turns = int(row.get("turns") or 0)
+    h.run_turns = int(row.get("run_turns") or 0)
     h.tool_calls = int(row.get("tool_calls") or 0)
     started = row.get("started_at")
     h.started_at = float(started) if isinstance(started, int | float) else None

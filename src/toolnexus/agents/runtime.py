@@ -338,6 +338,7 @@ class AgentRuntime:
         ancestors = {a.id for a in h.ancestors()[1:]} | {"clock"}
         text = (prompt or "") + render_inbox(items, ancestors)
         h.cancel = asyncio.Event()
+        h.run_turns = 0
         if h.started_at is None:
             h.started_at = self.clock.now()
         self._move(h, "running")
@@ -458,12 +459,29 @@ class AgentRuntime:
         h.result = result
         if result.status == "pending":
             self._move(h, "suspended")
+            await self._index(h)
         elif h.state == "running":
             self._move(h, "idle")
         await self._persist(h)
         self._notify(h, result)
         if h.state != "running":
             self._release_slot(h)
+
+    async def _index(self, h: Handle) -> None:
+        """Put a durable suspension in the run store's pending index (the approvals inbox).
+
+        Only the handle whose own call asked is indexed (its parents relay the same request
+        through ``task``), and only when no ``wait_for`` up the chain will answer it inline.
+        """
+        checkpoint = h.checkpoint
+        if checkpoint is None or h.pending is None:
+            return
+        name, _ = halted_call(checkpoint)
+        if name == "task" or any(self.registry[a.agent].wait_for for a in h.ancestors()[1:-1]):
+            return
+        indexed = Checkpoint.loads(checkpoint.dumps())
+        indexed.conversation_id = h.id
+        await self._runs.save_halt(indexed)
 
     def _notify(self, h: Handle, result: TaskResult) -> None:
         waiters, h.waiters = h.waiters, []
@@ -616,12 +634,18 @@ class AgentRuntime:
 
     # -- resume -------------------------------------------------------------------------------
 
-    def _deepest_suspended(self, node: Handle) -> Handle | None:
+    def _deepest_suspended(self, node: Handle, request_id: str | None = None) -> Handle | None:
+        """Depth-first, children before self: the deepest suspended handle (waiting on
+        ``request_id`` when given)."""
         for child in node.children:
-            found = self._deepest_suspended(child)
+            found = self._deepest_suspended(child, request_id)
             if found is not None:
                 return found
-        return node if node.state == "suspended" and node is not self.root else None
+        if node is self.root or node.state != "suspended":
+            return None
+        if request_id is not None and (node.pending is None or node.pending.id != request_id):
+            return None
+        return node
 
     async def resume(
         self, answer: Answer | Mapping[str, Any], *, answered_by: str | None = None
@@ -639,7 +663,7 @@ class AgentRuntime:
             AnswerConflict: the request was already answered (here or in another process).
         """
         reply = as_answer(answer)
-        deepest = self._deepest_suspended(self.root)
+        deepest = self._deepest_suspended(self.root, reply.id) or self._deepest_suspended(self.root)
         if deepest is None or deepest.pending is None or deepest.checkpoint is None:
             raise ResumeError("no suspended handle to resume")
         if reply.id != deepest.pending.id:

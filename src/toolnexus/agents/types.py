@@ -194,7 +194,8 @@ class PostResult:
 class HandleView:
     """A read-only view of one handle.
 
-    ``tokens`` and ``turns`` are lifetime totals rolled up from the whole subtree.
+    ``tokens`` is the lifetime total rolled up from the whole subtree; ``turns`` counts the
+    handle's own model calls over its lifetime.
     """
 
     id: str

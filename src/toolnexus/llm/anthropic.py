@@ -16,13 +16,21 @@ from typing import Any, cast
 from .._types import Message, Tool, Usage, empty_usage
 from ..errors import BadResponse, ProviderError, UsageError
 from .base import ModelToolCall, ModelTurn, SSEEvent, Style
-from .convert import arguments_text, compact_json, make_usage, normalize_finish_reason, to_anthropic
+from .convert import (
+    AnthropicRendering,
+    arguments_text,
+    compact_json,
+    make_usage,
+    normalize_finish_reason,
+    to_anthropic,
+)
 
 __all__ = [
     "ANTHROPIC_VERSION",
     "DEFAULT_MAX_TOKENS",
     "AnthropicDialect",
     "AnthropicStream",
+    "AnthropicTranscript",
     "map_tool_choice",
     "tools_from_openai",
 ]
@@ -302,6 +310,58 @@ def _reply_calls(content: list[Any]) -> tuple[str, list[ModelToolCall]]:
     return "".join(texts), calls
 
 
+def _body(
+    model: str,
+    rendered: list[dict[str, Any]],
+    system: str | None,
+    tools: Sequence[dict[str, Any]],
+    stream: bool,
+    max_tokens: int | None,
+    tool_choice: Any,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+        "messages": rendered,
+    }
+    if system is not None:
+        body["system"] = system
+    if tools:
+        body["tools"] = tools_from_openai(tools)
+        choice = map_tool_choice(tool_choice)
+        if choice is not None:
+            body["tool_choice"] = choice
+    if stream:
+        body["stream"] = True
+    return body
+
+
+class AnthropicTranscript:
+    """`AnthropicDialect.build_body` for the successive turns of one run.
+
+    The transcript only grows during a run, so each message is rendered once
+    (`toolnexus.llm.convert.AnthropicRendering`) instead of on every turn; the bodies are the
+    ones `AnthropicDialect.build_body` makes.
+    """
+
+    __slots__ = ("_rendering",)
+
+    def __init__(self) -> None:
+        self._rendering = AnthropicRendering()
+
+    def build_body(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        stream: bool,
+    ) -> dict[str, Any]:
+        """The body for this turn (see `AnthropicDialect.build_body`)."""
+        rendered, system = self._rendering.render(messages)
+        return _body(model, rendered, system, tools, stream, None, None)
+
+
 class AnthropicDialect:
     """`Dialect` for ``POST {base}/v1/messages`` (Anthropic and compatible servers)."""
 
@@ -348,21 +408,11 @@ class AnthropicDialect:
         if max_tokens is not None and max_tokens < 0:
             raise UsageError(f"max_tokens must not be negative, got {max_tokens}")
         rendered, system = to_anthropic(messages)
-        body: dict[str, Any] = {
-            "model": model,
-            "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
-            "messages": rendered,
-        }
-        if system is not None:
-            body["system"] = system
-        if tools:
-            body["tools"] = tools_from_openai(tools)
-            choice = map_tool_choice(tool_choice)
-            if choice is not None:
-                body["tool_choice"] = choice
-        if stream:
-            body["stream"] = True
-        return body
+        return _body(model, rendered, system, tools, stream, max_tokens, tool_choice)
+
+    def new_transcript(self) -> AnthropicTranscript:
+        """A body builder for one run that renders each transcript message once."""
+        return AnthropicTranscript()
 
     def parse_reply(self, payload: dict[str, Any]) -> ModelTurn:
         """Read a messages-API reply into a `ModelTurn` (``raw`` is the payload itself).

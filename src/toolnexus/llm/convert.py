@@ -37,6 +37,8 @@ from .base import FinishReason
 
 __all__ = [
     "PRIVATE_MESSAGE_KEYS",
+    "AnthropicRendering",
+    "appended_since",
     "arguments_text",
     "compact_json",
     "from_anthropic",
@@ -131,9 +133,9 @@ def text_of(content: Any) -> str | None:
     return "".join(pieces)
 
 
-def _checked(messages: Iterable[Any]) -> list[Message]:
+def _checked(messages: Iterable[Any], start: int = 0) -> list[Message]:
     out: list[Message] = []
-    for i, message in enumerate(messages):
+    for i, message in enumerate(messages, start):
         if not isinstance(message, dict):
             raise UsageError(f"messages[{i}] must be a dict, got {type(message).__name__}")
         message = cast(Message, message)
@@ -194,20 +196,121 @@ def _tool_use_blocks(calls: Any, i: int) -> list[dict[str, Any]]:
     return blocks
 
 
+def appended_since(messages: Sequence[Message], seen: list[Message]) -> Sequence[Message] | None:
+    """The messages appended to ``messages`` since it held exactly ``seen``, or ``None`` when
+    ``messages`` does not start with ``seen`` (the same message objects, in the same order).
+
+    What lets a run render each message of its transcript once (`AnthropicRendering`,
+    `toolnexus.llm.openai.OpenAITranscript`).
+    """
+    done = len(seen)
+    # List equality compares identical items by identity first: one pointer comparison per
+    # message when the transcript was only appended to.
+    if len(messages) < done or list(messages[:done]) != seen:
+        return None
+    return messages[done:]
+
+
 def _as_blocks(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return content
     return [{"type": "text", "text": content}] if content else []
 
 
-def _append(out: list[dict[str, Any]], role: str, content: str | list[dict[str, Any]]) -> None:
-    # Every list in ``out`` was built here, so extending one in place never touches the input.
-    if out and out[-1]["role"] == role:
-        blocks = _as_blocks(out[-1]["content"])
-        blocks.extend(_as_blocks(content))
-        out[-1]["content"] = blocks
-    else:
-        out.append({"role": role, "content": content})
+class AnthropicRendering:
+    """`to_anthropic`, kept up to date as a transcript grows: each message is rendered once.
+
+    A run re-sends its whole transcript every turn, and the engine only ever appends to it, so
+    `render` converts just the messages added since the previous call. When the transcript is
+    not an extension of the one rendered before (the same message objects, in the same order),
+    everything is rendered afresh. A message must not be edited in place once rendered; the
+    engine renders from scratch whenever a hook could do that.
+
+    Each call returns a new list; a rendered message dict that an earlier call returned is
+    never modified afterwards (merging into it makes a new dict), so every body stays as it
+    was sent.
+    """
+
+    __slots__ = ("_hoisted", "_out", "_sealed", "_sources")
+
+    def __init__(self) -> None:
+        self._sources: list[Message] = []
+        self._out: list[dict[str, Any]] = []
+        self._hoisted: list[str] = []
+        self._sealed = 0  # rendered messages already handed out: never modified again
+
+    def _reset(self) -> None:
+        self._sources, self._out, self._hoisted, self._sealed = [], [], [], 0
+
+    def render(self, messages: Sequence[Message]) -> tuple[list[dict[str, Any]], str | None]:
+        """The rendered ``messages`` and the hoisted system text (``None`` when empty).
+
+        Raises:
+            UsageError: as `to_anthropic`.
+        """
+        added = appended_since(messages, self._sources)
+        if added is None:
+            self._reset()
+            added = messages
+        done = len(self._sources)
+        try:
+            new = _checked(added, done)
+            for i, message in enumerate(new, done):
+                self._add(message, i)
+        except BaseException:
+            self._reset()
+            raise
+        self._sources.extend(new)
+        self._sealed = len(self._out)
+        return list(self._out), "\n\n".join(self._hoisted) or None
+
+    def _add(self, message: Message, i: int) -> None:
+        role = message["role"]
+        if role in _SYSTEM_ROLES:
+            text = _content_text(message, i)
+            if text:
+                self._hoisted.append(text)
+        elif role == "user":
+            self._append("user", _content_text(message, i))
+        elif role == "assistant":
+            text = _content_text(message, i)
+            uses = _tool_use_blocks(message.get("tool_calls"), i)
+            if uses:
+                self._append("assistant", _as_blocks(text) + uses)
+            elif text:
+                self._append("assistant", text)
+        elif role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or not call_id:
+                raise UsageError(f"messages[{i}] is a tool result without tool_call_id")
+            block: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": call_id,
+                "content": _content_text(message, i),
+            }
+            if message.get("is_error") is True:
+                block["is_error"] = True
+            self._append("user", [block])
+        else:
+            raise UsageError(f"messages[{i}] has an unsupported role {role!r}")
+
+    def _append(self, role: str, content: str | list[dict[str, Any]]) -> None:
+        # Same-role neighbours merge into one message of blocks. Every list in ``out`` was
+        # built here, so one rendered in this call is extended in place; one handed out
+        # before is replaced by a merged copy.
+        out = self._out
+        if not out or out[-1]["role"] != role:
+            out.append({"role": role, "content": content})
+            return
+        last = out[-1]
+        if len(out) > self._sealed:
+            blocks = _as_blocks(last["content"])
+            blocks.extend(_as_blocks(content))
+            last["content"] = blocks
+        else:
+            blocks = [*_as_blocks(last["content"]), *_as_blocks(content)]
+            out[-1] = {"role": role, "content": blocks}
+            self._sealed = len(out) - 1
 
 
 def to_anthropic(
@@ -231,38 +334,8 @@ def to_anthropic(
                       {"role": "user", "content": "hi"}])
         # ([{"role": "user", "content": "hi"}], "Be brief.")
     """
-    hoisted: list[str] = []
-    out: list[dict[str, Any]] = []
-    for i, message in enumerate(_checked(messages)):
-        role = message["role"]
-        if role in _SYSTEM_ROLES:
-            text = _content_text(message, i)
-            if text:
-                hoisted.append(text)
-        elif role == "user":
-            _append(out, "user", _content_text(message, i))
-        elif role == "assistant":
-            text = _content_text(message, i)
-            uses = _tool_use_blocks(message.get("tool_calls"), i)
-            if uses:
-                _append(out, "assistant", _as_blocks(text) + uses)
-            elif text:
-                _append(out, "assistant", text)
-        elif role == "tool":
-            call_id = message.get("tool_call_id")
-            if not isinstance(call_id, str) or not call_id:
-                raise UsageError(f"messages[{i}] is a tool result without tool_call_id")
-            block: dict[str, Any] = {
-                "type": "tool_result",
-                "tool_use_id": call_id,
-                "content": _content_text(message, i),
-            }
-            if message.get("is_error") is True:
-                block["is_error"] = True
-            _append(out, "user", [block])
-        else:
-            raise UsageError(f"messages[{i}] has an unsupported role {role!r}")
-    chosen = system if system is not None else "\n\n".join(hoisted)
+    out, hoisted = AnthropicRendering().render(list(messages))
+    chosen = system if system is not None else hoisted
     return out, chosen or None
 
 

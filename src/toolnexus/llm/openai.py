@@ -19,6 +19,7 @@ from ..errors import BadResponse, ProviderError, UsageError
 from .base import ModelToolCall, ModelTurn, SSEEvent, Style
 from .convert import (
     PRIVATE_MESSAGE_KEYS,
+    appended_since,
     arguments_text,
     compact_json,
     make_usage,
@@ -26,7 +27,7 @@ from .convert import (
     text_of,
 )
 
-__all__ = ["OpenAIDialect", "OpenAIStream"]
+__all__ = ["OpenAIDialect", "OpenAIStream", "OpenAITranscript"]
 
 
 def _wire_call(call: Any) -> Any:
@@ -275,6 +276,64 @@ class OpenAIStream:
         )
 
 
+def _body(
+    model: str,
+    wire: list[Message],
+    tools: Sequence[dict[str, Any]],
+    stream: bool,
+    max_tokens: int | None,
+    tool_choice: Any,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "messages": wire}
+    if tools:
+        body["tools"] = list(tools)
+        if tool_choice is not None:
+            body["tool_choice"] = tool_choice
+    if max_tokens is not None:
+        if max_tokens < 0:
+            raise UsageError(f"max_tokens must not be negative, got {max_tokens}")
+        if max_tokens:
+            body["max_tokens"] = max_tokens
+    if stream:
+        body["stream"] = True
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+class OpenAITranscript:
+    """`OpenAIDialect.build_body` for the successive turns of one run.
+
+    The transcript only grows during a run, so each message is prepared for the wire once
+    instead of on every turn; the bodies are the ones `OpenAIDialect.build_body` makes. When
+    the transcript is not an extension of the previous turn's (see
+    `toolnexus.llm.convert.appended_since`), it is prepared afresh. A message must not be
+    edited in place once sent; the engine prepares every body afresh whenever a hook could.
+    """
+
+    __slots__ = ("_sources", "_wire")
+
+    def __init__(self) -> None:
+        self._sources: list[Message] = []
+        self._wire: list[Message] = []
+
+    def build_body(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        stream: bool,
+    ) -> dict[str, Any]:
+        """The body for this turn (see `OpenAIDialect.build_body`)."""
+        added = appended_since(messages, self._sources)
+        if added is None:
+            self._sources, self._wire = [], []
+            added = messages
+        self._wire.extend([_wire_message(m) for m in added])
+        self._sources.extend(added)
+        return _body(model, list(self._wire), tools, stream, None, None)
+
+
 class OpenAIDialect:
     """`Dialect` for ``POST {base}/chat/completions`` (OpenAI and compatible servers)."""
 
@@ -323,20 +382,12 @@ class OpenAIDialect:
         Raises:
             UsageError: ``max_tokens`` is negative.
         """
-        body: dict[str, Any] = {"model": model, "messages": [_wire_message(m) for m in messages]}
-        if tools:
-            body["tools"] = list(tools)
-            if tool_choice is not None:
-                body["tool_choice"] = tool_choice
-        if max_tokens is not None:
-            if max_tokens < 0:
-                raise UsageError(f"max_tokens must not be negative, got {max_tokens}")
-            if max_tokens:
-                body["max_tokens"] = max_tokens
-        if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-        return body
+        wire = [_wire_message(m) for m in messages]
+        return _body(model, wire, tools, stream, max_tokens, tool_choice)
+
+    def new_transcript(self) -> OpenAITranscript:
+        """A body builder for one run that renders each transcript message once."""
+        return OpenAITranscript()
 
     def parse_reply(self, payload: dict[str, Any]) -> ModelTurn:
         """Read a chat completion into a `ModelTurn` (``raw`` is the payload itself).

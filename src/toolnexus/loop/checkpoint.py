@@ -8,12 +8,18 @@ other.
 
 Version history:
     1: first format.
+
+Reading is strict: a checkpoint comes back from a store or a transcript that people and other
+programs can edit, so `Checkpoint.loads` / `Checkpoint.from_json` turn anything malformed —
+invalid JSON, absurd nesting, a wrong type or impossible value in any field — into a
+`CheckpointError`, never a bare ``TypeError`` or ``RecursionError``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -54,12 +60,12 @@ def result_to_json(result: ToolResult) -> dict[str, Any]:
 def result_from_json(data: Any) -> ToolResult:
     if not isinstance(data, dict) or not isinstance(data.get("output"), str):  # pyright: ignore[reportUnknownMemberType]
         raise CheckpointError("checkpoint: a recorded tool result is malformed")
-    meta = data.get("metadata")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-    return ToolResult(
-        data["output"],  # pyright: ignore[reportUnknownArgumentType]
-        bool(data.get("is_error")),  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-        meta if isinstance(meta, dict) else None,  # pyright: ignore[reportUnknownArgumentType]
-    )
+    d: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
+    is_error = d.get("is_error", False)
+    meta = d.get("metadata")
+    if not isinstance(is_error, bool) or not (meta is None or isinstance(meta, dict)):
+        raise CheckpointError("checkpoint: a recorded tool result is malformed")
+    return ToolResult(d["output"], is_error, cast("dict[str, Any] | None", meta))
 
 
 def tool_fingerprint(tools: Iterable[Tool]) -> str:
@@ -104,16 +110,16 @@ class Outstanding:
             raise CheckpointError(f"checkpoint: unknown call state {state!r}")
         if not isinstance(d.get("call_id"), str) or not isinstance(d.get("name"), str):
             raise CheckpointError("checkpoint: an outstanding call lacks call_id/name")
+        arguments = d.get("arguments")
+        if not (arguments is None or isinstance(arguments, str)):
+            raise CheckpointError("checkpoint: an outstanding call's arguments are not a string")
         request = None
         if d.get("request") is not None:
-            try:
-                request = Request.from_dict(d["request"])
-            except (TypeError, ValueError) as exc:
-                raise CheckpointError(f"checkpoint: malformed request: {exc}") from exc
+            request = _request(d["request"], "checkpoint: malformed request")
         return cls(
             call_id=d["call_id"],
             name=d["name"],
-            arguments=str(d.get("arguments") or "{}"),
+            arguments=arguments or "{}",
             state=state,
             result=result_from_json(d["result"]) if d.get("result") is not None else None,
             request=request,
@@ -177,16 +183,40 @@ class Checkpoint:
 
     @classmethod
     def loads(cls, text: str | bytes) -> Checkpoint:
-        """Parse a checkpoint; corrupt JSON or an unknown version is a `CheckpointError`."""
+        """Parse a checkpoint's JSON text.
+
+        Raises:
+            CheckpointError: for anything that is not a checkpoint this toolnexus can read —
+                invalid or absurdly nested JSON, an unknown version, a field of the wrong type
+                or value anywhere (see `from_json`).
+        """
         try:
             data = json.loads(text)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             raise CheckpointError(f"checkpoint is not valid JSON: {exc}") from exc
         return cls.from_json(data)
 
     @classmethod
     def from_json(cls, data: Any) -> Checkpoint:
-        """Rebuild a checkpoint from JSON data, validating its shape."""
+        """Rebuild a checkpoint from JSON data, validating its shape.
+
+        Checkpoints come back from stores and transcripts that humans and other programs can
+        edit, so every field is checked: a missing optional field takes its default, a field
+        of the wrong type or an impossible value is refused.
+
+        Raises:
+            CheckpointError: the data is not a checkpoint this toolnexus can read; it names
+                the first problem found.
+        """
+        try:
+            return cls._from_json(data)
+        except CheckpointError:
+            raise
+        except _MALFORMED as exc:
+            raise CheckpointError(f"checkpoint is malformed: {type(exc).__name__}: {exc}") from exc
+
+    @classmethod
+    def _from_json(cls, data: Any) -> Checkpoint:
         if not isinstance(data, dict):
             raise CheckpointError("checkpoint is not a JSON object")
         d: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
@@ -204,49 +234,111 @@ class Checkpoint:
         outstanding_raw = d.get("outstanding")
         if not isinstance(outstanding_raw, list) or not outstanding_raw:
             raise CheckpointError("checkpoint has no outstanding tool calls")
-        try:
-            pending = Request.from_dict(d.get("pending") or {})
-        except (TypeError, ValueError) as exc:
-            raise CheckpointError(f"checkpoint pending request is malformed: {exc}") from exc
-        usage_raw = d.get("usage")
-        usage = empty_usage()
-        if isinstance(usage_raw, dict):
-            for key in usage:
-                val = usage_raw.get(key)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-                if isinstance(val, int):
-                    usage[key] = val
-        records: list[ToolCallRecord] = []
-        raw_records: list[Any] = d.get("tool_calls") or []
-        for r in raw_records:
-            if not isinstance(r, dict):
-                raise CheckpointError("checkpoint tool_calls entry is not an object")
-            rec: dict[str, Any] = r  # pyright: ignore[reportUnknownVariableType]
-            args = rec.get("args")
-            meta = rec.get("metadata")
-            records.append(
-                ToolCallRecord(
-                    name=str(rec.get("name", "")),
-                    args=args if isinstance(args, dict) else {},  # pyright: ignore[reportUnknownArgumentType]
-                    output=str(rec.get("output", "")),
-                    is_error=bool(rec.get("is_error")),
-                    metadata=meta if isinstance(meta, dict) else None,  # pyright: ignore[reportUnknownArgumentType]
-                    id=str(rec.get("id", "")),
-                )
-            )
-        turn = d.get("turn")
+        pending = _request(d.get("pending"), "checkpoint pending request is malformed")
+        conversation_id = d.get("conversation_id")
+        if not (conversation_id is None or isinstance(conversation_id, str)):
+            raise CheckpointError("checkpoint conversation_id must be a string or null")
         return cls(
-            model=str(d.get("model", "")),
-            style=str(d.get("style", "openai")),
+            model=_text(d, "model", ""),
+            style=_text(d, "style", "openai"),
             messages=list(messages),  # pyright: ignore[reportUnknownArgumentType]
-            turn=turn if isinstance(turn, int) else 0,
-            usage=usage,
-            tool_calls=records,
+            turn=_count(d.get("turn"), "checkpoint turn"),
+            usage=_usage(d.get("usage")),
+            tool_calls=_records(d.get("tool_calls")),
             outstanding=[Outstanding.from_json(o) for o in outstanding_raw],  # pyright: ignore[reportUnknownVariableType]
             pending=pending,
-            fingerprint=str(d.get("fingerprint") or ""),
-            conversation_id=d.get("conversation_id")
-            if isinstance(d.get("conversation_id"), str)
-            else None,
-            created_at=float(d.get("created_at") or time.time()),
+            fingerprint=_text(d, "fingerprint", ""),
+            conversation_id=conversation_id,
+            created_at=_moment(d.get("created_at")),
             version=version,
         )
+
+
+_MALFORMED = (TypeError, ValueError, KeyError, AttributeError, RecursionError, OverflowError)
+"""What a hostile checkpoint can make Python raise; each becomes a `CheckpointError`."""
+
+
+def _text(d: dict[str, Any], key: str, default: str) -> str:
+    value = d.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise CheckpointError(f"checkpoint {key} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _count(value: Any, what: str) -> int:
+    if value is None:
+        return 0
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise CheckpointError(f"{what} must be an integer >= 0, got {value!r}")
+    return value
+
+
+def _moment(value: Any) -> float:
+    if value is None:
+        return time.time()
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise CheckpointError(f"checkpoint created_at must be a number, got {value!r}")
+    moment = float(value)
+    if not math.isfinite(moment):
+        raise CheckpointError(f"checkpoint created_at must be finite, got {value!r}")
+    return moment
+
+
+def _usage(value: Any) -> Usage:
+    usage = empty_usage()
+    if value is None:
+        return usage
+    if not isinstance(value, dict):
+        raise CheckpointError("checkpoint usage must be an object")
+    raw: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+    for key in usage:
+        if raw.get(key) is not None:
+            usage[key] = _count(raw[key], f"checkpoint usage.{key}")
+    return usage
+
+
+def _records(value: Any) -> list[ToolCallRecord]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise CheckpointError("checkpoint tool_calls must be a list")
+    records: list[ToolCallRecord] = []
+    for r in cast(list[Any], value):
+        if not isinstance(r, dict):
+            raise CheckpointError("checkpoint tool_calls entry is not an object")
+        rec: dict[str, Any] = r  # pyright: ignore[reportUnknownVariableType]
+        args = rec.get("args")
+        meta = rec.get("metadata")
+        is_error = rec.get("is_error", False)
+        if (
+            not (args is None or isinstance(args, dict))
+            or not (meta is None or isinstance(meta, dict))
+            or not isinstance(is_error, bool)
+        ):
+            raise CheckpointError("checkpoint tool_calls entry has a field of the wrong type")
+        records.append(
+            ToolCallRecord(
+                name=_text(rec, "name", ""),
+                args=cast("dict[str, Any]", args or {}),
+                output=_text(rec, "output", ""),
+                is_error=is_error,
+                metadata=cast("dict[str, Any] | None", meta),
+                id=_text(rec, "id", ""),
+            )
+        )
+    return records
+
+
+def _request(value: Any, problem: str) -> Request:
+    """A Request from its wire dict, every field of the right type."""
+    try:
+        request = Request.from_dict(value)
+    except (TypeError, ValueError) as exc:
+        raise CheckpointError(f"{problem}: {exc}") from exc
+    if not isinstance(request.kind, str) or not isinstance(request.prompt, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise CheckpointError(f"{problem}: kind and prompt must be strings")
+    if not all(v is None or isinstance(v, str) for v in (request.url, request.expiresAt)):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise CheckpointError(f"{problem}: url and expiresAt must be strings")
+    return request

@@ -1,10 +1,10 @@
 """The engine: one state machine that moves a run forward, turn by turn.
 
 call the model → plan the tool calls → execute them concurrently → record each result or
-suspension → decide (continue, finish, halt). ``run``, ``ask`` and ``stream`` all drive this
-one generator; the non-streaming paths simply skip the events. Resolving a suspension — inline
-through ``wait_for`` or later from a checkpoint — is one code path: re-execute the call with
-``ctx.answer`` (see `Engine.resolve`).
+suspension → decide (continue, finish, halt). ``run`` and ``ask`` play the turns with
+`Engine.complete`, ``stream`` with `Engine.drive`, which yields events along the way; both are
+built from the same steps. Resolving a suspension — inline through ``wait_for`` or later from a
+checkpoint — is one code path: re-execute the call with ``ctx.answer`` (see `Engine.resolve`).
 """
 
 from __future__ import annotations
@@ -104,6 +104,26 @@ class TurnGuard(Protocol):
         ...
 
 
+class BodyBuilder(Protocol):
+    """Builds the request bodies of one run's successive turns (a dialect's ``new_transcript``)."""
+
+    def build_body(
+        self,
+        *,
+        model: str,
+        messages: Sequence[Message],
+        tools: Sequence[dict[str, Any]],
+        stream: bool,
+    ) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class TranscriptDialect(Protocol):
+    """A dialect that can render a run's growing transcript incrementally (ours both can)."""
+
+    def new_transcript(self) -> BodyBuilder: ...
+
+
 @runtime_checkable
 class ParkingWaitFor(Protocol):
     """A ``wait_for`` that wants the run's checkpoint while it waits (see `store_wait_for`)."""
@@ -133,6 +153,7 @@ class RunState:
     checkpoint: Checkpoint | None = None
     guard: TurnGuard | None = None
     turn_slots: list[Slot] = field(default_factory=lambda: [])
+    bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""
@@ -147,6 +168,10 @@ class Engine:
     def __init__(self, config: EngineConfig, emit: Callable[[dict[str, Any]], None]) -> None:
         self.cfg = config
         self._emit = emit
+        dialect = config.dialect
+        self._new_transcript = (
+            dialect.new_transcript if isinstance(dialect, TranscriptDialect) else None
+        )
 
     def new_state(
         self,
@@ -202,9 +227,7 @@ class Engine:
                     state.messages = list(change["messages"])  # pyright: ignore[reportUnknownArgumentType]
                 if change.get("tools") is not None:  # pyright: ignore[reportUnknownMemberType]
                     wire_tools = cast(list[dict[str, Any]], list(change["tools"]))  # pyright: ignore[reportUnknownArgumentType]
-        body = cfg.dialect.build_body(
-            model=cfg.model, messages=state.messages, tools=wire_tools, stream=stream
-        )
+        body = self._build_body(state, wire_tools, stream)
         if cfg.request_params:
             for key, value in cfg.request_params.items():
                 if key in _STRIPPED_PARAMS:
@@ -216,6 +239,24 @@ class Engine:
             if isinstance(changed, dict):
                 body = changed  # pyright: ignore[reportUnknownVariableType]
         return body  # pyright: ignore[reportUnknownVariableType]
+
+    def _build_body(
+        self, state: RunState, tools: list[dict[str, Any]], stream: bool
+    ) -> dict[str, Any]:
+        cfg = self.cfg
+        # A hook that sees the transcript or the body may edit a message in place, so with one
+        # every body is rendered afresh; otherwise each message is rendered once per run.
+        hooked = cfg.hooks.before_llm is not None or cfg.body_transform is not None
+        if self._new_transcript is None or hooked:
+            return cfg.dialect.build_body(
+                model=cfg.model, messages=state.messages, tools=tools, stream=stream
+            )
+        bodies = state.bodies
+        if bodies is None:
+            bodies = state.bodies = self._new_transcript()
+        return bodies.build_body(
+            model=cfg.model, messages=state.messages, tools=tools, stream=stream
+        )
 
     async def finish_call(self, turn: ModelTurn, started: float, turn_index: int) -> None:
         """Emit the ``llm`` metric and run ``after_llm`` for a finished model call."""
@@ -535,6 +576,8 @@ class Engine:
         """Ask the host's ``wait_for``, enforcing the Request's deadline and the id echo."""
         wait_for = state.wait_for
         assert wait_for is not None
+        # A run waiting for a human keeps less in memory; the next body is rendered afresh.
+        state.bodies = None
         expired = Answer(id=request.id, ok=False, reason="expired")
         if is_expired(request):
             return expired
@@ -579,81 +622,117 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------------------
 
+    async def complete(self, state: RunState, *, resumed: list[Slot] | None = None) -> RunResult:
+        """Run turns until the model answers, a limit stops the run, or a call halts it.
+
+        The non-streaming loop (``run``, ``ask``): the turns `drive` plays, without events.
+        With ``resumed``, the halted turn's calls (already resolved, still suspended, or not
+        yet run) are settled first, as if the turn had just been executed.
+        """
+        limit = state.turns + self.cfg.max_turns
+        if resumed is not None:
+            await self._start(state, resumed, inline=state.wait_for is not None)
+            halted = await self._settle_quietly(state, resumed)
+            if halted is not None:
+                return halted
+            if state.turns >= limit:
+                return self._capped(state, _last_text(state.messages))
+        while True:
+            stop = self._stop_before_call(state, limit)
+            if stop is not None:
+                return stop
+            turn = await self.call_model(state)
+            slots = self._take_turn(state, turn)
+            if not slots:
+                return self._done(state, turn.text or "", "done", None)
+            await self._start(state, slots, inline=state.wait_for is not None)
+            halted = await self._settle_quietly(state, slots)
+            if halted is not None:
+                return halted
+            if state.turns >= limit:
+                return self._capped(state, turn.text)
+
     async def drive(
         self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
     ) -> AsyncIterator[Event]:
-        """Run turns until the model answers, a limit stops the run, or a call halts it.
+        """`complete` as a stream of events; the last one is always
+        ``{"type": "done", "result": ...}``.
 
-        With ``resumed``, the halted turn's calls (already resolved, still suspended, or not
-        yet run) are settled first, as if the turn had just been executed.
-
-        Yields stream events; the last one is always ``{"type": "done", "result": ...}``.
+        Without ``stream`` that is the only event. With it, per turn: ``text`` deltas, then
+        ``usage`` before a final answer, or one ``tool_call`` per call and, per call in order,
+        ``pending`` (before ``wait_for`` is asked) and/or ``tool_result``.
         """
-        cfg = self.cfg
-        limit = state.turns + cfg.max_turns
+        if not stream:
+            yield _done_event(await self.complete(state, resumed=resumed))
+            return
+        limit = state.turns + self.cfg.max_turns
         if resumed is not None:
-            state.turn_slots = resumed
-            inline = state.wait_for is not None and not stream
-            await _gather(
-                self.start_slot(state, s, inline)
-                for s in resumed
-                if s.result is None and s.request is None
-            )
-            async for event in self._settle(state, resumed, stream):
+            await self._start(state, resumed, inline=False)
+            async for event in self._settle(state, resumed):
                 yield event
                 if event["type"] == "done":
                     return
             if state.turns >= limit:
-                yield self._capped(state, _last_text(state.messages))
+                yield _done_event(self._capped(state, _last_text(state.messages)))
                 return
         while True:
-            if state.turns >= limit:
-                yield self._done(state, _last_text(state.messages), "incomplete", "maxTurns")
+            stop = self._stop_before_call(state, limit)
+            if stop is not None:
+                yield _done_event(stop)
                 return
-            if state.guard is not None:
-                stop = state.guard.before_call()
-                if stop is not None:
-                    yield self._done(state, _last_text(state.messages), "incomplete", stop)
-                    return
             turn: ModelTurn | None = None
-            if stream:
-                async for item in self.stream_model(state):
-                    if isinstance(item, ModelTurn):
-                        turn = item
-                    else:
-                        yield item
-            else:
-                turn = await self.call_model(state)
+            async for item in self.stream_model(state):
+                if isinstance(item, ModelTurn):
+                    turn = item
+                else:
+                    yield item
             assert turn is not None
-            state.turns += 1
-            _add_usage(state.usage, turn.usage)
-            if state.guard is not None:
-                state.guard.after_call(turn.usage)
-            calls = _unique_calls(turn.tool_calls, state.turns)
-            state.messages.append(_assistant_message(turn.text, calls))
-            if not calls:
-                if stream:
-                    yield {"type": "usage", "usage": dict(state.usage)}
-                yield self._done(state, turn.text or "", "done", None)
+            slots = self._take_turn(state, turn)
+            if not slots:
+                yield {"type": "usage", "usage": dict(state.usage)}
+                yield _done_event(self._done(state, turn.text or "", "done", None))
                 return
-            slots = [Slot(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
-            if stream:
-                for s in slots:
-                    yield {"type": "tool_call", "id": s.id, "name": s.name, "args": _peek(s)}
-            inline = state.wait_for is not None and not stream
-            state.turn_slots = slots
-            await _gather(self.start_slot(state, s, inline) for s in slots)
-            async for event in self._settle(state, slots, stream):
+            for s in slots:
+                yield {"type": "tool_call", "id": s.id, "name": s.name, "args": _peek(s)}
+            await self._start(state, slots, inline=False)
+            async for event in self._settle(state, slots):
                 yield event
                 if event["type"] == "done":
                     return
             if state.turns >= limit:
-                yield self._capped(state, turn.text)
+                yield _done_event(self._capped(state, turn.text))
                 return
 
-    async def _settle(
-        self, state: RunState, slots: list[Slot], stream: bool
-    ) -> AsyncIterator[Event]:
+    def _stop_before_call(self, state: RunState, limit: int) -> RunResult | None:
+        """The result of a run that a limit stops before its next model call, if any."""
+        if state.turns >= limit:
+            return self._done(state, _last_text(state.messages), "incomplete", "maxTurns")
+        if state.guard is not None:
+            stop = state.guard.before_call()
+            if stop is not None:
+                return self._done(state, _last_text(state.messages), "incomplete", stop)
+        return None
+
+    def _take_turn(self, state: RunState, turn: ModelTurn) -> list[Slot]:
+        """Count a model reply and append it to the transcript; its calls, as slots."""
+        state.turns += 1
+        _add_usage(state.usage, turn.usage)
+        if state.guard is not None:
+            state.guard.after_call(turn.usage)
+        calls = _unique_calls(turn.tool_calls, state.turns)
+        state.messages.append(_assistant_message(turn.text, calls))
+        return [Slot(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
+
+    async def _start(self, state: RunState, slots: list[Slot], *, inline: bool) -> None:
+        """Run the turn's calls that have neither a result nor a suspension, concurrently."""
+        state.turn_slots = slots
+        await _gather(
+            self.start_slot(state, s, inline)
+            for s in slots
+            if s.result is None and s.request is None
+        )
+
+    async def _settle(self, state: RunState, slots: list[Slot]) -> AsyncIterator[Event]:
         """After a turn's calls ran: resolve (``wait_for``) or halt, in call order.
 
         Ends with a ``done`` event when the run halts; otherwise every result is appended.
@@ -663,13 +742,22 @@ class Engine:
                 yield {"type": "pending", "request": s.request}
                 await self.resolve(state, s, await self.ask(state, s.request))
             if s.request is not None:
-                yield self._halt(state, slots, s)
+                yield _done_event(self._halt(state, slots, s))
                 return
-            if stream:
-                yield _result_event(s)
+            yield _result_event(s)
         self.append_results(state, slots)
 
-    def _capped(self, state: RunState, text: str | None) -> Event:
+    async def _settle_quietly(self, state: RunState, slots: list[Slot]) -> RunResult | None:
+        """`_settle` without events: the halted run's result, or ``None`` when it goes on."""
+        for s in slots:
+            if s.request is not None and state.wait_for is not None:
+                await self.resolve(state, s, await self.ask(state, s.request))
+            if s.request is not None:
+                return self._halt(state, slots, s)
+        self.append_results(state, slots)
+        return None
+
+    def _capped(self, state: RunState, text: str | None) -> RunResult:
         if text:
             return self._done(state, text, "done", None)
         return self._done(state, "", "incomplete", "maxTurns")
@@ -712,7 +800,7 @@ class Engine:
             conversation_id=state.conversation_id,
         )
 
-    def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> Event:
+    def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> RunResult:
         _fold_relay(slots)
         request = halted.request
         assert request is not None
@@ -734,8 +822,8 @@ class Engine:
         status: Any,
         limit: str | None,
         pending: Request | None = None,
-    ) -> Event:
-        result = RunResult(
+    ) -> RunResult:
+        return RunResult(
             text=text,
             messages=state.messages,
             tool_calls=state.records,
@@ -748,7 +836,6 @@ class Engine:
             pending=pending,
             expired=state.expired,
         )
-        return {"type": "done", "result": result}
 
 
 # -- pure helpers --------------------------------------------------------------------------
@@ -847,6 +934,10 @@ def _record(slot: Slot, result: ToolResult) -> ToolCallRecord:
         metadata=result.metadata,
         id=slot.id,
     )
+
+
+def _done_event(result: RunResult) -> Event:
+    return {"type": "done", "result": result}
 
 
 def _result_event(slot: Slot) -> Event:

@@ -1,8 +1,17 @@
 """The store seams: small async Protocols that every backend implements.
 
 A store is chosen by object or by URL (see `toolnexus.stores.url.resolve_store`). One backend
-object implements every Protocol it supports; for now that is `ConversationStore`, and the run
-store (halted checkpoints, exactly-once answer claims, the pending index) joins it next.
+object implements every Protocol it supports:
+
+- `ConversationStore` (here): each conversation's transcript, for ``client.ask(id=...)``;
+- `toolnexus.stores.runs.RunStore`: halted checkpoints, exactly-once answer claims with a
+  lease, the pending index; and `toolnexus.stores.runs.AnswerChannel`, the cross-process
+  ``wait_for`` (park a live run on the store, answer it from any process);
+- `toolnexus.agents.RuntimeStore`: the agent runtime's handle table, one row per handle.
+
+`InMemoryConversationStore` and `InMemoryRunStore` live as long as the process; `SqliteStore`
+and `PostgresStore` implement all four, with the same semantics (one shared contract suite runs
+against every backend). A host's own object needs only the Protocols it wants to serve.
 """
 
 from __future__ import annotations

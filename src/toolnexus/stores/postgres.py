@@ -1,4 +1,4 @@
-"""`PostgresStore`: conversations and halted runs in PostgreSQL, for any number of workers.
+"""`PostgresStore`: conversations, halted runs and agent handle tables in PostgreSQL.
 
 The scale-out store: every worker process, on any machine, opens the same database; a
 webhook landing on any worker can resume any run, and two workers racing on one answer
@@ -15,7 +15,11 @@ pool; both come with the ``postgres`` extra and are imported only when a store i
   store; ``post_answer`` and ``complete`` ``NOTIFY`` in the same statement that records the
   answer, so the notification is sent exactly when the answer is committed. The payload is
   the hex of the request's key (ids may be longer than a payload or hold U+0000).
-- Leases, ``answered_at`` and ages use the caller's clock (injectable), not the server's.
+- An agent runtime's handle table is one row per handle; `PostgresStore.save_handles` upserts
+  the rows it is given in one statement (``INSERT … SELECT FROM unnest(…) ON CONFLICT DO
+  UPDATE``), so a save costs what changed, whatever the size of the tree.
+- Leases, ``answered_at``, handle ``updated_at`` and ages use the caller's clock (injectable),
+  not the server's.
 
 Every psycopg failure surfaces as a `StoreError` naming the server (never its password). A
 store belongs to the event loop that first used it, like the pool under it.
@@ -36,6 +40,7 @@ from ..errors import StoreError, UnknownRequest, UsageError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from ._codec import check_id, decode_messages, encode_messages
+from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
 from ._runrows import answer_record, halt_row, load_checkpoint, pending, stored_digest
 from .postgres_schema import migrate
 from .runs import (
@@ -67,6 +72,18 @@ _SAVE = (
     " updated_at = EXCLUDED.updated_at"
 )
 _DELETE = "DELETE FROM toolnexus_conversations WHERE key = %s"
+_SAVE_HANDLES = (
+    "INSERT INTO toolnexus_runtime_handles (runtime_key, handle_key, runtime_id, handle_id,"
+    " data, updated_at) SELECT %(rkey)s, h.key, %(rid)s, h.id, h.data, %(at)s"
+    " FROM unnest(%(keys)s::bytea[], %(ids)s::bytea[], %(data)s::text[]) AS h (key, id, data)"
+    " ON CONFLICT (runtime_key, handle_key) DO UPDATE SET data = EXCLUDED.data,"
+    " updated_at = EXCLUDED.updated_at"
+)
+_LOAD_HANDLES = (
+    "SELECT handle_id, data FROM toolnexus_runtime_handles WHERE runtime_key = %s"
+    " ORDER BY handle_id"
+)
+_DELETE_HANDLES = "DELETE FROM toolnexus_runtime_handles WHERE runtime_key = %s"
 _SAVE_HALT = (
     "INSERT INTO toolnexus_halts (key, request_id, status, checkpoint, kind, tool,"
     " conversation_id, created_at, expires_at, prompt)"
@@ -91,7 +108,7 @@ _TAKE = (
     " RETURNING 1"
 )
 _POST = f"WITH taken AS ({_TAKE}) SELECT pg_notify('{CHANNEL}', %(note)s) FROM taken"
-_HOLDER = "SELECT answered_by FROM toolnexus_halts WHERE key = %s"
+_HOLDER = "SELECT answered_by, status, lease_until FROM toolnexus_halts WHERE key = %s"
 _COMPLETE = (
     "WITH done AS (UPDATE toolnexus_halts SET status = 'answered',"
     " answered_at = coalesce(answered_at, %s), lease_until = NULL, checkpoint = NULL"
@@ -139,7 +156,7 @@ def _key(id: str) -> bytes:
 
 
 class PostgresStore:
-    """A `ConversationStore`, `RunStore` and `AnswerChannel` in PostgreSQL.
+    """A `ConversationStore`, `RunStore`, `AnswerChannel` and `RuntimeStore` in PostgreSQL.
 
     Example:
         >>> store = PostgresStore("postgresql://app@db.internal/app", max_size=20)
@@ -221,6 +238,52 @@ class PostgresStore:
         key = check_id(id)
         async with self._connection() as conn:
             cur = await conn.execute(_DELETE, (_key(key),))
+            return cur.rowcount > 0
+
+    # -- the runtime store (handle tables) ------------------------------------------------
+
+    async def save_handles(self, runtime_id: str, rows: list[dict[str, Any]]) -> None:
+        """Insert or replace these handle rows of ``runtime_id`` (keyed by ``row["id"]``).
+
+        One statement (atomic on its own), writing only ``rows``. A handle given twice keeps
+        its last row.
+
+        Raises:
+            UsageError: ``rows`` is not a list of JSON-serialisable dicts with string ids.
+            StoreError: the database failed; nothing changed.
+        """
+        rid = check_runtime_id(runtime_id)
+        encoded = encode_handle_rows(rows)
+        if not encoded:
+            return
+        values: dict[str, Any] = {
+            "rkey": _key(rid),
+            "rid": rid.encode(),
+            "at": self._now(),
+            "keys": [_key(hid) for hid, _ in encoded],
+            "ids": [hid.encode() for hid, _ in encoded],
+            "data": [data for _, data in encoded],
+        }
+        async with self._connection() as conn:
+            await conn.execute(_SAVE_HANDLES, values)
+
+    async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
+        """Every stored handle row of ``runtime_id``, in handle-id order.
+
+        Raises:
+            StoreError: the database failed, or a stored row is not a handle's JSON object.
+        """
+        rid = check_runtime_id(runtime_id)
+        async with self._connection() as conn:
+            cur = await conn.execute(_LOAD_HANDLES, (_key(rid),))
+            found = await cur.fetchall()
+        return [decode_handle_row(rid, _s(hid), data, self._where) for hid, data in found]
+
+    async def delete_handles(self, runtime_id: str) -> bool:
+        """Forget the whole handle table of ``runtime_id``; True when rows were deleted."""
+        rid = check_runtime_id(runtime_id)
+        async with self._connection() as conn:
+            cur = await conn.execute(_DELETE_HANDLES, (_key(rid),))
             return cur.rowcount > 0
 
     # -- the run store --------------------------------------------------------------------
@@ -455,7 +518,9 @@ class PostgresStore:
             if cur.rowcount == 0:
                 cur = await conn.execute(_HOLDER, (values["key"],))
                 row = await cur.fetchone()
-                raise conflict(rid, None if row is None else _s(row[0]))
+                if row is None:
+                    raise conflict(rid, None)
+                raise conflict(rid, _s(row[0]), row[1], row[2])
 
     async def _one(self, sql: LiteralString, args: tuple[object, ...]) -> tuple[Any, ...] | None:
         async with self._connection() as conn:

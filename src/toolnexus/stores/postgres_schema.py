@@ -23,6 +23,10 @@ checkpoint of a future version must be storable and reported, not rejected by th
 Versions:
     1 ``conversations``: ``toolnexus_conversations``.
     2 ``run_store``: ``toolnexus_halts`` (see the SQLite migration 2 for the columns).
+    3 ``runtime_handles``: ``toolnexus_runtime_handles``, one row per handle of an agent
+      runtime, keyed by the sha256 of the runtime id and of the handle id. Handle tables kept
+      by earlier versions as one conversation document are moved into it (a document that
+      cannot be read is left where it is).
 """
 
 from __future__ import annotations
@@ -80,6 +84,41 @@ MIGRATIONS: tuple[Migration, ...] = (
             # created_at sorted by request_id. Each further index costs every write.
             "CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at)"
             " WHERE status = 'pending' AND checkpoint IS NOT NULL",
+        ),
+    ),
+    Migration(
+        version=3,
+        name="runtime_handles",
+        statements=(
+            "CREATE TABLE toolnexus_runtime_handles ("
+            " runtime_key BYTEA NOT NULL,"
+            " handle_key BYTEA NOT NULL,"
+            " runtime_id BYTEA NOT NULL,"
+            " handle_id BYTEA NOT NULL,"
+            " data TEXT NOT NULL,"
+            " updated_at DOUBLE PRECISION,"
+            " PRIMARY KEY (runtime_key, handle_key)"
+            ")",
+            # One document per runtime, each moved in its own subtransaction: a document that
+            # is not a JSON array of objects with string ids stays where it is.
+            "DO $$ DECLARE doc record; BEGIN"
+            " FOR doc IN SELECT key, id, messages, updated_at FROM toolnexus_conversations"
+            " WHERE substring(id from 1 for 22) = convert_to('__toolnexus_runtime__/', 'UTF8')"
+            " LOOP BEGIN"
+            " IF json_typeof(doc.messages::json) <> 'array' OR EXISTS ("
+            " SELECT 1 FROM json_array_elements(doc.messages::json) AS e"
+            " WHERE json_typeof(e) <> 'object'"
+            " OR json_typeof(e -> 'id') IS DISTINCT FROM 'string')"
+            " THEN CONTINUE; END IF;"
+            " INSERT INTO toolnexus_runtime_handles (runtime_key, handle_key, runtime_id,"
+            " handle_id, data, updated_at)"
+            " SELECT sha256(substring(doc.id from 23)), sha256(convert_to(e ->> 'id', 'UTF8')),"
+            " substring(doc.id from 23), convert_to(e ->> 'id', 'UTF8'), e::text, doc.updated_at"
+            " FROM json_array_elements(doc.messages::json) AS e"
+            " ON CONFLICT DO NOTHING;"
+            " DELETE FROM toolnexus_conversations WHERE key = doc.key;"
+            " EXCEPTION WHEN others THEN NULL;"
+            " END; END LOOP; END $$",
         ),
     ),
 )

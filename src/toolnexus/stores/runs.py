@@ -24,12 +24,13 @@ import json
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Literal, Protocol, runtime_checkable
 
 from ..errors import AnswerConflict, CheckpointError, UnknownRequest, UsageError
 from ..loop.checkpoint import Checkpoint
-from ..suspension import Answer
+from ..suspension import Answer, format_timestamp
 
 __all__ = [
     "DEFAULT_LEASE_S",
@@ -322,13 +323,31 @@ def encode_answer(answer: object) -> str:
     return _checked_text(text, "the answer")
 
 
-def conflict(request_id: str, answered_by: str | None) -> AnswerConflict:
-    """The `AnswerConflict` every backend raises for a request someone else holds."""
-    return AnswerConflict(
-        f'request "{request_id}" was already answered'
-        + (f" by {answered_by}" if answered_by else ""),
-        answered_by=answered_by,
-    )
+def conflict(
+    request_id: str,
+    answered_by: str | None,
+    status: object = "answered",
+    lease_until: object = None,
+) -> AnswerConflict:
+    """The `AnswerConflict` every backend raises for a request someone else holds.
+
+    Tells an answered request ("was already answered by ana") from one that another resume
+    holds right now ("is being answered right now by ana: another resume claimed it (lease
+    until …)"), which becomes claimable again if that resume dies and its lease runs out.
+    """
+    who = f" by {answered_by}" if answered_by else ""
+    if status != "claimed":
+        text = f'request "{request_id}" was already answered{who}'
+    else:
+        until = ""
+        if isinstance(lease_until, int | float) and math.isfinite(lease_until):
+            moment = datetime.fromtimestamp(lease_until, UTC)
+            until = f" (lease until {format_timestamp(moment)})"
+        text = (
+            f'request "{request_id}" is being answered right now{who}: '
+            f"another resume claimed it{until}"
+        )
+    return AnswerConflict(text, answered_by=answered_by)
 
 
 def _checked_text(text: str, what: str) -> str:
@@ -449,6 +468,8 @@ class InMemoryRunStore:
             row.lease_until = 0.0
             row.answer = row.answered_by = None
             row.digest = ""
+            if row.entry is not None:
+                row.entry = replace(row.entry, status="pending")
 
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
         row = self._rows.get(check_request_id(request_id))
@@ -523,7 +544,7 @@ class InMemoryRunStore:
         if row is not None and (
             row.status == "answered" or (row.status == "claimed" and row.lease_until > self._now())
         ):
-            raise conflict(rid, row.answered_by)
+            raise conflict(rid, row.answered_by, row.status, row.lease_until)
         if row is None:
             row = self._rows[rid] = _Row(None, "pending", None)
         row.answer = text

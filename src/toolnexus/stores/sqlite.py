@@ -1,4 +1,4 @@
-"""`SqliteStore`: durable conversations and halted runs in one SQLite file.
+"""`SqliteStore`: conversations, halted runs and agent handle tables in one SQLite file.
 
 The file is opened lazily, in WAL mode with ``synchronous=NORMAL``, a ``busy_timeout`` and
 foreign keys on, and brought up to date by the migrations in
@@ -14,9 +14,11 @@ awaits. The worker is a bare thread and queue rather than a ``ThreadPoolExecutor
 measured ≈ 20 % slower per hop.
 
 The run store (`toolnexus.stores.runs.RunStore` and `AnswerChannel`) lives in the ``halts``
-table; its jobs are in `toolnexus.stores.sqlite_runs`. Parked runs waiting for an answer from
-another process are found by polling on the worker thread between jobs, never by a timer loop
-on the event loop.
+table; its jobs are in `toolnexus.stores.sqlite_runs`. The agent runtime's handle table
+(`toolnexus.agents.RuntimeStore`) lives in ``runtime_handles``, one row per handle: a save
+upserts the rows it is given in one transaction, so its cost follows what changed. Parked
+runs waiting for an answer from another process are found by polling on the worker thread
+between jobs, never by a timer loop on the event loop.
 
 Every sqlite3 failure surfaces as a `StoreError` that names the file and says what happened
 (locked, corrupt, cannot open, read-only, …); a failed operation changes nothing. A call that
@@ -45,6 +47,7 @@ from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from . import sqlite_runs
 from ._codec import check_id, decode_messages, encode_messages
+from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
 from ._runrows import answer_record, halt_row, load_checkpoint, pending
 from .runs import (
     DEFAULT_LEASE_S,
@@ -58,7 +61,7 @@ from .runs import (
     encode_answer,
 )
 from .sqlite_runs import AnswerRow, AnswerWatch
-from .sqlite_schema import MIGRATIONS, migrate
+from .sqlite_schema import MIGRATIONS, immediate, migrate
 
 __all__ = ["SqliteStore"]
 
@@ -72,13 +75,22 @@ _UPSERT_CONVERSATION = (
     "ON CONFLICT (id) DO UPDATE SET messages = excluded.messages, updated_at = excluded.updated_at"
 )
 _DELETE_CONVERSATION = "DELETE FROM conversations WHERE id = ?"
+_UPSERT_HANDLE = (
+    "INSERT INTO runtime_handles (runtime_id, handle_id, data, updated_at) VALUES (?, ?, ?, ?)"
+    " ON CONFLICT (runtime_id, handle_id) DO UPDATE SET data = excluded.data,"
+    " updated_at = excluded.updated_at"
+)
+_LOAD_HANDLES = (
+    "SELECT handle_id, data FROM runtime_handles WHERE runtime_id = ? ORDER BY handle_id"
+)
+_DELETE_HANDLES = "DELETE FROM runtime_handles WHERE runtime_id = ?"
 
 # Primary result codes (the low byte of an extended code).
 _PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 11, 13, 14, 26
 
 
 class SqliteStore:
-    """A `ConversationStore`, `RunStore` and `AnswerChannel` in one SQLite file.
+    """A `ConversationStore`, `RunStore`, `AnswerChannel` and `RuntimeStore` in one SQLite file.
 
     The durable default. Any number of processes may open the same file: claims are
     exactly-once across them (SQLite's write lock), and a run parked with
@@ -173,6 +185,38 @@ class SqliteStore:
     async def delete(self, id: str) -> bool:
         """Forget ``id``; True when a transcript was deleted."""
         return await self._call(partial(_delete, check_id(id)))
+
+    # -- the runtime store (handle tables) ------------------------------------------------
+
+    async def save_handles(self, runtime_id: str, rows: list[dict[str, Any]]) -> None:
+        """Insert or replace these handle rows of ``runtime_id`` (keyed by ``row["id"]``).
+
+        One hop and one transaction, writing only ``rows``: the cost of a save does not grow
+        with the rest of the table. A handle given twice keeps its last row.
+
+        Raises:
+            UsageError: ``rows`` is not a list of JSON-serialisable dicts with string ids.
+            StoreError: the database failed; nothing changed.
+        """
+        rid = check_runtime_id(runtime_id)
+        encoded = encode_handle_rows(rows)
+        if encoded:
+            await self._call(partial(_save_handles, rid, encoded, self._now()))
+
+    async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
+        """Every stored handle row of ``runtime_id``, in handle-id order.
+
+        Raises:
+            StoreError: the database failed, or a stored row is not a handle's JSON object
+                (it is left as it is).
+        """
+        rid = check_runtime_id(runtime_id)
+        found = await self._call(partial(_load_handles, rid))
+        return [decode_handle_row(rid, handle_id, data, self._path) for handle_id, data in found]
+
+    async def delete_handles(self, runtime_id: str) -> bool:
+        """Forget the whole handle table of ``runtime_id``; True when rows were deleted."""
+        return await self._call(partial(_delete_handles, check_runtime_id(runtime_id)))
 
     # -- the run store --------------------------------------------------------------------
 
@@ -371,6 +415,21 @@ def _upsert(id: str, text: str, conn: sqlite3.Connection) -> None:
 
 def _delete(id: str, conn: sqlite3.Connection) -> bool:
     return conn.execute(_DELETE_CONVERSATION, (id,)).rowcount > 0
+
+
+def _save_handles(
+    runtime_id: str, rows: list[tuple[str, str]], now: float, conn: sqlite3.Connection
+) -> None:
+    with immediate(conn):
+        conn.executemany(_UPSERT_HANDLE, [(runtime_id, hid, data, now) for hid, data in rows])
+
+
+def _load_handles(runtime_id: str, conn: sqlite3.Connection) -> list[tuple[Any, Any]]:
+    return conn.execute(_LOAD_HANDLES, (runtime_id,)).fetchall()
+
+
+def _delete_handles(runtime_id: str, conn: sqlite3.Connection) -> bool:
+    return conn.execute(_DELETE_HANDLES, (runtime_id,)).rowcount > 0
 
 
 class _Database:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import UnknownRequest
+from ..errors import AnswerConflict, UnknownRequest
 from ._runrows import HaltRow, stored_digest
 from .runs import conflict
 from .sqlite_schema import immediate
@@ -63,7 +63,7 @@ _TAKE = (
     " answered_at = excluded.answered_at"
     " WHERE halts.status = 'pending' OR (halts.status = 'claimed' AND halts.lease_until <= ?)"
 )
-_HOLDER = "SELECT answered_by FROM halts WHERE request_id = ?"
+_HOLDER = "SELECT answered_by, status, lease_until FROM halts WHERE request_id = ?"
 _COMPLETE = (
     "UPDATE halts SET status = 'answered', answered_at = coalesce(answered_at, ?),"
     " lease_until = NULL, checkpoint = NULL WHERE request_id = ?"
@@ -111,7 +111,7 @@ def claim(
     with immediate(conn):
         values = (request_id, "claimed", answer, answered_by, digest, now + lease_s, None, now)
         if conn.execute(_TAKE, values).rowcount == 0:
-            raise conflict(request_id, _holder(conn, request_id))
+            raise _conflict(conn, request_id)
 
 
 def post_answer(
@@ -129,7 +129,7 @@ def post_answer(
             digest = stored_digest(load_halt(request_id, conn), request_id, where)
         values = (request_id, "answered", answer, answered_by, digest, None, now, now)
         if conn.execute(_TAKE, values).rowcount == 0:
-            raise conflict(request_id, _holder(conn, request_id))
+            raise _conflict(conn, request_id)
     watch.wake(conn, request_id)
 
 
@@ -177,9 +177,12 @@ def list_pending(
     return conn.execute("".join(sql), args).fetchall()
 
 
-def _holder(conn: sqlite3.Connection, request_id: str) -> str | None:
+def _conflict(conn: sqlite3.Connection, request_id: str) -> AnswerConflict:
     found = conn.execute(_HOLDER, (request_id,)).fetchone()
-    return found[0] if found is not None and isinstance(found[0], str) else None
+    if found is None:
+        return conflict(request_id, None)
+    who, status, lease_until = found
+    return conflict(request_id, who if isinstance(who, str) else None, status, lease_until)
 
 
 Waiter = tuple["asyncio.Future[Any]", asyncio.AbstractEventLoop]

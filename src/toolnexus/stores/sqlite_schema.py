@@ -17,17 +17,23 @@ Versions:
       checkpoint (kind, tool, conversation, created_at, expires_at, prompt), the claim's lease,
       and the accepted answer (JSON), who gave it, when, and the digest of the halted call.
       One partial index covers exactly the rows and columns `list_pending` filters on.
+    3 ``runtime_handles``: the agent runtime's handle table, one row per
+      ``(runtime_id, handle_id)`` with the handle's row as JSON text and ``updated_at``. A
+      handle table kept by earlier versions as one conversation document (id
+      ``__toolnexus_runtime__/<runtime id>``) is moved into it; a document that cannot be read
+      is left where it is.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import StoreError
+from ._handlerows import LEGACY_PREFIX, legacy_rows
 
 __all__ = ["MIGRATIONS", "Migration", "immediate", "migrate", "schema_version"]
 
@@ -40,11 +46,35 @@ class Migration:
         version: 1 for the first migration, then consecutive integers.
         name: a short label recorded in ``schema_migrations``.
         statements: DDL/DML statements, one per string (no ``;``-joined scripts).
+        data_step: SQLite only: a function run after the statements, in the same
+            transaction, for data moves that SQL alone cannot do portably.
     """
 
     version: int
     name: str
     statements: tuple[str, ...]
+    data_step: Callable[[sqlite3.Connection], None] | None = None
+
+
+def _move_legacy_runtime_tables(conn: sqlite3.Connection) -> None:
+    """Move every readable handle-table document into ``runtime_handles`` (migration 3)."""
+    # The reserved ids sort between the prefix and the prefix with its "/" bumped to "0".
+    upper = LEGACY_PREFIX[:-1] + "0"
+    docs = conn.execute(
+        "SELECT id, messages, updated_at FROM conversations WHERE id >= ? AND id < ?",
+        (LEGACY_PREFIX, upper),
+    ).fetchall()
+    for doc_id, text, updated_at in docs:
+        rows = legacy_rows(text)
+        if rows is None:
+            continue
+        runtime_id = doc_id[len(LEGACY_PREFIX) :]
+        conn.executemany(
+            "INSERT OR IGNORE INTO runtime_handles (runtime_id, handle_id, data, updated_at)"
+            " VALUES (?, ?, ?, ?)",
+            [(runtime_id, handle_id, data, updated_at) for handle_id, data in rows],
+        )
+        conn.execute("DELETE FROM conversations WHERE id = ?", (doc_id,))
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -87,6 +117,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             " (created_at, request_id, kind, tool, conversation_id)"
             " WHERE status = 'pending' AND checkpoint IS NOT NULL",
         ),
+    ),
+    Migration(
+        version=3,
+        name="runtime_handles",
+        statements=(
+            # The primary key's index serves both the upsert and a runtime's load (a range
+            # scan in handle order); no other index, so a save touches one table page.
+            "CREATE TABLE runtime_handles ("
+            " runtime_id TEXT NOT NULL,"
+            " handle_id TEXT NOT NULL,"
+            " data TEXT NOT NULL,"
+            " updated_at REAL,"
+            " PRIMARY KEY (runtime_id, handle_id)"
+            ")",
+        ),
+        data_step=_move_legacy_runtime_tables,
     ),
 )
 """Every migration, oldest first. Append only."""
@@ -169,6 +215,8 @@ def migrate(
             if done is None:
                 for statement in migration.statements:
                     conn.execute(statement)
+                if migration.data_step is not None:
+                    migration.data_step(conn)
                 conn.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     (migration.version, migration.name, time.time()),
