@@ -373,6 +373,7 @@ class Cycle:
     runs: int = 0
     total: float = 0.0
     model: float = 0.0
+    cpu: float = 0.0  # this process's CPU time (all threads; the in-process server included)
     checkpoint_bytes: int = 0
 
     def ms(self) -> float:
@@ -380,6 +381,9 @@ class Cycle:
 
     def beyond_ms(self) -> float:
         return (self.total - self.model) * 1000 / self.runs
+
+    def cpu_ms(self) -> float:
+        return self.cpu * 1000 / self.runs
 
 
 async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
@@ -391,7 +395,7 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
     session = floor.new_session()
     try:
         for i in range(runs + 1):  # the first cycle warms up
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             model = 0.0
             messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
             t = time.perf_counter()
@@ -450,6 +454,7 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
             if i:
                 out.runs += 1
                 out.total += time.perf_counter() - started
+                out.cpu += time.process_time() - cpu
                 out.model += model
                 out.checkpoint_bytes = len(stored)
     finally:
@@ -482,7 +487,7 @@ async def ours_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
     async with client() as halting, client() as worker:
         for i in range(runs + 1):  # the first cycle warms up (and creates the file)
             model_ms = 0.0
-            started = time.perf_counter()
+            started, cpu = time.perf_counter(), time.process_time()
             conversation = f"conv-{i}"
             halted = await halting.ask(PROMPT, toolkit, id=conversation)
             if halted.pending is None:
@@ -499,6 +504,7 @@ async def ours_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
             if i:
                 out.runs += 1
                 out.total += time.perf_counter() - started
+                out.cpu += time.process_time() - cpu
                 out.model += model_ms / 1000
         record = await halting.run_store.answer_record(halted.pending.id)
         if record is None:
@@ -620,6 +626,17 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
                 f"{ratio:.2f}x",
                 f"<= {CYCLE_RATIO_TARGET}x",
                 ratio <= CYCLE_RATIO_TARGET,
+            )
+        )
+        f_cpu, o_cpu = median([c.cpu_ms() for c in f]), median([c.cpu_ms() for c in o])
+        rows.append(
+            Row(
+                "  same, CPU ms/run (this process, server incl.)",
+                f"{f_cpu:.3f}",
+                f"{o_cpu:.3f}",
+                f"{o_cpu / f_cpu:.2f}x",
+                "-",
+                None,
             )
         )
     rows.append(
