@@ -85,7 +85,9 @@ class Handle:
             "id": self.id,
             "agent": self.agent,
             "parent": self.parent.id if self.parent is not None else None,
-            "children": [c.id for c in self.children],
+            # the root's children are rebuilt from their rows' parent on restore: keeping the
+            # list here would rewrite an ever-growing row on every top-level change
+            "children": [c.id for c in self.children] if self.parent is not None else [],
             "state": self.state,
             "inbox": [i.to_json() for i in self.inbox],
             "budget": self.budget.to_json(),

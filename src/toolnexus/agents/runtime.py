@@ -25,7 +25,7 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any
 
 from .._types import RunResult, Tool
 from ..errors import AnswerMismatch, ResumeError, UsageError
@@ -164,26 +164,27 @@ class AgentRuntime:
             rt.root.next_child = int(root_row.get("next_child") or 1)
             rt.root.tokens = int(root_row.get("tokens") or 0)
 
-        def build(row: dict[str, Any], parent: Handle) -> None:
-            h = handle_from_json(row, parent)
-            parent.children.append(h)
-            rt._handles[h.id] = h
-            if h.state == "running":
-                h.state = "idle"
-                h.result = TaskResult(
-                    text="the process stopped while this handle was running",
-                    status="interrupted",
-                    is_error=True,
-                )
-            for child_id in cast(list[Any], row.get("children") or []):
-                child = by_id.get(str(child_id))
-                if child is not None:
-                    build(child, h)
+        # Lineage comes from each row's parent; siblings keep their spawn order (the ``.n``).
+        kids: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            if row.get("id") != ROOT_ID:
+                kids.setdefault(str(row.get("parent") or ROOT_ID), []).append(row)
 
-        for child_id in cast(list[Any], (root_row or {}).get("children") or []):
-            row = by_id.get(str(child_id))
-            if row is not None:
-                build(row, rt.root)
+        def build(parent: Handle) -> None:
+            for row in sorted(kids.get(parent.id, []), key=_spawn_order):
+                h = handle_from_json(row, parent)
+                parent.children.append(h)
+                rt._handles[h.id] = h
+                if h.state == "running":
+                    h.state = "idle"
+                    h.result = TaskResult(
+                        text="the process stopped while this handle was running",
+                        status="interrupted",
+                        is_error=True,
+                    )
+                build(h)
+
+        build(rt.root)
         return rt
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -768,6 +769,12 @@ class AgentRuntime:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _spawn_order(row: dict[str, Any]) -> int:
+    """The per-parent counter at the end of a handle id (``root/a.3`` ⇒ 3)."""
+    tail = str(row.get("id", "")).rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
 
 
 def _is_closed(h: Handle) -> bool:
