@@ -1,7 +1,7 @@
 """Durability: memory per parked run, halt → SQLite → resume, two workers racing on Postgres.
 
-    .venv/bin/python bench/bench_durable.py              # ~1.5 min
-    .venv/bin/python bench/bench_durable.py --quick      # ~30 s smoke run
+    .venv/bin/python bench/bench_durable.py              # ~1-1.5 min
+    .venv/bin/python bench/bench_durable.py --quick      # ~15-30 s smoke run
     .venv/bin/python bench/bench_durable.py --only park  # or: sqlite, race
 
 The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` first (without
@@ -298,6 +298,11 @@ async def measure_parked(quick: bool, notes: list[str]) -> list[Row]:
         return median([f[key] for f in small[kind]])
 
     f_kib, o_kib = mid("floor", "kib_per_run"), mid("ours", "kib_per_run")
+    spread = "; ".join(
+        f"{kind} " + ", ".join(f"{f['kib_per_run']:.2f}" for f in figures)
+        for kind, figures in small.items()
+    )
+    notes.append(f"1,000 parked runs, RSS KiB/run per repetition: {spread}")
     f_tr, o_tr = mid("floor", "traced_kib_per_run"), mid("ours", "traced_kib_per_run")
     f_big, o_big = large["floor"], large["ours"]
     return [
@@ -408,7 +413,11 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
             messages.append(assistant(message))
             first = message["tool_calls"][0]
             args = json.loads(first["function"]["arguments"])
-            request = {"id": uuid.uuid4().hex, "kind": "approval", "prompt": f"Add {args['a']}?"}
+            request = {
+                "id": uuid.uuid4().hex,
+                "kind": "approval",
+                "prompt": f"Add {args['a']} and {args['b']}?",
+            }
             checkpoint = {
                 "version": 1,
                 "model": model_name(TURNS),
@@ -463,8 +472,9 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
     return out
 
 
-async def ours_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
-    """Ours: ``ask`` halts into SQLite; a fresh (or a long-lived) client resumes it."""
+async def ours_cycles(url: str, path: Path, runs: int, mode: str) -> Cycle:
+    """Ours: ``ask`` halts into SQLite; a ``fresh`` (or a long-lived, ``live``) client resumes
+    it. ``memory``: the same cycle on one client with the default in-memory stores."""
     out = Cycle()
     model_ms = 0.0
 
@@ -479,12 +489,13 @@ async def ours_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
             model=model_name(TURNS),
             api_key=API_KEY,
             max_turns=TURNS + 1,
-            store=f"sqlite:///{path}",
+            store=None if mode == "memory" else f"sqlite:///{path}",
             on_metric=on_metric,
         )
 
     toolkit = await tn.create_toolkit(extra_tools=[ADD_TOOL], builtins=False)
-    async with client() as halting, client() as worker:
+    async with client() as halting, client() as other:
+        worker = halting if mode == "memory" else other
         for i in range(runs + 1):  # the first cycle warms up (and creates the file)
             model_ms = 0.0
             started, cpu = time.perf_counter(), time.process_time()
@@ -493,11 +504,11 @@ async def ours_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
             if halted.pending is None:
                 raise RuntimeError(f"the run did not halt: {halted.status} {halted.text!r}")
             reply = tn.Answer(id=halted.pending.id, ok=True)
-            resumer = client() if fresh else worker
+            resumer = client() if mode == "fresh" else worker
             try:
                 done = await resumer.ask_with_answer(toolkit, conversation, halted.pending, reply)
             finally:
-                if fresh:
+                if mode == "fresh":
                     await resumer.aclose()
             if done.status != "done" or done.text != FINAL_TEXT:
                 raise RuntimeError(f"the resume ended {done.status}: {done.text!r}")
@@ -581,19 +592,22 @@ async def trips_per_cycle(url: str, path: Path, runs: int) -> str:
 async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
     reps = 3 if quick else 7
     runs = 40 if quick else 150
-    variants = ("floor-fresh", "ours-fresh", "floor-live", "ours-live")
+    variants = ("floor-fresh", "ours-fresh", "floor-live", "ours-live", "ours-memory")
     samples: dict[str, list[Cycle]] = {name: [] for name in variants}
     async with endpoint("raw") as url:
         with tempfile.TemporaryDirectory() as tmp:
             ours_bytes = await checkpoint_size(url, Path(tmp) / "size.db")
             for rep in range(reps):
-                order = variants[rep % 4 :] + variants[: rep % 4]
+                order = variants[rep % 5 :] + variants[: rep % 5]
                 for name in order:
                     side, mode = name.split("-")
                     path = Path(tmp) / f"{name}-{rep}.db"
-                    play = floor_cycles if side == "floor" else ours_cycles
                     gc.collect()
-                    samples[name].append(await play(url, path, runs, mode == "fresh"))
+                    if side == "floor":
+                        cycle = await floor_cycles(url, path, runs, mode == "fresh")
+                    else:
+                        cycle = await ours_cycles(url, path, runs, mode)
+                    samples[name].append(cycle)
             notes.append(await trips_per_cycle(url, Path(tmp) / "trips.db", runs))
             notes.append(
                 "floor, per cycle: 3 statements (INSERT the checkpoint; SELECT it back; "
@@ -639,6 +653,23 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
                 None,
             )
         )
+    memory = median([c.beyond_ms() for c in samples["ours-memory"]])
+    sqlite_share = median(
+        [
+            a.beyond_ms() - b.beyond_ms()
+            for a, b in zip(samples["ours-live"], samples["ours-memory"], strict=True)
+        ]
+    )
+    rows.append(
+        Row(
+            "  ours with in-memory stores (loop + JSON), ms/run beyond model calls",
+            "-",
+            f"{memory:.3f}",
+            f"SQLite adds {sqlite_share:.3f} ms",
+            "-",
+            None,
+        )
+    )
     rows.append(
         Row("  checkpoint stored, bytes", str(floor_bytes), str(ours_bytes), "-", "-", None)
     )
@@ -664,7 +695,7 @@ CLOSE_TICKET_DECLARATION: list[dict[str, Any]] = [
         },
     }
 ]
-_worker_name = "?"
+WORKER = {"name": "?"}  # which worker process runs the tool (set in the workers)
 
 
 @tn.define_tool
@@ -672,7 +703,7 @@ def close_ticket(ticket: str, ctx: tn.ToolContext | None = None) -> str | tn.Too
     """Close a support ticket (needs approval)."""
     if ctx is None or ctx.answer is None:
         return tn.pending(kind="approval", prompt=f"Close {ticket}?")
-    return f"{ticket} closed by {_worker_name}"
+    return f"{ticket} closed by {WORKER['name']}"
 
 
 def race_brain(request: RecordedRequest) -> Reply:
@@ -719,8 +750,7 @@ async def private_schema(url: str) -> AsyncIterator[str]:
 
 async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None:
     """Child-process mode: wait for the ids, resume (or claim by hand) every one, report."""
-    global _worker_name
-    _worker_name = name
+    WORKER["name"] = name
     won: list[str] = []
     lost: dict[str, str | None] = {}
     errors: list[str] = []

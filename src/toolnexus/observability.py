@@ -43,6 +43,7 @@ _SOURCES: Final = frozenset(
 )
 _LLM_STATUSES: Final = frozenset({"ok", "error"})
 _MAX_FLOAT: Final = sys.float_info.max
+_NUMBERS: Final = (int, float)
 _EXACT_INT: Final = 2**53
 
 
@@ -64,13 +65,6 @@ class _Histogram:
         self.counts = [0] * (len(DURATION_BUCKETS) + 1)
         self.total = 0.0
         self.count = 0
-
-    def observe(self, seconds: float) -> None:
-        # The first bound >= seconds is the bucket (Prometheus `le` is inclusive);
-        # past the last bound lands in the +Inf slot.
-        self.counts[bisect_left(DURATION_BUCKETS, seconds)] += 1
-        self.total += seconds
-        self.count += 1
 
 
 class Metrics:
@@ -225,22 +219,31 @@ def _observe(table: dict[str, _Histogram], key: str, seconds: float) -> None:
     hist = table.get(key)
     if hist is None:
         hist = table[key] = _Histogram()
-    hist.observe(seconds)
+    # The first bound >= seconds is the bucket (Prometheus `le` is inclusive); past the last
+    # bound lands in the +Inf slot.
+    hist.counts[bisect_left(DURATION_BUCKETS, seconds)] += 1
+    hist.total += seconds
+    hist.count += 1
 
 
 def _seconds(ms: object) -> float | None:
     """``ms / 1000`` for a finite, non-negative number of milliseconds, else None."""
-    if isinstance(ms, bool) or not isinstance(ms, int | float):
+    if type(ms) is float:  # what the client emits: the general checks below are moot
+        seconds = ms / 1000
+    elif isinstance(ms, bool) or not isinstance(ms, _NUMBERS):
         return None
-    try:
-        seconds = float(ms) / 1000
-    except OverflowError:
-        return None
+    else:
+        try:
+            seconds = float(ms) / 1000
+        except OverflowError:
+            return None
     return seconds if 0.0 <= seconds <= _MAX_FLOAT else None
 
 
 def _amount(value: object) -> int | float | None:
     """A finite, non-negative token count, else None."""
+    if type(value) is int:  # what the client emits
+        return value if value >= 0 else None
     if isinstance(value, bool):
         return None
     if isinstance(value, int):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -57,8 +58,12 @@ _seq = itertools.count(1)
 
 
 def new_request_id(prefix: str = "pnd") -> str:
-    """A process-unique request id, ``<prefix>-<ms hex>-<seq>``."""
-    return f"{prefix}-{int(time.time() * 1000):x}-{next(_seq)}"
+    """A globally unique request id, ``<prefix>-<ms hex>-<seq>-<random hex>``.
+
+    Ids key the shared run store, so two processes halting in the same millisecond must never
+    collide: the random part makes that vanishingly unlikely.
+    """
+    return f"{prefix}-{int(time.time() * 1000):x}-{next(_seq)}-{secrets.token_hex(4)}"
 
 
 @dataclass(frozen=True, slots=True)

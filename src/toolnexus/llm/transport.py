@@ -114,6 +114,8 @@ class AiohttpTransport:
         self._owned = session is None
         self._limit = connector_limit
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._headers_in: dict[str, str] | None = None
+        self._headers_out: dict[str, str] = {}
 
     async def _fresh_session(self) -> aiohttp.ClientSession:
         import aiohttp
@@ -130,22 +132,50 @@ class AiohttpTransport:
             await stale.close()
         return session
 
-    async def _send(
-        self, url: str, headers: dict[str, str], body: dict[str, Any], timeout: float | None
-    ) -> aiohttp.ClientResponse:
-        data = _encode(body)
-        if not any(name.lower() == "content-type" for name in headers):
-            headers = {"Content-Type": _JSON, **headers}
-        options: dict[str, Any] = {"data": data, "headers": headers, "allow_redirects": False}
-        session = self._session
-        if session is None or (self._owned and self._loop is not asyncio.get_running_loop()):
-            session = await self._fresh_session()
-        elif session.closed:
-            raise UsageError("the aiohttp session given to AiohttpTransport is closed")
+    def _options(
+        self, headers: dict[str, str], body: dict[str, Any], timeout: float | None
+    ) -> dict[str, Any]:
+        options: dict[str, Any] = {
+            "data": _encode(body),
+            "headers": self._wire_headers(headers),
+            "allow_redirects": False,
+        }
         if timeout is not None:
             import aiohttp
 
             options["timeout"] = aiohttp.ClientTimeout(total=timeout)
+        return options
+
+    def _wire_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """``headers`` with ``Content-Type: application/json`` unless they name one.
+
+        A client sends the same headers on every request, so the result for the last header
+        set is kept (copies on both sides: a caller editing its dict later changes nothing).
+        """
+        if headers != self._headers_in:
+            self._headers_in = dict(headers)
+            if any(name.lower() == "content-type" for name in headers):
+                self._headers_out = dict(headers)
+            else:
+                self._headers_out = {"Content-Type": _JSON, **headers}
+        return self._headers_out
+
+    def _live_session(self) -> aiohttp.ClientSession | None:
+        """The session to send through, or ``None`` when a fresh one must be made first."""
+        session = self._session
+        if session is None or (self._owned and self._loop is not asyncio.get_running_loop()):
+            return None
+        if session.closed:
+            raise UsageError("the aiohttp session given to AiohttpTransport is closed")
+        return session
+
+    async def _send(
+        self, url: str, headers: dict[str, str], body: dict[str, Any], timeout: float | None
+    ) -> aiohttp.ClientResponse:
+        options = self._options(headers, body, timeout)
+        session = self._live_session()
+        if session is None:
+            session = await self._fresh_session()
         return await _read(session.post(url, **options), url, timeout)
 
     async def post(
@@ -159,12 +189,22 @@ class AiohttpTransport:
             TransportError: the connection failed, was reset, or ``timeout`` passed.
             UsageError: the URL is malformed or the body cannot be encoded.
         """
-        response = await self._send(url, headers, body, timeout)
+        # `_send` and `_read` inlined: this is the loop's hot path, one await per step.
+        options = self._options(headers, body, timeout)
+        session = self._live_session()
+        if session is None:
+            session = await self._fresh_session()
         try:
-            data = await _read(response.read(), url, timeout)
-        except BaseException:
-            response.close()
+            response = await session.post(url, **options)
+            try:
+                data = await response.read()
+            except BaseException:
+                response.close()
+                raise
+        except ToolnexusError:
             raise
+        except Exception as exc:
+            raise _translate(exc, url, timeout) from exc
         response.release()
         if not 200 <= response.status < 300:
             raise _status_error(response.status, _text(data), response.headers.get("Retry-After"))

@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from typing import Any, Protocol, cast, runtime_checkable
 
 from .._types import Message, RunResult, Tool, ToolCallRecord, ToolContext, ToolResult, Usage
@@ -293,12 +294,7 @@ class Engine:
         cfg = self.cfg
         body = await self._prepare(state, stream=False)
         started = time.perf_counter()
-        transport = cfg.transport
-        url, headers = cfg.url, cfg.headers
-
-        async def attempt() -> dict[str, Any]:
-            return await transport.post(url, headers, body, timeout=None)
-
+        attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
         try:
             payload = await run_abortable(
                 call_with_retries(attempt, cfg.retry),
