@@ -327,3 +327,29 @@ async def test_waking_a_suspended_handle_only_buffers_the_prompt() -> None:
             assert rt.trace == trace_before
             assert rt.inspect(h).state == "suspended"
             assert rt.inspect(h).inbox == 1
+
+
+async def test_a_child_that_raises_crosses_the_boundary_as_an_error_result() -> None:
+    from toolnexus.testing import call, tool_calls
+
+    def explode(h: Handle) -> None:
+        raise RuntimeError("the child blew up")
+
+    registry = {
+        "lead": AgentDef(name="lead", model="m-lead", task_targets=["bomb"]),
+        "bomb": AgentDef(name="bomb", model="m-bomb", on_spawn=explode),
+    }
+
+    def brain(request: RecordedRequest) -> Reply:
+        seen = [m for m in request.body["messages"] if m.get("role") == "tool"]
+        if not seen:
+            return tool_calls(call("task", {"agent": "bomb", "prompt": "go"}))
+        return text(f"lead saw: {seen[-1]['content']}")
+
+    async with ScriptedModel(default=brain) as model:
+        async with AgentRuntime(registry=registry, llm=llm_of(model)) as rt:
+            lead = spawn(rt, rt.root, "lead")
+            rt.wake(lead, "delegate")
+            result = await rt.wait(lead)
+    assert result.status == "done"
+    assert result.text == "lead saw: [error] RuntimeError: the child blew up"
