@@ -755,6 +755,32 @@ async def test_body_transform_may_be_async_or_edit_the_body_in_place(
     assert scripted.requests[0].body["user"] == "u-1"
 
 
+async def test_a_body_transform_edit_in_place_stays_in_the_body_it_was_made_on(
+    scripted: ScriptedModel, client_for: ClientFor
+) -> None:
+    def mark_last(body: dict[str, Any]) -> None:
+        body["messages"][-1]["marked"] = True
+
+    scripted.add(tool_calls(call("add", {"a": 1, "b": 2})), text("ok"))
+    async with client_for(scripted, "anthropic", body_transform=mark_last) as client:
+        await client.run("hi", [add])
+    second = scripted.requests[1].body["messages"]
+    assert [m.get("marked") for m in second] == [None, None, True]
+
+
+async def test_a_before_llm_hook_editing_the_transcript_in_place_is_sent(
+    scripted: ScriptedModel, client_for: ClientFor, style: str
+) -> None:
+    def edit(info: dict[str, Any]) -> None:
+        if info["turn"] == 1:
+            info["messages"][0]["content"] = "edited"
+
+    scripted.add(tool_calls(call("add", {"a": 1, "b": 2})), text("ok"))
+    async with client_for(scripted, style, hooks={"before_llm": edit}) as client:
+        await client.run("hi", [add])
+    assert scripted.requests[1].body["messages"][0]["content"] == "edited"
+
+
 async def test_a_tool_receives_its_call_id_the_cancel_signal_and_the_time_left(
     scripted: ScriptedModel, client_for: ClientFor
 ) -> None:

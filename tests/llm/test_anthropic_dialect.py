@@ -14,6 +14,7 @@ from toolnexus.llm import anthropic
 from toolnexus.llm.anthropic import (
     AnthropicDialect,
     AnthropicStream,
+    AnthropicTranscript,
     map_tool_choice,
     tools_from_openai,
 )
@@ -146,6 +147,37 @@ def test_unreadable_tools_raise_usage_error(tool: Any, complaint: str) -> None:
 )
 def test_tool_choice_maps_to_anthropic_terms(choice: Any, mapped: Any) -> None:
     assert map_tool_choice(choice) == mapped
+
+
+# --- new_transcript: one run's bodies ------------------------------------------------------
+
+TRANSCRIPT: list[dict[str, Any]] = [
+    {"role": "system", "content": "S"},
+    {"role": "user", "content": "q"},
+    {
+        "role": "assistant",
+        "content": "t",
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+        ],
+    },
+    {"role": "tool", "tool_call_id": "a", "content": "one"},
+    {"role": "tool", "tool_call_id": "b", "content": "two", "is_error": True},
+    {"role": "assistant", "content": "done"},
+]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_transcript_builds_the_bodies_build_body_builds_turn_after_turn(stream: bool) -> None:
+    bodies = D.new_transcript()
+    assert isinstance(bodies, AnthropicTranscript)
+    tools = [ANTHROPIC_TOOL]
+    for end in range(len(TRANSCRIPT) + 1):
+        built = bodies.build_body(model="m", messages=TRANSCRIPT[:end], tools=tools, stream=stream)
+        assert built == D.build_body(
+            model="m", messages=TRANSCRIPT[:end], tools=tools, stream=stream
+        )
 
 
 # --- build_body ---------------------------------------------------------------------------

@@ -11,6 +11,8 @@ import pytest
 from toolnexus.errors import UsageError
 from toolnexus.llm import convert
 from toolnexus.llm.convert import (
+    AnthropicRendering,
+    appended_since,
     compact_json,
     from_anthropic,
     make_usage,
@@ -189,6 +191,75 @@ def test_to_anthropic_does_not_modify_its_input() -> None:
 def test_unreadable_messages_raise_usage_error(messages: list[Any], complaint: str) -> None:
     with pytest.raises(UsageError, match=complaint):
         to_anthropic(messages)
+
+
+# --- AnthropicRendering: a growing transcript, each message rendered once ------------------
+
+GROWING: list[dict[str, Any]] = [
+    {"role": "system", "content": "S"},
+    {"role": "user", "content": "q"},
+    {"role": "assistant", "content": "t", "tool_calls": [call("a", "f", '{"x": 1}')]},
+    {"role": "tool", "tool_call_id": "a", "content": "one"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [call("b", "f", "{}"), call("c", "g", "{}")],
+    },
+    {"role": "tool", "tool_call_id": "b", "content": "two"},
+    {"role": "tool", "tool_call_id": "c", "content": "x", "is_error": True},
+    {"role": "user", "content": "more"},
+    {"role": "developer", "content": "D"},
+    {"role": "assistant", "content": "done"},
+]
+
+
+def test_rendering_a_growing_transcript_step_by_step_equals_rendering_it_whole() -> None:
+    rendering = AnthropicRendering()
+    for end in range(len(GROWING) + 1):
+        assert rendering.render(GROWING[:end]) == to_anthropic(GROWING[:end])
+
+
+def test_what_an_earlier_render_returned_is_never_changed_by_a_later_one() -> None:
+    rendering = AnthropicRendering()
+    transcript: list[dict[str, Any]] = []
+    returned: list[tuple[list[dict[str, Any]], Any]] = []
+    for message in GROWING:
+        transcript.append(message)
+        rendered, system = rendering.render(transcript)
+        returned.append((rendered, copy.deepcopy(rendered)))
+        assert system == to_anthropic(transcript)[1]
+    for rendered, snapshot in returned:
+        assert rendered == snapshot
+
+
+def test_a_transcript_that_is_not_an_extension_is_rendered_afresh() -> None:
+    rendering = AnthropicRendering()
+    rendering.render(GROWING[:4])
+    replaced = [*GROWING[:3], {"role": "tool", "tool_call_id": "a", "content": "other"}]
+    assert rendering.render(replaced) == to_anthropic(replaced)
+    assert rendering.render(GROWING[:2]) == to_anthropic(GROWING[:2])
+
+
+def test_after_an_unreadable_message_the_next_render_starts_afresh() -> None:
+    rendering = AnthropicRendering()
+    rendering.render(GROWING[:2])
+    with pytest.raises(UsageError, match=r"messages\[2\] has an unsupported role"):
+        rendering.render([*GROWING[:2], {"role": "wizard", "content": "x"}])
+    assert rendering.render(GROWING[:4]) == to_anthropic(GROWING[:4])
+
+
+def test_every_new_message_is_checked_before_any_is_rendered() -> None:
+    messages: list[Any] = [{"role": "wizard", "content": "x"}, "not a dict"]
+    with pytest.raises(UsageError, match=r"messages\[3\] must be a dict"):
+        AnthropicRendering().render([*GROWING[:2], *messages])
+
+
+def test_appended_since_is_the_tail_of_an_extended_transcript_else_none() -> None:
+    head = GROWING[:3]
+    assert appended_since(GROWING[:5], head) == GROWING[3:5]
+    assert appended_since(GROWING[:3], head) == []
+    assert appended_since(GROWING[:2], head) is None
+    assert appended_since([*GROWING[:2], dict(GROWING[3]), GROWING[3]], head) is None
 
 
 # --- from_anthropic -----------------------------------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from toolnexus._types import Tool
 from toolnexus.errors import BadResponse, ProviderError, UsageError
 from toolnexus.llm.base import Dialect, ModelToolCall, SSEEvent, StreamAssembler
-from toolnexus.llm.openai import OpenAIDialect, OpenAIStream
+from toolnexus.llm.openai import OpenAIDialect, OpenAIStream, OpenAITranscript
 from toolnexus.llm.sse import SSEParser
 
 D = OpenAIDialect()
@@ -156,6 +156,51 @@ def test_object_form_tool_arguments_are_serialised_compactly() -> None:
     arguments = [c["function"]["arguments"] for c in body["messages"][0]["tool_calls"]]
     assert arguments == ['{"x":1}', '{"y": 2}', "{}"]
     assert message["tool_calls"][0]["function"]["arguments"] == {"x": 1}
+
+
+# --- new_transcript: one run's bodies ------------------------------------------------------
+
+TRANSCRIPT: list[dict[str, Any]] = [
+    {"role": "system", "content": "S"},
+    {"role": "user", "content": "q"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "a", "content": "boom", "is_error": True},
+    {"role": "assistant", "content": "done"},
+]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_transcript_builds_the_bodies_build_body_builds_turn_after_turn(stream: bool) -> None:
+    bodies = D.new_transcript()
+    assert isinstance(bodies, OpenAITranscript)
+    for end in range(len(TRANSCRIPT) + 1):
+        built = bodies.build_body(model="m", messages=TRANSCRIPT[:end], tools=TOOLS, stream=stream)
+        assert built == D.build_body(
+            model="m", messages=TRANSCRIPT[:end], tools=TOOLS, stream=stream
+        )
+
+
+def test_a_transcript_gives_every_body_its_own_lists() -> None:
+    bodies = D.new_transcript()
+    first = bodies.build_body(model="m", messages=TRANSCRIPT[:2], tools=TOOLS, stream=False)
+    first["messages"].append({"role": "user", "content": "edited"})
+    first["tools"].clear()
+    second = bodies.build_body(model="m", messages=TRANSCRIPT[:3], tools=TOOLS, stream=False)
+    assert second == D.build_body(model="m", messages=TRANSCRIPT[:3], tools=TOOLS, stream=False)
+
+
+def test_a_transcript_that_is_not_an_extension_is_prepared_afresh() -> None:
+    bodies = D.new_transcript()
+    bodies.build_body(model="m", messages=TRANSCRIPT[:4], tools=[], stream=False)
+    other = [TRANSCRIPT[0], {"role": "user", "content": "another question"}]
+    built = bodies.build_body(model="m", messages=other, tools=[], stream=False)
+    assert built["messages"] == other
 
 
 # --- parse_reply --------------------------------------------------------------------------

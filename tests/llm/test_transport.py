@@ -103,6 +103,28 @@ async def test_a_callers_content_type_is_not_duplicated(transport: AiohttpTransp
     assert seen == ["application/json; charset=utf-8"]
 
 
+async def test_each_request_sends_the_headers_it_was_given(transport: AiohttpTransport) -> None:
+    seen: list[tuple[str | None, str | None]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        seen.append((request.headers.get("Authorization"), request.headers.get("Content-Type")))
+        return web.json_response({})
+
+    headers = {"Authorization": "Bearer one"}
+    async with serve(handler) as url:
+        await transport.post(url, headers, {}, timeout=None)
+        headers["Authorization"] = "Bearer two"
+        await transport.post(url, headers, {}, timeout=None)
+        await transport.post(url, {"Content-Type": "text/plain"}, {}, timeout=None)
+        await transport.post(url, {}, {}, timeout=None)
+    assert seen == [
+        ("Bearer one", "application/json"),
+        ("Bearer two", "application/json"),
+        (None, "text/plain"),
+        (None, "application/json"),
+    ]
+
+
 async def test_a_400_is_a_provider_error_with_status_and_body(
     transport: AiohttpTransport,
 ) -> None:

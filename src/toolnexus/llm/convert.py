@@ -57,13 +57,17 @@ _TEXT_PART_TYPES = frozenset({"text", "input_text", "output_text"})
 _ANTHROPIC_BLOCKS = frozenset({"tool_use", "tool_result"})
 
 
+# ``json.dumps`` with these options would build a new encoder on every call.
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def compact_json(value: Any) -> str:
     """JSON text with compact separators and UTF-8 kept as is: how we store tool arguments.
 
     >>> compact_json({"city": "Zürich", "days": 2})
     '{"city":"Zürich","days":2}'
     """
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _COMPACT.encode(value)
 
 
 def arguments_text(value: Any) -> str:

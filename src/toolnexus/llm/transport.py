@@ -42,9 +42,13 @@ _JSON = "application/json"
 T = TypeVar("T")
 
 
+# ``json.dumps`` with these options would build a new encoder on every request.
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+
+
 def _encode(body: dict[str, Any]) -> bytes:
     try:
-        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode()
+        return _BODY_ENCODER.encode(body).encode()
     except (TypeError, ValueError, RecursionError) as exc:
         raise UsageError(f"request body is not JSON-serialisable: {exc}") from exc
 

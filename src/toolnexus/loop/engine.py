@@ -639,14 +639,16 @@ class Engine:
                 return stop
             turn = await self.call_model(state)
             slots = self._take_turn(state, turn)
+            text = turn.text
+            del turn  # its raw reply: not kept while the calls run (and maybe park for long)
             if not slots:
-                return self._done(state, turn.text or "", "done", None)
+                return self._done(state, text or "", "done", None)
             await self._start(state, slots, inline=state.wait_for is not None)
             halted = await self._settle_quietly(state, slots)
             if halted is not None:
                 return halted
             if state.turns >= limit:
-                return self._capped(state, turn.text)
+                return self._capped(state, text)
 
     async def drive(
         self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
@@ -722,11 +724,17 @@ class Engine:
     async def _start(self, state: RunState, slots: list[Slot], *, inline: bool) -> None:
         """Run the turn's calls that have neither a result nor a suspension, concurrently."""
         state.turn_slots = slots
-        await _gather(
+        calls = [
             self.start_slot(state, s, inline)
             for s in slots
             if s.result is None and s.request is None
-        )
+        ]
+        if len(calls) == 1:
+            await calls[0]
+            return
+        async with asyncio.TaskGroup() as group:
+            for call in calls:
+                group.create_task(call)
 
     async def _settle(self, state: RunState, slots: list[Slot]) -> AsyncIterator[Event]:
         """After a turn's calls ran: resolve (``wait_for``) or halt, in call order.
@@ -844,16 +852,6 @@ async def _aclose(events: AsyncIterator[Any]) -> None:
             await closer()
         except Exception:
             log.debug("toolnexus: closing a stream failed", exc_info=True)
-
-
-async def _gather(coros: Any) -> None:
-    items = list(coros)
-    if len(items) == 1:
-        await items[0]
-        return
-    async with asyncio.TaskGroup() as group:
-        for c in items:
-            group.create_task(c)
 
 
 def _parse(slot: Slot) -> tuple[dict[str, Any], str | None]:
