@@ -14,11 +14,12 @@ the host answers inline and the run goes on.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
@@ -30,6 +31,7 @@ from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
 from .llm.retry import OnError, RetryPolicy
 from .llm.transport import as_transport
+from .loop.checkpoint import Checkpoint
 from .loop.engine import Engine, EngineConfig, RunState, Slot
 from .loop.hooks import as_hooks
 from .loop.resume import (
@@ -334,7 +336,7 @@ class Client:
     async def _resume(
         self,
         toolkit: ToolSet,
-        history: Sequence[Message] | None,
+        history: History,
         pending: Request | Mapping[str, Any],
         answer: Answer | Mapping[str, Any],
         *,
@@ -342,15 +344,18 @@ class Client:
         conversation_id: str | None,
         answered_by: str | None,
         cancel: asyncio.Event | None,
+        checkpoint: Checkpoint | None = None,
     ) -> AsyncIterator[dict[str, Any]]:
         request = as_request(pending)
         reply = as_answer(answer)
         check_echo(request, reply)
-        checkpoint = await self._runs.load_halt(request.id)
+        if checkpoint is None:
+            checkpoint = await self._runs.load_halt(request.id)
         if checkpoint is None:
             await self._refuse_if_answered(request.id)
+            transcript = await history() if callable(history) else history
             checkpoint = checkpoint_from_transcript(
-                history or [], request, model=self._cfg.model, style=self._cfg.style
+                transcript or [], request, model=self._cfg.model, style=self._cfg.style
             )
             checkpoint.conversation_id = conversation_id
         state = self._state(None, toolkit, None, cancel)
@@ -425,21 +430,18 @@ class Client:
             ResumeError: no transcript, no halted turn, a missing tool, or an ``ok`` relay
                 answer without output (nothing changed).
         """
-        result: RunResult | None = None
-        async for event in self._resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            stream=False,
-            conversation_id=None,
-            answered_by=answered_by,
-            cancel=cancel,
-        ):
-            if event["type"] == "done":
-                result = event["result"]
-        assert result is not None
-        return result
+        return await _result_of(
+            self._resume(
+                toolkit,
+                history,
+                pending,
+                answer,
+                stream=False,
+                conversation_id=None,
+                answered_by=answered_by,
+                cancel=cancel,
+            )
+        )
 
     async def ask_with_answer(
         self,
@@ -452,22 +454,19 @@ class Client:
         cancel: asyncio.Event | None = None,
     ) -> RunResult:
         """`run_with_answer` for a conversation kept in the store: load, resume, save."""
-        history = await self._history_for_resume(id)
-        result: RunResult | None = None
-        async for event in self._resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            stream=False,
-            conversation_id=id,
-            answered_by=answered_by,
-            cancel=cancel,
-        ):
-            if event["type"] == "done":
-                result = event["result"]
-        assert result is not None
-        return result
+        history = self._history_for_resume(id)
+        return await _result_of(
+            self._resume(
+                toolkit,
+                history,
+                pending,
+                answer,
+                stream=False,
+                conversation_id=id,
+                answered_by=answered_by,
+                cancel=cancel,
+            )
+        )
 
     async def stream_with_answer(
         self,
@@ -508,7 +507,7 @@ class Client:
         """`ask_with_answer` as a stream; the transcript is saved on ``done``."""
         if self._in_process:
             raise UsageError("the in-process client does not stream; use ask_with_answer()")
-        history = await self._history_for_resume(id)
+        history = self._history_for_resume(id)
         async for event in self._resume(
             toolkit,
             history,
@@ -547,21 +546,19 @@ class Client:
             (o.request for o in checkpoint.outstanding if o.request and o.request.id == reply.id),
             checkpoint.pending,
         )
-        result: RunResult | None = None
-        async for event in self._resume(
-            toolkit,
-            None,
-            request,
-            reply,
-            stream=False,
-            conversation_id=checkpoint.conversation_id,
-            answered_by=answered_by,
-            cancel=cancel,
-        ):
-            if event["type"] == "done":
-                result = event["result"]
-        assert result is not None
-        return result
+        return await _result_of(
+            self._resume(
+                toolkit,
+                None,
+                request,
+                reply,
+                stream=False,
+                conversation_id=checkpoint.conversation_id,
+                answered_by=answered_by,
+                cancel=cancel,
+                checkpoint=checkpoint,
+            )
+        )
 
     async def _refuse_if_answered(self, request_id: str) -> None:
         record = await self._runs.answer_record(request_id)
@@ -572,10 +569,11 @@ class Client:
                 answered_by=record.answered_by,
             )
 
-    async def _history_for_resume(self, id: str) -> list[Message] | None:
+    def _history_for_resume(self, id: str) -> Callable[[], Awaitable[list[Message] | None]]:
+        """The stored transcript, read only if no stored checkpoint makes it unnecessary."""
         if not isinstance(id, str) or not id:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ResumeError("toolnexus: cannot resume — ask_with_answer needs a conversation id")
-        return await self._store.get(id)
+        return functools.partial(self._store.get, id)
 
     def conversation(self, toolkit: ToolSet = None) -> Conversation:
         """An in-memory multi-turn conversation over ``toolkit``."""
@@ -634,6 +632,21 @@ class Client:
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+History = (
+    Sequence[Message] | Callable[[], Awaitable[list[Message] | None]] | None
+)  # a transcript, or how to load one when it is needed
+
+
+async def _result_of(events: AsyncIterator[dict[str, Any]]) -> RunResult:
+    """The `RunResult` of the ``done`` event that ends a stream of events."""
+    result: RunResult | None = None
+    async for event in events:
+        if event["type"] == "done":
+            result = event["result"]
+    assert result is not None
+    return result
 
 
 async def _release(runs: RunStore, request_id: str) -> None:
