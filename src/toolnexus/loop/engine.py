@@ -5,6 +5,9 @@ suspension → decide (continue, finish, halt). ``run`` and ``ask`` play the tur
 `Engine.complete`, ``stream`` with `Engine.drive`, which yields events along the way; both are
 built from the same steps. Resolving a suspension — inline through ``wait_for`` or later from a
 checkpoint — is one code path: re-execute the call with ``ctx.answer`` (see `Engine.resolve`).
+
+The run's data lives in `toolnexus.loop.state`; the pure transcript rules in
+`toolnexus.loop.transcript`.
 """
 
 from __future__ import annotations
@@ -14,32 +17,40 @@ import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, cast
 
-from .._types import Message, RunResult, Tool, ToolCallRecord, ToolContext, ToolResult, Usage
+from .._types import Message, RunResult, Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError
 from ..llm.abort import abortable_iter, run_abortable
-from ..llm.base import Dialect, ModelToolCall, ModelTurn, SSEEvent, Transport
+from ..llm.base import ModelTurn, SSEEvent
 from ..llm.convert import normalize_history
-from ..llm.retry import RetryPolicy, call_with_retries
+from ..llm.retry import call_with_retries
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
     Request,
-    WaitFor,
     format_timestamp,
     is_expired,
     is_relay_request,
     pending_of,
-    relay_output_for,
 )
 from ..tools.validation import parse_arguments, validate_arguments
-from .checkpoint import Checkpoint, Outstanding, tool_fingerprint
+from . import transcript as tx
+from .checkpoint import Checkpoint, Outstanding
 from .execute import coerce_result, invoke_tool, unknown_tool_result
-from .hooks import Hooks, call_callback
+from .hooks import call_callback
+from .state import (
+    EngineConfig,
+    ParkingWaitFor,
+    RunState,
+    Slot,
+    TranscriptDialect,
+    TurnGuard,
+)
+from .transcript import relay_splice
 
 __all__ = [
     "Engine",
@@ -55,112 +66,6 @@ log = logging.getLogger("toolnexus")
 
 Event = dict[str, Any]
 _STRIPPED_PARAMS = ("messages", "tools", "stream")
-
-
-@dataclass(slots=True)
-class EngineConfig:
-    """Everything a client fixes at construction."""
-
-    dialect: Dialect
-    transport: Transport
-    url: str
-    headers: dict[str, str]
-    model: str
-    style: str
-    system_prompt: str | None = None
-    max_turns: int = 10
-    hooks: Hooks = field(default_factory=Hooks)
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    timeout_ms: float | None = None
-    on_metric: Callable[[dict[str, Any]], Any] | None = None
-    wait_for: WaitFor | None = None
-    request_params: Mapping[str, Any] | None = None
-    body_transform: Callable[[dict[str, Any]], Any] | None = None
-    pending_ttl: float | None = None
-    supports_stream: bool = True
-
-
-@dataclass(slots=True)
-class Slot:
-    """One tool call of the current turn while it executes."""
-
-    index: int
-    id: str
-    name: str
-    arguments: str
-    args: dict[str, Any] = field(default_factory=lambda: {})
-    result: ToolResult | None = None
-    request: Request | None = None
-
-
-class TurnGuard(Protocol):
-    """Watches a run's model calls (budgets, roll-ups). Used by the agent runtime."""
-
-    def before_call(self) -> str | None:
-        """The name of a limit that stops the run now (``incomplete``), or ``None``."""
-        ...
-
-    def after_call(self, usage: Usage) -> None:
-        """One model call finished with ``usage``."""
-        ...
-
-
-class BodyBuilder(Protocol):
-    """Builds the request bodies of one run's successive turns (a dialect's ``new_transcript``)."""
-
-    def build_body(
-        self,
-        *,
-        model: str,
-        messages: Sequence[Message],
-        tools: Sequence[dict[str, Any]],
-        stream: bool,
-    ) -> dict[str, Any]: ...
-
-
-@runtime_checkable
-class TranscriptDialect(Protocol):
-    """A dialect that can render a run's growing transcript incrementally (ours both can)."""
-
-    def new_transcript(self) -> BodyBuilder: ...
-
-
-@runtime_checkable
-class ParkingWaitFor(Protocol):
-    """A ``wait_for`` that wants the run's checkpoint while it waits (see `store_wait_for`)."""
-
-    async def park(self, request: Request, checkpoint: Checkpoint) -> Answer: ...
-
-
-@dataclass(slots=True)
-class RunState:
-    """The mutable state of one run."""
-
-    messages: list[Message]
-    tools: list[Tool]
-    by_name: dict[str, Tool]
-    wire_tools: list[dict[str, Any]]
-    cancel: asyncio.Event | None = None
-    deadline: float | None = None
-    turns: int = 0
-    usage: Usage = field(
-        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    )
-    records: list[ToolCallRecord] = field(default_factory=lambda: [])
-    fingerprint: str = ""  # computed on first use: only halts and resumes need it
-    conversation_id: str | None = None
-    wait_for: WaitFor | None = None
-    expired: bool = False
-    checkpoint: Checkpoint | None = None
-    guard: TurnGuard | None = None
-    turn_slots: list[Slot] = field(default_factory=lambda: [])
-    bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
-
-    def tool_fingerprint(self) -> str:
-        """The digest of this run's tool set (cached)."""
-        if not self.fingerprint:
-            self.fingerprint = tool_fingerprint(self.tools)
-        return self.fingerprint
 
 
 class Engine:
@@ -189,7 +94,7 @@ class Engine:
         cfg = self.cfg
         messages = normalize_history(list(history)) if history else []
         if prompt is not None:
-            balance_last_turn(messages)
+            tx.balance_last_turn(messages)
         if not messages:
             system = "\n\n".join(p for p in (cfg.system_prompt, skills_prompt) if p)
             if system:
@@ -330,7 +235,7 @@ class Engine:
             except StopAsyncIteration:
                 return events, None
             except BaseException:
-                await _aclose(events)
+                await tx.aclose(events)
                 raise
             return events, first
 
@@ -364,7 +269,7 @@ class Engine:
             self.emit_llm_error(started)
             raise
         finally:
-            await _aclose(events)
+            await tx.aclose(events)
         await self.finish_call(turn, started, state.turns)
         yield turn
 
@@ -400,7 +305,9 @@ class Engine:
             change = await call_callback("before_tool hook", hooks.before_tool, info)
             if isinstance(change, Mapping):
                 if "result" in change:
-                    return coerce_result(cast(object, change["result"])), _source(state, slot.name)
+                    return coerce_result(cast(object, change["result"])), tx.source(
+                        state, slot.name
+                    )
                 new_args = change.get("args")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
                 if isinstance(new_args, dict):
                     args = slot.args = dict(new_args)  # pyright: ignore[reportUnknownArgumentType]
@@ -463,7 +370,7 @@ class Engine:
     async def start_slot(self, state: RunState, slot: Slot, resolve_inline: bool) -> None:
         """First execution of a call; with ``resolve_inline`` a suspension is resolved here."""
         try:
-            slot.args, problem = _parse(slot)
+            slot.args, problem = tx.parse(slot)
         except Exception as exc:
             slot.args, problem = {}, f"malformed arguments for tool {slot.name}: {exc}"
         if problem is not None:
@@ -471,7 +378,7 @@ class Engine:
                 {
                     "event": "tool",
                     "tool": slot.name,
-                    "source": _source(state, slot.name),
+                    "source": tx.source(state, slot.name),
                     "is_error": True,
                     "ms": 0.0,
                 }
@@ -502,7 +409,7 @@ class Engine:
         assert request is not None
         tool = state.by_name.get(slot.name)
         result: ToolResult | None = None
-        for rounds in range(MAX_FOLLOW_UPS + 1):
+        for rounds in range(tx.MAX_FOLLOW_UPS + 1):
             if not answer.ok and (tool is None or not tool.handles_declines):
                 result = ToolResult(f"declined/expired: {request.prompt}", True)
                 break
@@ -511,7 +418,7 @@ class Engine:
             if follow is None:
                 result = retry
                 break
-            if rounds == MAX_FOLLOW_UPS or _same_question(follow, request):
+            if rounds == tx.MAX_FOLLOW_UPS or tx.same_question(follow, request):
                 result = ToolResult(f"unresolved: {request.prompt}", True)
                 break
             slot.request = request = self._stamp(follow, slot)
@@ -553,7 +460,7 @@ class Engine:
             tool = state.by_name.get(slot.name)
             if tool is not None and tool.source == "relay":
                 started = time.perf_counter()
-                result = relay_splice(slot.name, slot.id, answer, first=position == 0)
+                result = tx.relay_splice(slot.name, slot.id, answer, first=position == 0)
                 self._emit(
                     {
                         "event": "tool",
@@ -606,7 +513,7 @@ class Engine:
             if type(exc).__module__.startswith("toolnexus"):
                 raise
             raise CallbackError(f"wait_for raised {type(exc).__name__}: {exc}") from exc
-        answer = _as_answer(value)
+        answer = tx.as_answer(value)
         if answer.id != request.id:
             raise AnswerMismatch(
                 f'wait_for answered id "{answer.id}", which does not echo the pending request '
@@ -632,7 +539,7 @@ class Engine:
             if halted is not None:
                 return halted
             if state.turns >= limit:
-                return self._capped(state, _last_text(state.messages))
+                return self._capped(state, tx.last_text(state.messages))
         while True:
             stop = self._stop_before_call(state, limit)
             if stop is not None:
@@ -661,7 +568,7 @@ class Engine:
         ``pending`` (before ``wait_for`` is asked) and/or ``tool_result``.
         """
         if not stream:
-            yield _done_event(await self.complete(state, resumed=resumed))
+            yield tx.done_event(await self.complete(state, resumed=resumed))
             return
         limit = state.turns + self.cfg.max_turns
         if resumed is not None:
@@ -671,12 +578,12 @@ class Engine:
                 if event["type"] == "done":
                     return
             if state.turns >= limit:
-                yield _done_event(self._capped(state, _last_text(state.messages)))
+                yield tx.done_event(self._capped(state, tx.last_text(state.messages)))
                 return
         while True:
             stop = self._stop_before_call(state, limit)
             if stop is not None:
-                yield _done_event(stop)
+                yield tx.done_event(stop)
                 return
             turn: ModelTurn | None = None
             async for item in self.stream_model(state):
@@ -688,37 +595,37 @@ class Engine:
             slots = self._take_turn(state, turn)
             if not slots:
                 yield {"type": "usage", "usage": dict(state.usage)}
-                yield _done_event(self._done(state, turn.text or "", "done", None))
+                yield tx.done_event(self._done(state, turn.text or "", "done", None))
                 return
             for s in slots:
-                yield {"type": "tool_call", "id": s.id, "name": s.name, "args": _peek(s)}
+                yield {"type": "tool_call", "id": s.id, "name": s.name, "args": tx.peek(s)}
             await self._start(state, slots, inline=False)
             async for event in self._settle(state, slots):
                 yield event
                 if event["type"] == "done":
                     return
             if state.turns >= limit:
-                yield _done_event(self._capped(state, turn.text))
+                yield tx.done_event(self._capped(state, turn.text))
                 return
 
     def _stop_before_call(self, state: RunState, limit: int) -> RunResult | None:
         """The result of a run that a limit stops before its next model call, if any."""
         if state.turns >= limit:
-            return self._done(state, _last_text(state.messages), "incomplete", "maxTurns")
+            return self._done(state, tx.last_text(state.messages), "incomplete", "maxTurns")
         if state.guard is not None:
             stop = state.guard.before_call()
             if stop is not None:
-                return self._done(state, _last_text(state.messages), "incomplete", stop)
+                return self._done(state, tx.last_text(state.messages), "incomplete", stop)
         return None
 
     def _take_turn(self, state: RunState, turn: ModelTurn) -> list[Slot]:
         """Count a model reply and append it to the transcript; its calls, as slots."""
         state.turns += 1
-        _add_usage(state.usage, turn.usage)
+        tx.add_usage(state.usage, turn.usage)
         if state.guard is not None:
             state.guard.after_call(turn.usage)
-        calls = _unique_calls(turn.tool_calls, state.turns)
-        state.messages.append(_assistant_message(turn.text, calls))
+        calls = tx.unique_calls(turn.tool_calls, state.turns)
+        state.messages.append(tx.assistant_message(turn.text, calls))
         return [Slot(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
 
     async def _start(self, state: RunState, slots: list[Slot], *, inline: bool) -> None:
@@ -746,9 +653,9 @@ class Engine:
                 yield {"type": "pending", "request": s.request}
                 await self.resolve(state, s, await self.ask(state, s.request))
             if s.request is not None:
-                yield _done_event(self._halt(state, slots, s))
+                yield tx.done_event(self._halt(state, slots, s))
                 return
-            yield _result_event(s)
+            yield tx.result_event(s)
         self.append_results(state, slots)
 
     async def _settle_quietly(self, state: RunState, slots: list[Slot]) -> RunResult | None:
@@ -770,8 +677,8 @@ class Engine:
         """Append one tool message and one record per call, in emission order."""
         for s in slots:
             assert s.result is not None
-            state.messages.append(_tool_message(s.id, s.result))
-            state.records.append(_record(s, s.result))
+            state.messages.append(tx.tool_message(s.id, s.result))
+            state.records.append(tx.record(s, s.result))
 
     def snapshot(self, state: RunState, slots: Sequence[Slot], pending: Request) -> Checkpoint:
         """The checkpoint of ``state`` halted on ``slots`` (messages end at the assistant turn).
@@ -805,7 +712,7 @@ class Engine:
         )
 
     def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> RunResult:
-        _fold_relay(slots)
+        tx.fold_relay(slots)
         request = halted.request
         assert request is not None
         checkpoint = self.snapshot(state, slots, request)
@@ -813,10 +720,10 @@ class Engine:
         before = slots[: halted.index]
         self.append_results(state, before)
         placeholder = ToolResult(request.prompt, True, {"pending": request})
-        message = _tool_message(halted.id, placeholder)
-        message[HALT_KEY] = checkpoint.halt_note()
+        message = tx.tool_message(halted.id, placeholder)
+        message[tx.HALT_KEY] = checkpoint.halt_note()
         state.messages.append(message)
-        state.records.append(_record(halted, placeholder))
+        state.records.append(tx.record(halted, placeholder))
         return self._done(state, request.prompt, "pending", None, pending=request)
 
     def _done(
@@ -840,174 +747,3 @@ class Engine:
             pending=pending,
             expired=state.expired,
         )
-
-
-# -- pure helpers --------------------------------------------------------------------------
-
-
-async def _aclose(events: AsyncIterator[Any]) -> None:
-    closer = getattr(events, "aclose", None)
-    if closer is not None:
-        try:
-            await closer()
-        except Exception:
-            log.debug("toolnexus: closing a stream failed", exc_info=True)
-
-
-def _parse(slot: Slot) -> tuple[dict[str, Any], str | None]:
-    args, problem = parse_arguments(slot.arguments)
-    if problem is not None:
-        return {}, f"tool {slot.name}: {problem}"
-    return args, None
-
-
-def _peek(slot: Slot) -> dict[str, Any]:
-    args, _ = parse_arguments(slot.arguments)
-    return args
-
-
-def _source(state: RunState, name: str) -> str:
-    tool = state.by_name.get(name)
-    return tool.source if tool is not None else "custom"
-
-
-def _as_answer(value: Any) -> Answer:
-    if isinstance(value, Answer):
-        return value
-    if isinstance(value, Mapping):
-        try:
-            return Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
-        except (TypeError, ValueError) as exc:
-            raise CallbackError(f"wait_for returned an invalid Answer: {exc}") from exc
-    raise CallbackError(f"wait_for must return an Answer, got {type(value).__name__}")
-
-
-def _add_usage(total: Usage, part: Usage) -> None:
-    p = part.get("prompt_tokens", 0)
-    c = part.get("completion_tokens", 0)
-    total["prompt_tokens"] += p
-    total["completion_tokens"] += c
-    total["total_tokens"] += part.get("total_tokens", p + c) or (p + c)
-
-
-def _unique_calls(calls: list[ModelToolCall], turn: int) -> list[ModelToolCall]:
-    seen: set[str] = set()
-    out: list[ModelToolCall] = []
-    for i, c in enumerate(calls):
-        cid = c.id or f"call_{turn}_{i}"
-        if cid in seen:
-            cid = f"{cid}_{i}"
-        seen.add(cid)
-        out.append(c if cid == c.id else ModelToolCall(cid, c.name, c.arguments))
-    return out
-
-
-def _assistant_message(text: str | None, calls: list[ModelToolCall]) -> Message:
-    message: Message = {"role": "assistant", "content": text if text else None}
-    if calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in calls
-        ]
-    return message
-
-
-def _tool_message(call_id: str, result: ToolResult) -> Message:
-    message: Message = {"role": "tool", "tool_call_id": call_id, "content": result.output}
-    if result.is_error:
-        message["is_error"] = True
-    return message
-
-
-def _record(slot: Slot, result: ToolResult) -> ToolCallRecord:
-    return ToolCallRecord(
-        name=slot.name,
-        args=slot.args,
-        output=result.output,
-        is_error=result.is_error,
-        metadata=result.metadata,
-        id=slot.id,
-    )
-
-
-def _done_event(result: RunResult) -> Event:
-    return {"type": "done", "result": result}
-
-
-def _result_event(slot: Slot) -> Event:
-    assert slot.result is not None
-    return {
-        "type": "tool_result",
-        "id": slot.id,
-        "name": slot.name,
-        "output": slot.result.output,
-        "is_error": slot.result.is_error,
-    }
-
-
-def _last_text(messages: list[Message]) -> str:
-    for m in reversed(messages):
-        if m.get("role") == "assistant":
-            content = m.get("content")
-            return content if isinstance(content, str) else ""
-    return ""
-
-
-NOT_RUN = "not run: the run halted before this call"
-MAX_FOLLOW_UPS = 8  # new questions one call may ask after its first answer
-
-
-def _same_question(a: Request, b: Request) -> bool:
-    return a.id == b.id or (a.kind, a.prompt, a.url) == (b.kind, b.prompt, b.url)
-
-
-HALT_KEY = "toolnexus_halt"
-
-
-def balance_last_turn(messages: list[Message]) -> None:
-    """Give every call of a halted last turn a result, in place, before a new user turn.
-
-    A transcript saved at a halt ends with the calls before the halted one, the halted call's
-    placeholder, and nothing for the calls after it. A *new* turn on it (a replay, not a
-    resume) must still send the provider one result per call, so the missing ones are filled
-    with an explicit "not run" error.
-    """
-    at = len(messages) - 1
-    while at >= 0 and messages[at].get("role") == "tool":
-        at -= 1
-    if at < 0 or messages[at].get("role") != "assistant" or not messages[at].get("tool_calls"):
-        return
-    answered = {m.get("tool_call_id") for m in messages[at + 1 :]}
-    calls: list[Any] = messages[at]["tool_calls"]
-    for call in calls:
-        cid: object = cast(dict[str, Any], call).get("id") if isinstance(call, dict) else None
-        if isinstance(cid, str) and cid not in answered:
-            messages.append(
-                {"role": "tool", "tool_call_id": cid, "content": NOT_RUN, "is_error": True}
-            )
-
-
-def relay_splice(name: str, call_id: str, answer: Answer, *, first: bool) -> ToolResult:
-    """The result of a relayed call from the host's answer (durable path)."""
-    if not answer.ok:
-        return ToolResult(f"relay declined for {name}: {answer.reason or 'declined'}", True)
-    found = relay_output_for(answer, call_id, first=first)
-    if found is None:
-        return ToolResult(f"no result supplied on resume for {name}", True)
-    return ToolResult(found[0], found[1])
-
-
-def _fold_relay(slots: list[Slot]) -> None:
-    """Fold every relay suspension of the turn into the first one's ``data.calls``."""
-    relays = [s for s in slots if s.request is not None and is_relay_request(s.request)]
-    if len(relays) < 2:
-        return
-    head = relays[0]
-    assert head.request is not None
-    calls: list[Any] = []
-    for s in relays:
-        assert s.request is not None
-        calls.extend((s.request.data or {}).get(RELAY_CALLS_KEY) or [])
-    merged = replace(head.request, data={**(head.request.data or {}), RELAY_CALLS_KEY: calls})
-    for s in relays:
-        s.request = merged
