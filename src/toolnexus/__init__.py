@@ -31,7 +31,7 @@ from ._types import (
     Usage,
     sanitize,
 )
-from .client import Client, Conversation, create_client, create_in_process_client
+from .client import Client, Conversation
 from .errors import (
     AnswerConflict,
     AnswerMismatch,
@@ -49,6 +49,7 @@ from .errors import (
     UnknownRequest,
     UsageError,
 )
+from .factory import create_client, create_in_process_client
 from .llm.base import Transport
 from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
 from .llm.transport import AiohttpTransport, LegacyTransport

@@ -17,23 +17,16 @@ import asyncio
 import functools
 import inspect
 import logging
-import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 from ._types import Message, RunResult, Tool
-from .errors import AnswerConflict, ResumeError, ToolnexusError, UnknownRequest, UsageError
-from .llm.anthropic import AnthropicDialect
-from .llm.base import Dialect, Style
-from .llm.inprocess import Generate, InProcessTransport
+from .errors import AnswerConflict, ResumeError, UnknownRequest, UsageError
 from .llm.openai import OpenAIDialect
-from .llm.retry import OnError, RetryPolicy
-from .llm.transport import as_transport
 from .loop.checkpoint import Checkpoint
 from .loop.engine import Engine, EngineConfig, RunState, Slot
-from .loop.hooks import as_hooks
 from .loop.resume import (
     as_answer,
     as_request,
@@ -45,32 +38,16 @@ from .loop.resume import (
 from .observability import Metrics
 from .stores.base import ConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore, call_digest, halted_call
-from .stores.url import resolve_store
-from .suspension import Answer, Request, WaitFor, is_expired
+from .suspension import Answer, Request, is_expired
 from .toolkit import Toolkit
 from .translate import TranslateResult
 from .translate_call import translate_once
 
-__all__ = ["Client", "Conversation", "create_client", "create_in_process_client"]
+__all__ = ["Client", "Conversation", "ToolSet"]
 
 log = logging.getLogger("toolnexus")
 
 ToolSet = Toolkit | Sequence[Tool] | None
-
-
-def _resolve_api_key(style: Style, api_key: str | None) -> str:
-    if api_key:
-        return api_key
-    own, other = (
-        ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-        if style == "anthropic"
-        else ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-    )
-    for name in ("OPENROUTER_API_KEY", own, other):
-        value = os.environ.get(name)
-        if value:
-            return value
-    raise UsageError(f"no API key: pass api_key= or set OPENROUTER_API_KEY or {own} (or {other})")
 
 
 class Conversation:
@@ -654,189 +631,3 @@ async def _release(runs: RunStore, request_id: str) -> None:
         await runs.release(request_id)
     except Exception:
         log.warning("toolnexus: could not release the claim on %s", request_id, exc_info=True)
-
-
-def _dialect(style: str) -> Dialect:
-    if style == "openai":
-        return OpenAIDialect()
-    if style == "anthropic":
-        return AnthropicDialect()
-    raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
-
-
-def _build(
-    *,
-    dialect: Dialect,
-    transport: Any,
-    url: str,
-    headers: dict[str, str],
-    model: str,
-    system_prompt: str | None,
-    max_turns: int,
-    hooks: Any,
-    retries: int,
-    retry_base_ms: int,
-    timeout_ms: float | None,
-    store: Any,
-    on_metric: Callable[[dict[str, Any]], Any] | None,
-    wait_for: WaitFor | None,
-    request_params: Mapping[str, Any] | None,
-    body_transform: Callable[[dict[str, Any]], Any] | None,
-    on_error: OnError | None,
-    pending_ttl: float | None,
-    in_process: bool,
-) -> Client:
-    if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UsageError("model must be a non-empty string")
-    if max_turns < 1:
-        raise UsageError("max_turns must be at least 1")
-    if retries < 0 or retry_base_ms < 0:
-        raise UsageError("retries and retry_base_ms must not be negative")
-    if timeout_ms is not None and timeout_ms <= 0:
-        raise UsageError("timeout_ms must be positive")
-    config = EngineConfig(
-        dialect=dialect,
-        transport=transport,
-        url=url,
-        headers=headers,
-        model=model,
-        style=dialect.style,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        hooks=as_hooks(hooks),
-        retry=RetryPolicy(retries=retries, base_ms=retry_base_ms, on_error=on_error),
-        timeout_ms=timeout_ms,
-        on_metric=on_metric,
-        wait_for=wait_for,
-        request_params=request_params,
-        body_transform=body_transform,
-        pending_ttl=pending_ttl,
-        supports_stream=bool(getattr(transport, "supports_stream", True)),
-    )
-    owns = isinstance(store, str)
-    return Client(config, store=resolve_store(store), in_process=in_process, owns_store=owns)
-
-
-def create_client(
-    *,
-    base_url: str,
-    style: Literal["openai", "anthropic"] = "openai",
-    model: str,
-    api_key: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    system_prompt: str | None = None,
-    max_turns: int = 10,
-    hooks: Any = None,
-    retries: int = 2,
-    retry_base_ms: int = 500,
-    timeout_ms: float | None = None,
-    store: Any = None,
-    on_metric: Callable[[dict[str, Any]], Any] | None = None,
-    wait_for: WaitFor | None = None,
-    request_params: Mapping[str, Any] | None = None,
-    body_transform: Callable[[dict[str, Any]], Any] | None = None,
-    http_transport: Any = None,
-    on_error: OnError | None = None,
-    pending_ttl: float | None = None,
-) -> Client:
-    """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
-
-    Args:
-        base_url: e.g. ``https://api.openai.com/v1`` or ``https://api.anthropic.com``.
-        style: ``"openai"`` (``POST {base}/chat/completions``) or ``"anthropic"``
-            (``POST {base}/v1/messages``).
-        model: sent verbatim on every request.
-        api_key: falls back to ``OPENROUTER_API_KEY``, then the style's own key
-            (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``), then the other one.
-        headers: extra request headers (they win over the auth headers).
-        system_prompt: joined with the toolkit's skills prompt by a blank line.
-        max_turns: model calls per run (default 10).
-        hooks: ``before_llm`` / ``after_llm`` / ``before_tool`` / ``after_tool``.
-        retries: extra attempts on 429/5xx/network errors (default 2).
-        retry_base_ms: backoff base (default 500 ms); ``Retry-After`` seconds win.
-        timeout_ms: whole-run deadline for model calls; the in-flight request is aborted.
-        store: conversation store for ``ask(id=)``: an object, ``"memory"`` or
-            ``"sqlite:///path.db"``.
-        on_metric: receives ``llm`` / ``tool`` / ``run`` event dicts.
-        wait_for: answers suspensions inline; without it a suspension halts the run.
-        request_params: merged into every request body (wins on collision).
-        body_transform: ``body -> body``, runs last before the wire.
-        http_transport: our `Transport`, or any object with a sync
-            ``post(url, headers, payload, timeout) -> dict``.
-        on_error: ``info -> "retry" | "fail"`` for failed model calls.
-        pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
-    """
-    dialect = _dialect(style)
-    key = _resolve_api_key(dialect.style, api_key)
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
-    wire_headers = {**dialect.auth_headers(key), **dict(headers or {})}
-    try:
-        transport = as_transport(http_transport)
-    except ToolnexusError:
-        raise
-    return _build(
-        dialect=dialect,
-        transport=transport,
-        url=dialect.endpoint(base_url),
-        headers=wire_headers,
-        model=model,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        hooks=hooks,
-        retries=retries,
-        retry_base_ms=retry_base_ms,
-        timeout_ms=timeout_ms,
-        store=store,
-        on_metric=on_metric,
-        wait_for=wait_for,
-        request_params=request_params,
-        body_transform=body_transform,
-        on_error=on_error,
-        pending_ttl=pending_ttl,
-        in_process=False,
-    )
-
-
-def create_in_process_client(
-    *,
-    model: str,
-    generate: Generate,
-    system_prompt: str | None = None,
-    max_turns: int = 10,
-    hooks: Any = None,
-    timeout_ms: float | None = None,
-    store: Any = None,
-    on_metric: Callable[[dict[str, Any]], Any] | None = None,
-    wait_for: WaitFor | None = None,
-    request_params: Mapping[str, Any] | None = None,
-    body_transform: Callable[[dict[str, Any]], Any] | None = None,
-    pending_ttl: float | None = None,
-) -> Client:
-    """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
-
-    ``generate(request)`` gets the OpenAI-shaped body and returns one assistant message:
-    ``{"content": "..."}`` or ``{"toolCalls": [{"name": ..., "arguments": {...}}]}``. No URL,
-    key or HTTP is involved; failures are final (no retries); streaming raises `UsageError`.
-    """
-    return _build(
-        dialect=OpenAIDialect(),
-        transport=InProcessTransport(generate),
-        url="inprocess://model",
-        headers={},
-        model=model,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        hooks=hooks,
-        retries=0,
-        retry_base_ms=0,
-        timeout_ms=timeout_ms,
-        store=store,
-        on_metric=on_metric,
-        wait_for=wait_for,
-        request_params=request_params,
-        body_transform=body_transform,
-        on_error=None,
-        pending_ttl=pending_ttl,
-        in_process=True,
-    )
