@@ -683,7 +683,7 @@ class AgentRuntime:
             node: Handle | None = deepest
             while node is not None and node is not self.root and node.state == "suspended":
                 self._move(node, "idle")
-                result = await self.resume_handle(node, effective, durable=True)
+                result = await self.resume_handle(node, effective)
                 if result.status == "pending":
                     self._restamp_ancestors(node, result.pending)
                     break
@@ -707,9 +707,11 @@ class AgentRuntime:
                     node.result = replace(node.result, pending=stamped, text=stamped.prompt)
             node = node.parent
 
-    async def resume_handle(self, h: Handle, answer: Answer, *, durable: bool) -> TaskResult:
-        """Resume ``h``'s halted turn with ``answer``: ``durable`` traces idle→running (the
-        handle was restored or answered out of band), otherwise suspended→running (inline)."""
+    async def resume_handle(self, h: Handle, answer: Answer) -> TaskResult:
+        """Resume ``h``'s halted turn with ``answer`` (retry-with-answer from its checkpoint).
+
+        From ``suspended`` this traces the inline shape (suspended→running); `resume` moves the
+        handle to ``idle`` first, so the durable shape traces idle→running."""
         checkpoint = h.checkpoint
         request = h.pending
         if checkpoint is None or request is None:
@@ -732,7 +734,6 @@ class AgentRuntime:
             raise
         except Exception as exc:
             result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
-        del durable
         await self._settle(h, result)
         return result
 

@@ -60,7 +60,7 @@ def task_tool(rt: AgentRuntime, parent: Handle) -> Tool:
                 if answer is None:
                     assert child.pending is not None
                     return suspension_result(child.pending)
-                result = await rt.resume_handle(child, answer, durable=False)
+                result = await rt.resume_handle(child, answer)
             elif child.state == "running":
                 result = await rt.wait(child, waiter=parent)
             else:
