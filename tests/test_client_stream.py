@@ -211,3 +211,48 @@ async def test_a_cancel_set_between_stream_events_stops_the_stream(
         with pytest.raises(RunCancelled):
             await consume()
     assert seen == ["text"]
+
+
+async def test_a_legacy_streaming_transport_closes_its_stream_once_and_quietly() -> None:
+    import gc
+    import json as _json
+    import urllib.request
+
+    from toolnexus import create_client
+    from toolnexus.testing import ScriptedModel, text
+
+    class Legacy:
+        """The existing package's transport shape: blocking post() and open()."""
+
+        def _request(self, url: str, headers: dict[str, str], payload: dict[str, Any]) -> Any:
+            data = _json.dumps(payload).encode()
+            hdrs = {**headers, "content-type": "application/json"}
+            return urllib.request.Request(url, data=data, headers=hdrs)
+
+        def post(
+            self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: Any
+        ) -> Any:
+            with urllib.request.urlopen(self._request(url, headers, payload)) as r:
+                return _json.loads(r.read())
+
+        def open(
+            self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: Any
+        ) -> Any:
+            return urllib.request.urlopen(self._request(url, headers, payload))
+
+    problems: list[dict[str, Any]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _loop, context: problems.append(context))
+    try:
+        async with ScriptedModel([text("hello there")]) as model:
+            async with create_client(
+                base_url=model.openai_base_url, model="m", api_key="k", http_transport=Legacy()
+            ) as client:
+                events = [e async for e in client.stream("hi")]
+        gc.collect()
+        for _ in range(5):
+            await asyncio.sleep(0)
+    finally:
+        loop.set_exception_handler(None)
+    assert "".join(e["delta"] for e in events if e["type"] == "text") == "hello there"
+    assert problems == []

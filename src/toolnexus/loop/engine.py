@@ -256,14 +256,20 @@ class Engine:
                 if delta:
                     yield {"type": "text", "delta": delta}
             if not assembler.complete:
-                async for event in abortable_iter(
+                # Close the wrapper ourselves when we stop early: left to the garbage
+                # collector, it would close the stream a second time from another task.
+                rest = abortable_iter(
                     events, cancel=state.cancel, deadline=state.deadline, timeout_ms=cfg.timeout_ms
-                ):
-                    delta = assembler.feed(event)
-                    if delta:
-                        yield {"type": "text", "delta": delta}
-                    if assembler.complete:
-                        break
+                )
+                try:
+                    async for event in rest:
+                        delta = assembler.feed(event)
+                        if delta:
+                            yield {"type": "text", "delta": delta}
+                        if assembler.complete:
+                            break
+                finally:
+                    await rest.aclose()
             turn = assembler.finish()
         except BaseException:
             self.emit_llm_error(started)
