@@ -101,6 +101,11 @@ class Client:
         return self._cfg.style
 
     @property
+    def engine_config(self) -> EngineConfig:
+        """The loop configuration this client runs with (the agent runtime builds on it)."""
+        return self._cfg
+
+    @property
     def conversation_store(self) -> ConversationStore:
         """The `ConversationStore` behind ``ask(id=...)``."""
         return self._store

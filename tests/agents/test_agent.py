@@ -134,3 +134,28 @@ def test_unknown_uses_keys_are_refused() -> None:
 
     with pytest.raises(UsageError, match="unknown uses key"):
         agent("a", does="x", uses={"tool": []})
+
+
+async def test_the_runtime_takes_a_client_factory_for_its_agents_model() -> None:
+    from toolnexus.agents import AgentDef, AgentRuntime, Handle
+
+    built: list[str] = []
+
+    async with ScriptedModel(default=text("from the factory's model")) as model:
+
+        def factory(definition: AgentDef) -> Any:
+            built.append(definition.name)
+            return create_client(
+                base_url=model.openai_base_url, model=f"m-{definition.name}", api_key="k"
+            )
+
+        registry = {"w": AgentDef(name="w", system_prompt="be brief")}
+        async with AgentRuntime(registry=registry, llm=factory) as rt:
+            h = rt.spawn(rt.root, "w")
+            assert isinstance(h, Handle)
+            result = await rt.run_turn(h, "hi")
+    assert result.text == "from the factory's model"
+    assert built == ["w"]
+    body = model.requests[0].body
+    assert body["model"] == "m-w"
+    assert body["messages"][0] == {"role": "system", "content": "be brief"}

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from ..client import Client
 from ..errors import UsageError
 from ..llm.anthropic import AnthropicDialect
 from ..llm.base import Dialect, SSEEvent, Transport
@@ -26,6 +27,9 @@ __all__ = ["EngineFactory", "GatedTransport", "LlmConfig"]
 
 Gate = Callable[[Callable[[], Awaitable[Any]]], Awaitable[Any]]
 Emit = Callable[[dict[str, Any], Callable[[dict[str, Any]], Any] | None], None]
+
+ClientFactory = Callable[[AgentDef], "Client"]
+"""Builds the client whose endpoint, model and transport an agent's runs use."""
 
 _MANY_TURNS = 1_000_000  # the runtime's budget guard enforces the real (lifetime) turn cap
 
@@ -108,11 +112,17 @@ class EngineFactory:
     def __init__(
         self,
         *,
-        llm: LlmConfig | Mapping[str, Any] | None,
+        llm: LlmConfig | Mapping[str, Any] | ClientFactory | None,
         transport: Any,
         gate: Gate,
         emit: Emit,
     ) -> None:
+        self._gate = gate
+        self._factory: ClientFactory | None = None
+        self._clients: list[Client] = []
+        if callable(llm):
+            self._factory = llm
+            llm = None
         if llm is None:
             self.llm = LlmConfig()
         elif isinstance(llm, LlmConfig):
@@ -132,6 +142,8 @@ class EngineFactory:
         cached = self._cache.get(agent.name)
         if cached is not None:
             return cached
+        if self._factory is not None:
+            return self._from_client(agent, runtime_hooks)
         llm = self.llm
         model = agent.model if agent.model and agent.model != "inherit" else llm.model
         if not model:
@@ -163,5 +175,35 @@ class EngineFactory:
         self._cache[agent.name] = engine
         return engine
 
+    def _from_client(self, agent: AgentDef, runtime_hooks: Any) -> Engine:
+        """An engine on the endpoint, model and transport of the host's client for ``agent``;
+        the agent's soul, seams and ``wait_for`` and the runtime's turn gate on top."""
+        assert self._factory is not None
+        client = self._factory(agent)
+        if not isinstance(client, Client):  # pyright: ignore[reportUnnecessaryIsInstance]
+            got = type(client).__name__
+            raise UsageError(f"the llm client factory must return a toolnexus Client, got {got}")
+        self._clients.append(client)
+        base = client.engine_config
+        on_metric = agent.on_metric
+
+        def emit(event: dict[str, Any]) -> None:
+            self._emit(event, on_metric)
+
+        config = replace(
+            base,
+            transport=GatedTransport(base.transport, self._gate),
+            system_prompt=agent.system_prompt or None,
+            max_turns=_MANY_TURNS,
+            hooks=as_hooks(agent.hooks if agent.hooks is not None else runtime_hooks),
+            wait_for=agent.wait_for,
+            on_metric=None,
+        )
+        engine = Engine(config, emit)
+        self._cache[agent.name] = engine
+        return engine
+
     async def aclose(self) -> None:
+        for client in self._clients:
+            await client.aclose()
         await self.transport.aclose()

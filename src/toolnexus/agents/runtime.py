@@ -39,7 +39,7 @@ from ..stores.url import resolve_store
 from ..suspension import Answer, Request, is_expired
 from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of
 from .clock import AsyncioClock, Clock
-from .engines import EngineFactory, LlmConfig
+from .engines import ClientFactory, EngineFactory, LlmConfig
 from .handle import ROOT_ID, Handle, render_inbox
 from .persistence import NullRuntimeStore, RuntimeStore, as_runtime_store, handle_from_json
 from .task_tool import task_tool
@@ -72,13 +72,19 @@ _ALLOWED: set[tuple[HandleState, HandleState]] = {
 
 
 class AgentRuntime:
-    """Owns a tree of agent handles, their store, their clock and the global turn gate."""
+    """Owns a tree of agent handles, their store, their clock and the global turn gate.
+
+    ``llm`` is where the agents' model lives: a mapping / `LlmConfig` (``base_url``, ``style``,
+    ``model``, ``api_key``, retries, timeout), or a client factory ``(AgentDef) -> Client``
+    whose endpoint, model and transport an agent's runs use (the runtime adds the agent's soul,
+    seams, ``wait_for`` and its turn gate).
+    """
 
     def __init__(
         self,
         *,
         registry: Mapping[str, AgentDef],
-        llm: LlmConfig | Mapping[str, Any] | None = None,
+        llm: LlmConfig | Mapping[str, Any] | ClientFactory | None = None,
         transport: Any = None,
         http_transport: Any = None,
         store: Any = None,
