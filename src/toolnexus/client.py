@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any
 
 from ._types import Message, RunResult, Tool
-from .errors import AnswerConflict, ResumeError, UnknownRequest, UsageError
+from .errors import ResumeError, UnknownRequest, UsageError
 from .llm.openai import OpenAIDialect
 from .loop.checkpoint import Checkpoint
 from .loop.engine import Engine, EngineConfig, RunState, Slot
@@ -37,7 +37,14 @@ from .loop.resume import (
 )
 from .observability import Metrics
 from .stores.base import ConversationStore
-from .stores.runs import InMemoryRunStore, PendingEntry, RunStore, call_digest, halted_call
+from .stores.runs import (
+    InMemoryRunStore,
+    PendingEntry,
+    RunStore,
+    call_digest,
+    conflict,
+    halted_call,
+)
 from .suspension import Answer, Request, is_expired
 from .toolkit import Toolkit
 from .translate import TranslateResult
@@ -545,11 +552,7 @@ class Client:
     async def _refuse_if_answered(self, request_id: str) -> None:
         record = await self._runs.answer_record(request_id)
         if record is not None:
-            by = f" by {record.answered_by}" if record.answered_by else ""
-            raise AnswerConflict(
-                f'request "{request_id}" was already answered{by}',
-                answered_by=record.answered_by,
-            )
+            raise conflict(request_id, record.answered_by)
 
     def _history_for_resume(self, id: str) -> Callable[[], Awaitable[list[Message] | None]]:
         """The stored transcript, read only if no stored checkpoint makes it unnecessary."""

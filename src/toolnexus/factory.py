@@ -3,14 +3,13 @@ host function standing in for the model."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from .client import Client
 from .errors import UsageError
-from .llm.anthropic import AnthropicDialect
 from .llm.base import Dialect, Style
+from .llm.dialects import api_key_from_env, dialect_for, env_key_names
 from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
 from .llm.retry import OnError, RetryPolicy
@@ -24,26 +23,11 @@ __all__ = ["create_client", "create_in_process_client"]
 
 
 def _resolve_api_key(style: Style, api_key: str | None) -> str:
-    if api_key:
-        return api_key
-    own, other = (
-        ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-        if style == "anthropic"
-        else ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-    )
-    for name in ("OPENROUTER_API_KEY", own, other):
-        value = os.environ.get(name)
-        if value:
-            return value
+    key = api_key or api_key_from_env(style)
+    if key:
+        return key
+    _, own, other = env_key_names(style)
     raise UsageError(f"no API key: pass api_key= or set OPENROUTER_API_KEY or {own} (or {other})")
-
-
-def _dialect(style: str) -> Dialect:
-    if style == "openai":
-        return OpenAIDialect()
-    if style == "anthropic":
-        return AnthropicDialect()
-    raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
 
 
 def _build(
@@ -148,7 +132,7 @@ def create_client(
         on_error: ``info -> "retry" | "fail"`` for failed model calls.
         pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
     """
-    dialect = _dialect(style)
+    dialect = dialect_for(style)
     key = _resolve_api_key(dialect.style, api_key)
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")

@@ -7,16 +7,14 @@ definition over runtime, never merged). Every model call passes the runtime's gl
 
 from __future__ import annotations
 
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from ..client import Client
 from ..errors import UsageError
-from ..llm.anthropic import AnthropicDialect
-from ..llm.base import Dialect, SSEEvent, Transport
-from ..llm.openai import OpenAIDialect
+from ..llm.base import SSEEvent, Transport
+from ..llm.dialects import api_key_from_env, dialect_for
 from ..llm.retry import RetryPolicy
 from ..llm.transport import as_transport
 from ..loop.engine import Engine, EngineConfig
@@ -82,30 +80,6 @@ class GatedTransport:
         await self._inner.aclose()
 
 
-def _api_key(dialect: Dialect, given: str | None) -> str | None:
-    """The given key, else the environment's (like `create_client`); ``None`` when absent."""
-    if given:
-        return given
-    own, other = (
-        ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-        if dialect.style == "anthropic"
-        else ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")
-    )
-    for name in ("OPENROUTER_API_KEY", own, other):
-        value = os.environ.get(name)
-        if value:
-            return value
-    return None
-
-
-def _dialect(style: str) -> Dialect:
-    if style == "openai":
-        return OpenAIDialect()
-    if style == "anthropic":
-        return AnthropicDialect()
-    raise UsageError(f'llm style must be "openai" or "anthropic", got {style!r}')
-
-
 class EngineFactory:
     """Builds (and caches) one `Engine` per agent definition."""
 
@@ -133,7 +107,7 @@ class EngineFactory:
             if unknown:
                 raise UsageError(f"unknown llm option(s): {', '.join(unknown)}")
             self.llm = LlmConfig(**dict(llm))
-        self.dialect = _dialect(self.llm.style)
+        self.dialect = dialect_for(self.llm.style)
         self.transport = GatedTransport(as_transport(transport), gate)
         self._emit = emit
         self._cache: dict[str, Engine] = {}
@@ -149,7 +123,7 @@ class EngineFactory:
         if not model:
             raise UsageError(f"agent {agent.name!r} has no model: set AgentDef.model or llm.model")
         headers = {
-            **self.dialect.auth_headers(_api_key(self.dialect, llm.api_key)),
+            **self.dialect.auth_headers(llm.api_key or api_key_from_env(self.dialect.style)),
             **dict(llm.headers or {}),
         }
         on_metric = agent.on_metric

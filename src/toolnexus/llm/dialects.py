@@ -1,0 +1,37 @@
+"""Choosing a dialect by style, and the API key a style falls back to."""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import UsageError
+from .anthropic import AnthropicDialect
+from .base import Dialect
+from .openai import OpenAIDialect
+
+__all__ = ["api_key_from_env", "dialect_for", "env_key_names"]
+
+
+def dialect_for(style: str) -> Dialect:
+    """The dialect of ``style`` (``"openai"`` or ``"anthropic"``)."""
+    if style == "openai":
+        return OpenAIDialect()
+    if style == "anthropic":
+        return AnthropicDialect()
+    raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
+
+
+def env_key_names(style: str) -> tuple[str, str, str]:
+    """Where a key is looked up, in order: ``OPENROUTER_API_KEY``, the style's own, the other."""
+    if style == "anthropic":
+        return ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    return ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+
+
+def api_key_from_env(style: str) -> str | None:
+    """The first key set in the environment for ``style``, or ``None``."""
+    for name in env_key_names(style):
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
