@@ -2,16 +2,32 @@
 
 The file is opened lazily, in WAL mode with ``synchronous=NORMAL``, a ``busy_timeout`` and
 foreign keys on, and brought up to date by the migrations in
-`toolnexus.stores.sqlite_schema`. All blocking sqlite3 work runs on one dedicated worker
-thread per store, which owns the store's single connection: calls are serialised, the
-connection is reused (and with it sqlite3's cache of prepared statements, keyed by SQL text),
-and the event loop never blocks on the disk.
+`toolnexus.stores.sqlite_schema`.
 
-Each logical operation is one hop to the worker: the thread hand-off costs far more than the
-SQL itself (measured here: ≈ 60-75 µs per hop against ≈ 5-8 µs for an indexed select or
-upsert), so a multi-statement operation is one job (see `SqliteStore._call`), never a chain of
-awaits. The worker is a bare thread and queue rather than a ``ThreadPoolExecutor``, which
-measured ≈ 20 % slower per hop.
+Two connections, one rule: **the event loop never waits for a lock or a disk flush**.
+
+* The hot operations of a halt and a resume (a transcript read or write, ``save_halt``,
+  ``load_halt``, ``claim``, ``complete``, ``release``, ``answer_record``) run *inline*, on a
+  connection owned by the event loop's thread, opened with a busy timeout of zero. Each is one
+  indexed statement or one short ``BEGIN IMMEDIATE`` transaction: ≈ 5-30 µs of SQL, against
+  ≈ 60-170 µs for a hop to a thread and back (measured here). Under WAL with
+  ``synchronous=NORMAL`` a commit appends to the WAL without ``fsync``, and this connection
+  never checkpoints itself (``wal_autocheckpoint = 0``): the checkpoints — the only flushes —
+  are handed to the worker thread once the inline commits wrote about `CHECKPOINT_PAGES`
+  pages to the WAL (SQLite's own default threshold, kept off the event loop).
+* When the inline attempt meets a lock held by anyone else (``SQLITE_BUSY``: another process,
+  or this store's own worker mid-write), nothing was changed, and the same operation is handed
+  to the worker, which waits for the lock up to ``busy_timeout_ms``. Everything else — the
+  first open and the migrations, the handle tables, ``list_pending``, ``post_answer``, the
+  parked waits and their polling — always runs on the worker: one dedicated thread per store,
+  owning its own connection, serialising its jobs, reusing sqlite3's cache of prepared
+  statements. A multi-statement operation is one job (see `SqliteStore._call`), never a chain
+  of awaits. The worker is a bare thread and queue rather than a ``ThreadPoolExecutor``, which
+  measured ≈ 20 % slower per hop.
+
+``inline=False`` sends every operation to the worker (for a database on a network file
+system, where even an uncontended statement may stall); ``":memory:"`` always does, since a
+second connection would open a second, empty database.
 
 The run store (`toolnexus.stores.runs.RunStore` and `AnswerChannel`) lives in the ``halts``
 table; its jobs are in `toolnexus.stores.sqlite_runs`. The agent runtime's handle table
@@ -61,9 +77,18 @@ from .runs import (
     encode_answer,
 )
 from .sqlite_runs import AnswerRow, AnswerWatch
-from .sqlite_schema import MIGRATIONS, immediate, migrate
+from .sqlite_schema import MIGRATIONS, immediate, migrate, schema_version
 
-__all__ = ["SqliteStore"]
+__all__ = ["CHECKPOINT_PAGES", "SqliteStore"]
+
+CHECKPOINT_PAGES = 1000
+"""WAL pages written by inline commits (per database file, in this process, estimated from
+what each commit wrote) between two checkpoints, which the worker thread runs
+(``PRAGMA wal_checkpoint(RESTART)``) so that the event loop never flushes. SQLite's own
+``wal_autocheckpoint`` default is the same 1000 pages."""
+
+_PAGE = 4096
+_inline_pages: dict[str, int] = {}
 
 T = TypeVar("T")
 
@@ -113,6 +138,9 @@ class SqliteStore:
         clock: the time source for leases, ``answered_at`` and ages (default `time.time`).
         poll_interval: how often, in seconds, parked runs look for answers committed by
             other connections.
+        inline: run the short, hot operations on the event loop's thread, handing them to
+            the worker only when they meet a lock (the default; see the module docs).
+            ``False`` runs every operation on the worker thread.
 
     Raises:
         UsageError: ``busy_timeout_ms`` is not a non-negative int, or ``poll_interval`` is
@@ -125,6 +153,9 @@ class SqliteStore:
         "_closed",
         "_db",
         "_detach_finalizer",
+        "_inline",
+        "_inline_ok",
+        "_inline_thread",
         "_now",
         "_path",
         "_worker",
@@ -137,6 +168,7 @@ class SqliteStore:
         busy_timeout_ms: int = 5000,
         clock: Callable[[], float] | None = None,
         poll_interval: float = 0.2,
+        inline: bool = True,
     ) -> None:
         if (
             isinstance(busy_timeout_ms, bool)
@@ -152,6 +184,11 @@ class SqliteStore:
         self._worker: _Worker | None = None
         self._detach_finalizer: Callable[[], object] | None = None
         self._closed = False
+        self._inline: sqlite3.Connection | None = None
+        self._inline_thread = 0
+        # False: every operation goes to the worker (asked for, ":memory:", or the inline
+        # connection could not be opened on a database the worker opened fine).
+        self._inline_ok = bool(inline) and self._path != ":memory:"
 
     @property
     def path(self) -> str:
@@ -169,7 +206,7 @@ class SqliteStore:
                 message objects (it is left as it is).
         """
         key = check_id(id)
-        text = await self._call(partial(_select, key))
+        text = await self._fast(partial(_select, key))
         return None if text is None else decode_messages(text, key, self._path)
 
     async def save(self, id: str, messages: list[Message]) -> None:
@@ -180,11 +217,12 @@ class SqliteStore:
             StoreError: the database failed (e.g. locked); the previous transcript stays.
         """
         key = check_id(id)
-        await self._call(partial(_upsert, key, encode_messages(messages)))
+        text = encode_messages(messages)
+        await self._fast(partial(_upsert, key, text), _pages(text))
 
     async def delete(self, id: str) -> bool:
         """Forget ``id``; True when a transcript was deleted."""
-        return await self._call(partial(_delete, check_id(id)))
+        return await self._fast(partial(_delete, check_id(id)))
 
     # -- the runtime store (handle tables) ------------------------------------------------
 
@@ -229,7 +267,8 @@ class SqliteStore:
             UsageError: not a `Checkpoint`, or not storable (see `encode_checkpoint`).
             StoreError: the database failed; nothing changed.
         """
-        await self._call(partial(sqlite_runs.save_halt, halt_row(checkpoint)))
+        row = halt_row(checkpoint)
+        await self._fast(partial(sqlite_runs.save_halt, row), _pages(row.checkpoint) + 1)
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
         """The checkpoint waiting on ``request_id`` (any status), or ``None``.
@@ -239,7 +278,7 @@ class SqliteStore:
                 row is left as it is).
         """
         rid = check_request_id(request_id)
-        text = await self._call(partial(sqlite_runs.load_halt, rid))
+        text = await self._fast(partial(sqlite_runs.load_halt, rid))
         return None if text is None else load_checkpoint(text, rid, self._path)
 
     async def claim(
@@ -266,7 +305,7 @@ class SqliteStore:
             self._now(),
             check_seconds(lease_s, "lease_s", positive=True),
         )
-        await self._call(job)
+        await self._fast(job)
 
     async def post_answer(
         self,
@@ -296,16 +335,19 @@ class SqliteStore:
             UnknownRequest: no row for ``request_id``.
         """
         rid = check_request_id(request_id)
-        await self._call(partial(sqlite_runs.complete, self._db.watch, rid, self._now()))
+        await self._fast(partial(sqlite_runs.complete, rid, self._now()))
+        worker = self._worker
+        if worker is not None:  # runs parked on this store wake now, not at the next poll
+            worker.post(partial(self._db.run, partial(_wake, self._db.watch, rid)))
 
     async def release(self, request_id: str) -> None:
         """Give a claimed request back (the resume failed): it can be claimed again."""
-        await self._call(partial(sqlite_runs.release, check_request_id(request_id)))
+        await self._fast(partial(sqlite_runs.release, check_request_id(request_id)))
 
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
         """The accepted answer for ``request_id`` once it is answered, else ``None``."""
         rid = check_request_id(request_id)
-        found = await self._call(partial(sqlite_runs.answer_row, rid))
+        found = await self._fast(partial(sqlite_runs.answer_row, rid))
         return None if found is None else answer_record(rid, *found, self._path)
 
     async def wait_for_answer(
@@ -355,6 +397,9 @@ class SqliteStore:
         if self._closed:
             return
         self._closed = True
+        inline, self._inline = self._inline, None
+        if inline is not None:
+            inline.close()
         worker, self._worker = self._worker, None
         if worker is None:
             return
@@ -378,6 +423,75 @@ class SqliteStore:
     ) -> None:
         await self.aclose()
 
+    async def _fast(self, job: Callable[[sqlite3.Connection], T], pages: int = 2) -> T:
+        """Run a short ``job(connection)`` inline when possible, else on the worker.
+
+        Inline means on the event loop thread's own connection, which never waits for a lock:
+        a job that meets one fails with ``SQLITE_BUSY`` having changed nothing, and is run
+        again on the worker, which waits up to ``busy_timeout_ms``. ``pages`` estimates what
+        a commit by ``job`` writes to the WAL (for the checkpoint schedule).
+
+        Raises:
+            StoreError: the store is closed, or SQLite failed (translated, with the path).
+        """
+        if self._closed:
+            raise StoreError(f"the SQLite store {self._path} is closed")
+        conn = self._inline
+        if conn is None or self._inline_thread != threading.get_ident():
+            conn = await self._open_inline() if self._inline_ok else None
+        if conn is not None:
+            before = conn.total_changes
+            try:
+                result = job(conn)
+            except sqlite3.Error as exc:
+                if not _is_busy(exc):
+                    raise _translate(exc, self._path, self._busy_timeout_ms) from exc
+            else:
+                if conn.total_changes != before:
+                    self._committed(pages)
+                return result
+        return await self._call(job)
+
+    async def _open_inline(self) -> sqlite3.Connection | None:
+        """This thread's inline connection, opened now if need be; ``None`` to use the worker.
+
+        The inline connection is opened only on a database whose schema is current: the
+        first open and the migrations (which wait for locks) are the worker's.
+        """
+        if self._inline is not None:  # it belongs to another thread
+            return None
+        conn = _open_inline(self._path)
+        if conn is None:
+            await self._call(_ready)  # open + migrate on the worker (or raise why it cannot)
+            if self._inline is not None or self._closed:
+                return None
+            conn = _open_inline(self._path)
+            if conn is None:
+                self._inline_ok = False
+                return None
+        self._inline, self._inline_thread = conn, threading.get_ident()
+        return conn
+
+    def _committed(self, pages: int) -> None:
+        """Count an inline commit's WAL pages; past `CHECKPOINT_PAGES`, checkpoint on the worker."""
+        count = _inline_pages.get(self._path, 0) + pages
+        if count < CHECKPOINT_PAGES:
+            _inline_pages[self._path] = count
+            return
+        _inline_pages[self._path] = 0
+        self._ensure_worker().post(partial(self._db.run, _checkpoint))
+
+    def _ensure_worker(self) -> _Worker:
+        worker = self._worker
+        if worker is None:
+            worker = self._worker = _Worker(self._db)
+            # An abandoned store releases its thread when collected; at interpreter exit the
+            # daemon thread simply dies (WAL keeps the file consistent).
+            finalizer = weakref.finalize(self, worker.shutdown)
+            finalizer.atexit = False
+            self._detach_finalizer = finalizer.detach
+        return worker
+
     async def _call(self, job: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``job(connection)`` on the worker thread and return its result.
 
@@ -390,14 +504,7 @@ class SqliteStore:
         """
         if self._closed:
             raise StoreError(f"the SQLite store {self._path} is closed")
-        worker = self._worker
-        if worker is None:
-            worker = self._worker = _Worker(self._db)
-            # An abandoned store releases its thread when collected; at interpreter exit the
-            # daemon thread simply dies (WAL keeps the file consistent).
-            finalizer = weakref.finalize(self, worker.shutdown)
-            finalizer.atexit = False
-            self._detach_finalizer = finalizer.detach
+        worker = self._ensure_worker()
         try:
             return await worker.submit(partial(self._db.run, job))
         except sqlite3.Error as exc:
@@ -430,6 +537,58 @@ def _load_handles(runtime_id: str, conn: sqlite3.Connection) -> list[tuple[Any, 
 
 def _delete_handles(runtime_id: str, conn: sqlite3.Connection) -> bool:
     return conn.execute(_DELETE_HANDLES, (runtime_id,)).rowcount > 0
+
+
+def _ready(conn: sqlite3.Connection) -> None:
+    """A job that does nothing: running it opens (and migrates) the worker's connection."""
+
+
+def _wake(watch: AnswerWatch, request_id: str, conn: sqlite3.Connection) -> None:
+    watch.wake(conn, request_id)
+
+
+def _pages(text: str) -> int:
+    """The WAL pages a row holding ``text`` costs to write: its table page(s) and an index."""
+    return 2 + len(text) // _PAGE
+
+
+def _checkpoint(conn: sqlite3.Connection) -> None:
+    # RESTART, not PASSIVE: it holds the write lock while it copies, so the WAL is fully
+    # checkpointed and starts over, however busy the writers (a passive checkpoint racing
+    # a steady stream of commits never catches up, and the WAL grows without bound). The
+    # inline writers meanwhile get SQLITE_BUSY and queue on this worker behind it.
+    with contextlib.suppress(sqlite3.Error):  # busy or failing: the next one catches up
+        conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+
+
+def _open_inline(path: str) -> sqlite3.Connection | None:
+    """A connection for the event loop's thread, or ``None`` when the database is not ready
+    for one (missing, not yet in WAL mode or migrated, locked, unreadable): the worker opens
+    it first (and reports what is wrong)."""
+    try:
+        conn = sqlite3.connect(
+            path, timeout=0, isolation_level=None, cached_statements=256, check_same_thread=False
+        )
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("PRAGMA busy_timeout = 0")
+        mode = conn.execute("PRAGMA journal_mode").fetchone()
+        if mode is None or str(mode[0]).lower() != "wal" or schema_version(conn) != len(MIGRATIONS):
+            conn.close()
+            return None
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA wal_autocheckpoint = 0")
+    except sqlite3.Error:
+        conn.close()
+        return None
+    return conn
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and (code & 0xFF) in (_BUSY, _LOCKED)
 
 
 class _Database:

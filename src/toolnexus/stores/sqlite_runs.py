@@ -108,8 +108,14 @@ def claim(
     lease_s: float,
     conn: sqlite3.Connection,
 ) -> None:
+    values = (request_id, "claimed", answer, answered_by, digest, now + lease_s, None, now)
+    # The take is one statement, atomic on its own: the winner's path is a single commit.
+    if conn.execute(_TAKE, values).rowcount == 1:
+        return
+    # Lost (or no row could be taken): look at the holder and try once more in one
+    # transaction, so the conflict names a consistent holder — or the take succeeds after
+    # all, if the holder gave the request back in between.
     with immediate(conn):
-        values = (request_id, "claimed", answer, answered_by, digest, now + lease_s, None, now)
         if conn.execute(_TAKE, values).rowcount == 0:
             raise _conflict(conn, request_id)
 
@@ -133,10 +139,10 @@ def post_answer(
     watch.wake(conn, request_id)
 
 
-def complete(watch: AnswerWatch, request_id: str, now: float, conn: sqlite3.Connection) -> None:
+def complete(request_id: str, now: float, conn: sqlite3.Connection) -> None:
+    """Mark the request answered (its waiters are woken separately, on the worker)."""
     if conn.execute(_COMPLETE, (now, request_id)).rowcount == 0:
         raise UnknownRequest(f'no halted run waits on request "{request_id}"')
-    watch.wake(conn, request_id)
 
 
 def release(request_id: str, conn: sqlite3.Connection) -> None:

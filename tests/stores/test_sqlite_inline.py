@@ -1,0 +1,261 @@
+"""SqliteStore's inline fast path: hot operations on the event loop's own connection, never
+waiting for a lock there, handing off to the worker thread when they meet one."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Generator
+from contextlib import closing, contextmanager
+from pathlib import Path
+
+import pytest
+
+from toolnexus import Answer, Request
+from toolnexus.errors import AnswerConflict, StoreError
+from toolnexus.loop.checkpoint import Checkpoint, Outstanding
+from toolnexus.stores import sqlite as sqlite_module
+from toolnexus.stores.sqlite import SqliteStore
+
+HELLO = [{"role": "user", "content": "hello"}]
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state.db"
+
+
+@contextmanager
+def raw(path: Path) -> Generator[sqlite3.Connection]:
+    with closing(sqlite3.connect(path, isolation_level=None)) as conn:
+        yield conn
+
+
+def worker_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "toolnexus-sqlite"}
+
+
+def halted(request_id: str) -> Checkpoint:
+    request = Request(id=request_id, kind="approval", prompt="Refund $20?")
+    return Checkpoint(
+        model="m",
+        style="openai",
+        messages=[
+            {"role": "user", "content": "refund me"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "refund", "arguments": '{"amount": 20}'},
+                    }
+                ],
+            },
+        ],
+        turn=1,
+        usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        tool_calls=[],
+        outstanding=[
+            Outstanding("call_1", "refund", '{"amount": 20}', "suspended", request=request)
+        ],
+        pending=request,
+    )
+
+
+async def migrated(path: Path) -> None:
+    """A database file that exists and is up to date (its opener has gone)."""
+    async with SqliteStore(path) as store:
+        await store.get("warm-up")
+
+
+async def test_a_halt_and_a_resume_on_a_current_database_never_start_a_thread(
+    db_path: Path,
+) -> None:
+    await migrated(db_path)
+    before = worker_threads()
+    async with SqliteStore(db_path) as store:
+        await store.save("c1", HELLO)
+        assert await store.get("c1") == HELLO
+        await store.save_halt(halted("r1"))
+        loaded = await store.load_halt("r1")
+        assert loaded is not None
+        assert loaded.pending.id == "r1"
+        await store.claim("r1", Answer("r1", True), answered_by="ana")
+        await store.complete("r1")
+        record = await store.answer_record("r1")
+        assert record is not None
+        assert record.answered_by == "ana"
+        assert worker_threads() - before == set()
+
+
+async def test_the_first_open_migrates_on_the_worker_then_goes_inline(db_path: Path) -> None:
+    async with SqliteStore(db_path) as store:
+        await store.save("c1", HELLO)  # creates and migrates the file on the worker thread
+        inline = store._inline  # pyright: ignore[reportPrivateUsage]
+        assert inline is not None
+        assert await store.get("c1") == HELLO
+        pragmas = [
+            inline.execute(f"PRAGMA {name}").fetchone()[0]
+            for name in ("busy_timeout", "synchronous", "foreign_keys", "wal_autocheckpoint")
+        ]
+        assert pragmas == [0, 1, 1, 0]
+        assert inline.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+async def test_a_write_that_meets_a_lock_waits_on_the_worker_and_the_loop_keeps_running(
+    db_path: Path,
+) -> None:
+    await migrated(db_path)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    async with SqliteStore(db_path, busy_timeout_ms=5000) as store:
+        await store.get("c1")  # the inline connection is open
+        with raw(db_path) as holder:
+            holder.execute("BEGIN IMMEDIATE")
+            holder.execute("INSERT INTO conversations (id, messages) VALUES ('x', '[]')")
+            loop = asyncio.get_running_loop()
+            loop.call_later(0.3, holder.execute, "COMMIT")
+            tick_task = asyncio.create_task(ticker())
+            started = time.monotonic()
+            await store.save("c1", HELLO)  # busy inline -> handed to the worker, which waits
+            waited = time.monotonic() - started
+            tick_task.cancel()
+        assert waited >= 0.25
+        assert ticks >= 10  # the event loop ran while the write waited for the lock
+        assert await store.get("c1") == HELLO
+        assert await store.get("x") == []
+
+
+async def test_a_claim_that_meets_a_lock_is_still_exactly_once(db_path: Path) -> None:
+    await migrated(db_path)
+    async with SqliteStore(db_path) as first, SqliteStore(db_path) as second:
+        await first.save_halt(halted("r1"))
+        with raw(db_path) as holder:
+            holder.execute("BEGIN IMMEDIATE")
+            asyncio.get_running_loop().call_later(0.1, holder.execute, "COMMIT")
+            outcomes = await asyncio.gather(
+                first.claim("r1", Answer("r1", True), answered_by="first"),
+                second.claim("r1", Answer("r1", False), answered_by="second"),
+                return_exceptions=True,
+            )
+        conflicts = [o for o in outcomes if isinstance(o, AnswerConflict)]
+        assert sum(o is None for o in outcomes) == 1
+        assert len(conflicts) == 1
+        assert "is being answered right now" in str(conflicts[0])
+
+
+async def test_a_lock_held_past_the_busy_timeout_is_a_store_error_and_changes_nothing(
+    db_path: Path,
+) -> None:
+    await migrated(db_path)
+    async with SqliteStore(db_path, busy_timeout_ms=50) as store:
+        await store.save_halt(halted("r1"))
+        with raw(db_path) as holder:
+            holder.execute("BEGIN IMMEDIATE")
+            with pytest.raises(StoreError, match="is locked by another connection"):
+                await store.claim("r1", Answer("r1", True))
+            holder.execute("ROLLBACK")
+        pending = await store.list_pending()
+        assert [p.request_id for p in pending] == ["r1"]
+        await store.claim("r1", Answer("r1", True))  # the lock is gone: claimable as before
+
+
+async def test_inline_false_runs_everything_on_the_worker(db_path: Path) -> None:
+    await migrated(db_path)
+    before = worker_threads()
+    async with SqliteStore(db_path, inline=False) as store:
+        await store.save("c1", HELLO)
+        assert store._inline is None  # pyright: ignore[reportPrivateUsage]
+        assert len(worker_threads() - before) == 1
+        assert await store.get("c1") == HELLO
+
+
+async def test_an_in_memory_database_is_one_connection_on_the_worker() -> None:
+    async with SqliteStore(":memory:") as store:
+        await store.save("c1", HELLO)
+        await store.save_halt(halted("r1"))
+        assert store._inline is None  # pyright: ignore[reportPrivateUsage]
+        assert await store.get("c1") == HELLO
+        loaded = await store.load_halt("r1")
+        assert loaded is not None
+
+
+async def test_another_thread_uses_the_worker_not_the_loop_threads_connection(
+    db_path: Path,
+) -> None:
+    await migrated(db_path)
+    async with SqliteStore(db_path) as store:
+        await store.save("c1", HELLO)
+        owner = store._inline  # pyright: ignore[reportPrivateUsage]
+        assert owner is not None
+
+        def elsewhere() -> object:
+            async def work() -> object:
+                await store.save("c2", [{"role": "user", "content": "from a thread"}])
+                return await store.get("c1")
+
+            return asyncio.run(work())
+
+        assert await asyncio.to_thread(elsewhere) == HELLO
+        assert store._inline is owner  # pyright: ignore[reportPrivateUsage]
+        assert await store.get("c2") == [{"role": "user", "content": "from a thread"}]
+
+
+async def test_a_newer_schema_is_refused_before_anything_goes_inline(db_path: Path) -> None:
+    await migrated(db_path)
+    with raw(db_path) as conn:
+        conn.execute(
+            "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)"
+        )
+    async with SqliteStore(db_path) as store:
+        with pytest.raises(StoreError, match="newer than the newest this toolnexus knows"):
+            await store.get("c1")
+        assert store._inline is None  # pyright: ignore[reportPrivateUsage]
+
+
+def wal_bytes(path: Path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+async def fill(path: Path, commits: int) -> int:
+    """``commits`` inline writes of a ~16 KiB transcript; the WAL's size after them."""
+    big = [{"role": "user", "content": "x" * 16_000}]
+    async with SqliteStore(path) as store:
+        for i in range(commits):
+            await store.save(f"c{i}", big)
+            if i % 8 == 7:
+                await asyncio.sleep(0.005)  # let a checkpoint handed to the worker run
+        size = wal_bytes(path)
+        await store.get("c0")
+        return size
+
+
+async def test_inline_commits_are_checkpointed_on_the_worker_so_the_wal_stays_small(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The inline connection never checkpoints (wal_autocheckpoint = 0): without the
+    # checkpoints handed to the worker, 600 commits of ~7 pages grow the WAL past 12 MB; with
+    # them it stays near the threshold however steady the writes.
+    never, often = tmp_path / "never.db", tmp_path / "often.db"
+    for path in (never, often):
+        await migrated(path)
+    with raw(never) as keep_open, raw(often) as keep_open_too:  # no close-time checkpoint
+        keep_open.execute("SELECT 1").fetchall()
+        keep_open_too.execute("SELECT 1").fetchall()
+        monkeypatch.setattr(sqlite_module, "CHECKPOINT_PAGES", 10**9)
+        grown = await fill(never, 600)
+        monkeypatch.undo()  # the default: a checkpoint per ~1000 pages (~4 MiB) written
+        bounded = await fill(often, 600)
+    assert grown > 12_000_000
+    assert bounded < 8_000_000
