@@ -19,6 +19,7 @@ import inspect
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -222,11 +223,13 @@ class Client:
             event["error"] = f"{type(error).__name__}: {error}"
         self._emit(event)
 
-    async def _final(self, state: RunState) -> RunResult:
+    async def _final(
+        self, state: RunState, resumed: list[Slot] | None = None, started: float | None = None
+    ) -> RunResult:
         """`_drive` without streaming: no events to pass through, just the result."""
-        started = time.perf_counter()
+        started = time.perf_counter() if started is None else started
         try:
-            result = await self._engine.complete(state)
+            result = await self._engine.complete(state, resumed=resumed)
             if state.checkpoint is not None:
                 await self._runs.save_halt(state.checkpoint)
         except BaseException as exc:
@@ -322,19 +325,24 @@ class Client:
 
     # -- durable resume --------------------------------------------------------------------
 
-    async def _resume(
+    async def _prepare_resume(
         self,
         toolkit: ToolSet,
         history: History,
         pending: Request | Mapping[str, Any],
         answer: Answer | Mapping[str, Any],
         *,
-        stream: bool,
         conversation_id: str | None,
         answered_by: str | None,
         cancel: asyncio.Event | None,
-        checkpoint: Checkpoint | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
+        checkpoint: Checkpoint | None,
+    ) -> _Resumption:
+        """Everything a resume does before the loop goes on: check the answer against the
+        halted run, claim the request, apply the answer, record the resolved calls.
+
+        Nothing is written until every check passed; once the claim is taken, a failure
+        gives it back (`RunStore.release`) before raising.
+        """
         request = as_request(pending)
         reply = as_answer(answer)
         check_echo(request, reply)
@@ -377,14 +385,81 @@ class Client:
             progress = self._engine.snapshot(state, slots, checkpoint.pending)
             progress.created_at = checkpoint.created_at
             await self._runs.save_halt(progress)
-            async for event in self._drive(state, stream=stream, resumed=slots, started=started):
-                if event["type"] == "done":
-                    await self._runs.complete(request.id)
-                    if conversation_id is not None:
-                        await self._store.save(conversation_id, event["result"].messages)
-                yield event
         except BaseException:
             await _release(self._runs, request.id)
+            raise
+        return _Resumption(request.id, state, slots, started)
+
+    async def _finish_resume(
+        self, resumed: _Resumption, conversation_id: str | None, result: RunResult
+    ) -> None:
+        """The resumed run ended (done, incomplete or halted again): settle its request."""
+        await self._runs.complete(resumed.request_id)
+        if conversation_id is not None:
+            await self._store.save(conversation_id, result.messages)
+
+    async def _resume(
+        self,
+        toolkit: ToolSet,
+        history: History,
+        pending: Request | Mapping[str, Any],
+        answer: Answer | Mapping[str, Any],
+        *,
+        conversation_id: str | None,
+        answered_by: str | None,
+        cancel: asyncio.Event | None,
+        checkpoint: Checkpoint | None = None,
+    ) -> RunResult:
+        """A resume to its `RunResult` (the non-streaming entry points)."""
+        resumed = await self._prepare_resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            conversation_id=conversation_id,
+            answered_by=answered_by,
+            cancel=cancel,
+            checkpoint=checkpoint,
+        )
+        try:
+            result = await self._final(resumed.state, resumed.slots, resumed.started)
+            await self._finish_resume(resumed, conversation_id, result)
+        except BaseException:
+            await _release(self._runs, resumed.request_id)
+            raise
+        return result
+
+    async def _resume_stream(
+        self,
+        toolkit: ToolSet,
+        history: History,
+        pending: Request | Mapping[str, Any],
+        answer: Answer | Mapping[str, Any],
+        *,
+        conversation_id: str | None,
+        answered_by: str | None,
+        cancel: asyncio.Event | None,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """A resume as a stream of events (the streaming entry points)."""
+        resumed = await self._prepare_resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            conversation_id=conversation_id,
+            answered_by=answered_by,
+            cancel=cancel,
+            checkpoint=None,
+        )
+        try:
+            async for event in self._drive(
+                resumed.state, stream=True, resumed=resumed.slots, started=resumed.started
+            ):
+                if event["type"] == "done":
+                    await self._finish_resume(resumed, conversation_id, event["result"])
+                yield event
+        except BaseException:
+            await _release(self._runs, resumed.request_id)
             raise
 
     async def run_with_answer(
@@ -419,17 +494,14 @@ class Client:
             ResumeError: no transcript, no halted turn, a missing tool, or an ``ok`` relay
                 answer without output (nothing changed).
         """
-        return await _result_of(
-            self._resume(
-                toolkit,
-                history,
-                pending,
-                answer,
-                stream=False,
-                conversation_id=None,
-                answered_by=answered_by,
-                cancel=cancel,
-            )
+        return await self._resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            conversation_id=None,
+            answered_by=answered_by,
+            cancel=cancel,
         )
 
     async def ask_with_answer(
@@ -444,17 +516,14 @@ class Client:
     ) -> RunResult:
         """`run_with_answer` for a conversation kept in the store: load, resume, save."""
         history = self._history_for_resume(id)
-        return await _result_of(
-            self._resume(
-                toolkit,
-                history,
-                pending,
-                answer,
-                stream=False,
-                conversation_id=id,
-                answered_by=answered_by,
-                cancel=cancel,
-            )
+        return await self._resume(
+            toolkit,
+            history,
+            pending,
+            answer,
+            conversation_id=id,
+            answered_by=answered_by,
+            cancel=cancel,
         )
 
     async def stream_with_answer(
@@ -471,12 +540,11 @@ class Client:
         events of the continued loop, ending with ``done``."""
         if self._in_process:
             raise UsageError("the in-process client does not stream; use run_with_answer()")
-        async for event in self._resume(
+        async for event in self._resume_stream(
             toolkit,
             history,
             pending,
             answer,
-            stream=True,
             conversation_id=None,
             answered_by=answered_by,
             cancel=cancel,
@@ -497,12 +565,11 @@ class Client:
         if self._in_process:
             raise UsageError("the in-process client does not stream; use ask_with_answer()")
         history = self._history_for_resume(id)
-        async for event in self._resume(
+        async for event in self._resume_stream(
             toolkit,
             history,
             pending,
             answer,
-            stream=True,
             conversation_id=id,
             answered_by=answered_by,
             cancel=cancel,
@@ -535,18 +602,15 @@ class Client:
             (o.request for o in checkpoint.outstanding if o.request and o.request.id == reply.id),
             checkpoint.pending,
         )
-        return await _result_of(
-            self._resume(
-                toolkit,
-                None,
-                request,
-                reply,
-                stream=False,
-                conversation_id=checkpoint.conversation_id,
-                answered_by=answered_by,
-                cancel=cancel,
-                checkpoint=checkpoint,
-            )
+        return await self._resume(
+            toolkit,
+            None,
+            request,
+            reply,
+            conversation_id=checkpoint.conversation_id,
+            answered_by=answered_by,
+            cancel=cancel,
+            checkpoint=checkpoint,
         )
 
     async def _refuse_if_answered(self, request_id: str) -> None:
@@ -624,14 +688,14 @@ History = (
 )  # a transcript, or how to load one when it is needed
 
 
-async def _result_of(events: AsyncIterator[dict[str, Any]]) -> RunResult:
-    """The `RunResult` of the ``done`` event that ends a stream of events."""
-    result: RunResult | None = None
-    async for event in events:
-        if event["type"] == "done":
-            result = event["result"]
-    assert result is not None
-    return result
+@dataclass(frozen=True, slots=True)
+class _Resumption:
+    """A claimed request whose answer is applied: the run, ready to go on."""
+
+    request_id: str
+    state: RunState
+    slots: list[Slot]
+    started: float
 
 
 async def _release(runs: RunStore, request_id: str) -> None:

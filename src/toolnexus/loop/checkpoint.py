@@ -49,6 +49,16 @@ def _json_safe(value: Any) -> Any:
     return str(value)
 
 
+def _json_default(value: Any) -> Any:
+    """`_json_safe` for the encoder: only called for what JSON cannot take as it is."""
+    if isinstance(value, Request):
+        return value.to_dict()
+    return str(value)
+
+
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_json_default)
+
+
 def result_to_json(result: ToolResult) -> dict[str, Any]:
     """A ToolResult as JSON data (metadata made JSON-safe)."""
     out: dict[str, Any] = {"output": result.output, "is_error": result.is_error}
@@ -68,12 +78,32 @@ def result_from_json(data: Any) -> ToolResult:
     return ToolResult(d["output"], is_error, cast("dict[str, Any] | None", meta))
 
 
+# Recent tool sets and their digests, keyed by the tools' identities (the tools themselves are
+# kept in the entry, so an id is never reused while its entry lives). Every run of a halting
+# workload fingerprints the same few tool sets; hashing their schemas each time is waste.
+_FINGERPRINTS: dict[tuple[int, ...], tuple[tuple[Tool, ...], str]] = {}
+_FINGERPRINTS_MAX = 64
+
+
 def tool_fingerprint(tools: Iterable[Tool]) -> str:
-    """A short digest of the tool set (names, sources and schemas), order-independent."""
+    """A short digest of the tool set (names, sources and schemas), order-independent.
+
+    Cached by the identity of the tool objects: a tool's schema is treated as fixed once the
+    tool is built (rebuild the tool to change it).
+    """
+    held = tuple(tools)
+    key = tuple(map(id, held))
+    found = _FINGERPRINTS.get(key)
+    if found is not None:
+        return found[1]
     parts = sorted(
-        json.dumps([t.name, t.source, t.input_schema], sort_keys=True, default=str) for t in tools
+        json.dumps([t.name, t.source, t.input_schema], sort_keys=True, default=str) for t in held
     )
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    if len(_FINGERPRINTS) >= _FINGERPRINTS_MAX:
+        _FINGERPRINTS.clear()
+    _FINGERPRINTS[key] = (held, digest)
+    return digest
 
 
 @dataclass(slots=True)
@@ -145,14 +175,21 @@ class Checkpoint:
 
     def to_json(self) -> dict[str, Any]:
         """The checkpoint as JSON-safe data."""
+        return self._data(safe=True)
+
+    def _data(self, *, safe: bool) -> dict[str, Any]:
+        # ``safe=False`` leaves the transcript and the records as they are, for `dumps`,
+        # whose encoder makes the odd value JSON-safe on the way out.
         return {
             "version": self.version,
             "model": self.model,
             "style": self.style,
-            "messages": _json_safe(self.messages),
+            "messages": _json_safe(self.messages) if safe else self.messages,
             "turn": self.turn,
             "usage": dict(self.usage),
-            "tool_calls": [_json_safe(r.to_dict()) for r in self.tool_calls],
+            "tool_calls": [
+                _json_safe(r.to_dict()) if safe else r.to_dict() for r in self.tool_calls
+            ],
             "outstanding": [o.to_json() for o in self.outstanding],
             "pending": self.pending.to_dict(),
             "fingerprint": self.fingerprint,
@@ -178,8 +215,11 @@ class Checkpoint:
         return cls.from_json({**cast(dict[str, Any], note), "messages": messages})
 
     def dumps(self) -> str:
-        """The checkpoint as a JSON string."""
-        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+        """The checkpoint as a JSON string (the same text as ``json.dumps(to_json())``)."""
+        try:
+            return _ENCODER.encode(self._data(safe=False))
+        except TypeError:  # a key JSON cannot take as it is: the slow, converting walk
+            return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
     def loads(cls, text: str | bytes) -> Checkpoint:
