@@ -378,6 +378,7 @@ class Cycle:
     runs: int = 0
     total: float = 0.0
     model: float = 0.0
+    store: float = 0.0  # persisting and restoring: JSON + SQLite (connection opening incl.)
     cpu: float = 0.0  # this process's CPU time (all threads; the in-process server included)
     checkpoint_bytes: int = 0
 
@@ -386,6 +387,9 @@ class Cycle:
 
     def beyond_ms(self) -> float:
         return (self.total - self.model) * 1000 / self.runs
+
+    def store_ms(self) -> float:
+        return self.store * 1000 / self.runs
 
     def cpu_ms(self) -> float:
         return self.cpu * 1000 / self.runs
@@ -437,18 +441,23 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
                 ],
                 "pending": request,
                 "fingerprint": "0123456789abcdef",
-                "conversation_id": f"conv-{i}",
+                "conversation_id": None,
                 "created_at": time.time(),
             }
+            t = time.perf_counter()
             stored = json.dumps(checkpoint, separators=(",", ":"), ensure_ascii=False)
             conn.execute(_FLOOR_WRITE, (request["id"], stored))
+            store = time.perf_counter() - t
             # -- the resume: read the checkpoint back, mark it answered, call the model again
-            worker, resumer = (floor_db(path), floor.new_session()) if fresh else (conn, session)
+            resumer = floor.new_session() if fresh else session
+            t = time.perf_counter()
+            worker = floor_db(path) if fresh else conn
             row = worker.execute(_FLOOR_READ, (request["id"],)).fetchone()
             loaded = json.loads(row[0])
             answer = json.dumps({"id": request["id"], "ok": True}, separators=(",", ":"))
             if worker.execute(_FLOOR_ANSWER, (answer, time.time(), request["id"])).rowcount != 1:
                 raise RuntimeError("the floor's request was answered twice")
+            store += time.perf_counter() - t
             halted = loaded["outstanding"][0]
             resumed = [*loaded["messages"]]
             resumed.append(tool_message(halted["call_id"], add(**json.loads(halted["arguments"]))))
@@ -465,6 +474,7 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
                 out.total += time.perf_counter() - started
                 out.cpu += time.process_time() - cpu
                 out.model += model
+                out.store += store
                 out.checkpoint_bytes = len(stored)
     finally:
         conn.close()
@@ -472,44 +482,126 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool) -> Cycle:
     return out
 
 
+@dataclass(slots=True)
+class StoreTimer:
+    """Time spent inside the store's calls, per operation (over every store sharing it)."""
+
+    calls: dict[str, list[float]] = field(default_factory=lambda: {})
+
+    def total(self) -> float:
+        return sum(sum(seconds) for seconds in self.calls.values())
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+
+class TimedStore(tn.SqliteStore):
+    """A `SqliteStore` timing every call a halt and a resume make (JSON encoding and decoding
+    of the checkpoint and the transcript, opening the connection, the SQL)."""
+
+    def __init__(self, path: Path, timer: StoreTimer) -> None:
+        super().__init__(path)
+        self.timer = timer
+
+    def _took(self, name: str, started: float) -> None:
+        self.timer.calls.setdefault(name, []).append(time.perf_counter() - started)
+
+    async def get(self, id: str) -> list[tn.Message] | None:
+        started = time.perf_counter()
+        try:
+            return await super().get(id)
+        finally:
+            self._took("get", started)
+
+    async def save(self, id: str, messages: list[tn.Message]) -> None:
+        started = time.perf_counter()
+        try:
+            await super().save(id, messages)
+        finally:
+            self._took("save", started)
+
+    async def save_halt(self, checkpoint: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await super().save_halt(checkpoint)
+        finally:
+            self._took("save_halt", started)
+
+    async def load_halt(self, request_id: str) -> Any:
+        started = time.perf_counter()
+        try:
+            return await super().load_halt(request_id)
+        finally:
+            self._took("load_halt", started)
+
+    async def claim(self, request_id: str, answer: tn.Answer, **options: Any) -> None:
+        started = time.perf_counter()
+        try:
+            await super().claim(request_id, answer, **options)
+        finally:
+            self._took("claim", started)
+
+    async def complete(self, request_id: str) -> None:
+        started = time.perf_counter()
+        try:
+            await super().complete(request_id)
+        finally:
+            self._took("complete", started)
+
+
 async def ours_cycles(url: str, path: Path, runs: int, mode: str) -> Cycle:
-    """Ours: ``ask`` halts into SQLite; a ``fresh`` (or a long-lived, ``live``) client resumes
-    it. ``memory``: the same cycle on one client with the default in-memory stores."""
+    """Ours: ``run`` halts into SQLite; a ``fresh`` (or a long-lived, ``live``) client
+    ``run_with_answer``-s it from the store alone. ``memory``: the same on one client with the
+    default in-memory stores. ``conversation``: ``live`` with conversation memory —
+    ``ask(id=…)`` then ``ask_with_answer`` (the transcript is read and saved too)."""
     out = Cycle()
     model_ms = 0.0
+    timer = StoreTimer()
 
     def on_metric(event: dict[str, Any]) -> None:
         nonlocal model_ms
         if event["event"] == "llm":
             model_ms += event["ms"]
 
-    def client() -> tn.Client:
+    def client(store: Any) -> tn.Client:
         return tn.create_client(
             base_url=url + "/v1",
             model=model_name(TURNS),
             api_key=API_KEY,
             max_turns=TURNS + 1,
-            store=None if mode == "memory" else f"sqlite:///{path}",
+            store=store,
             on_metric=on_metric,
         )
 
+    def new_store() -> TimedStore:
+        return TimedStore(path, timer)
+
     toolkit = await tn.create_toolkit(extra_tools=[ADD_TOOL], builtins=False)
-    async with client() as halting, client() as other:
-        worker = halting if mode == "memory" else other
+    memory = mode == "memory"
+    async with contextlib.AsyncExitStack() as stack:
+        halting_store = None if memory else await stack.enter_async_context(new_store())
+        other_store = None if memory else await stack.enter_async_context(new_store())
+        halting = await stack.enter_async_context(client(halting_store))
+        worker = halting if memory else await stack.enter_async_context(client(other_store))
         for i in range(runs + 1):  # the first cycle warms up (and creates the file)
             model_ms = 0.0
+            timer.clear()
             started, cpu = time.perf_counter(), time.process_time()
             conversation = f"conv-{i}"
-            halted = await halting.ask(PROMPT, toolkit, id=conversation)
+            if mode == "conversation":
+                halted = await halting.ask(PROMPT, toolkit, id=conversation)
+            else:
+                halted = await halting.run(PROMPT, toolkit)
             if halted.pending is None:
                 raise RuntimeError(f"the run did not halt: {halted.status} {halted.text!r}")
             reply = tn.Answer(id=halted.pending.id, ok=True)
-            resumer = client() if mode == "fresh" else worker
-            try:
-                done = await resumer.ask_with_answer(toolkit, conversation, halted.pending, reply)
-            finally:
-                if mode == "fresh":
-                    await resumer.aclose()
+            if mode == "fresh":
+                async with new_store() as store, client(store) as resumer:
+                    done = await resumer.run_with_answer(toolkit, None, halted.pending, reply)
+            elif mode == "conversation":
+                done = await worker.ask_with_answer(toolkit, conversation, halted.pending, reply)
+            else:
+                done = await worker.run_with_answer(toolkit, None, halted.pending, reply)
             if done.status != "done" or done.text != FINAL_TEXT:
                 raise RuntimeError(f"the resume ended {done.status}: {done.text!r}")
             if i:
@@ -517,44 +609,30 @@ async def ours_cycles(url: str, path: Path, runs: int, mode: str) -> Cycle:
                 out.total += time.perf_counter() - started
                 out.cpu += time.process_time() - cpu
                 out.model += model_ms / 1000
-        record = await halting.run_store.answer_record(halted.pending.id)
-        if record is None:
-            raise RuntimeError("the last resume left no answer record")
+                out.store += timer.total()
+        if halting_store is not None:
+            record = await halting_store.answer_record(halted.pending.id)
+            if record is None:
+                raise RuntimeError("the last resume left no answer record")
     return out
 
 
 async def checkpoint_size(url: str, path: Path) -> int:
-    """The size of the checkpoint our ``ask`` stores for this conversation."""
+    """The size of the checkpoint our ``run`` stores when it halts."""
     async with tn.create_client(
         base_url=url + "/v1", model=model_name(TURNS), api_key=API_KEY, store=f"sqlite:///{path}"
     ) as client:
         toolkit = await tn.create_toolkit(extra_tools=[ADD_TOOL], builtins=False)
-        halted = await client.ask(PROMPT, toolkit, id="conv-size")
+        halted = await client.run(PROMPT, toolkit)
         assert halted.pending is not None
         stored = await client.run_store.load_halt(halted.pending.id)
         assert stored is not None
         return len(stored.dumps())
 
 
-class CountingStore(tn.SqliteStore):
-    """A `SqliteStore` that counts its trips to the worker thread and times them, by job."""
-
-    def __init__(self, path: Path) -> None:
-        super().__init__(path)
-        self.trips: dict[str, list[float]] = {}
-
-    async def _call(self, job: Callable[..., Any]) -> Any:
-        name = getattr(getattr(job, "func", job), "__name__", "?").lstrip("_")
-        started = time.perf_counter()
-        try:
-            return await super()._call(job)
-        finally:
-            self.trips.setdefault(name, []).append(time.perf_counter() - started)
-
-
-async def trips_per_cycle(url: str, path: Path, runs: int) -> str:
-    """Which store operations one halt → resume cycle (live worker) makes, and what they cost."""
-    halting_store, worker_store = CountingStore(path), CountingStore(path)
+async def calls_per_cycle(url: str, path: Path, runs: int, mode: str) -> str:
+    """Which store calls one halt → resume cycle makes, and what each costs (median)."""
+    timer = StoreTimer()
     toolkit = await tn.create_toolkit(extra_tools=[ADD_TOOL], builtins=False)
     options: dict[str, Any] = {
         "base_url": url + "/v1",
@@ -563,43 +641,49 @@ async def trips_per_cycle(url: str, path: Path, runs: int) -> str:
         "max_turns": TURNS + 1,
     }
     async with (
-        halting_store,
-        worker_store,
+        TimedStore(path, timer) as halting_store,
+        TimedStore(path, timer) as worker_store,
         tn.create_client(**options, store=halting_store) as halting,
         tn.create_client(**options, store=worker_store) as worker,
     ):
         for i in range(runs + 1):
-            if i == 1:  # the first cycle opened the files
-                halting_store.trips.clear()
-                worker_store.trips.clear()
-            halted = await halting.ask(PROMPT, toolkit, id=f"conv-{i}")
+            if i == 1:  # the first cycle opened the connections
+                timer.clear()
+            if mode == "conversation":
+                halted = await halting.ask(PROMPT, toolkit, id=f"conv-{i}")
+            else:
+                halted = await halting.run(PROMPT, toolkit)
             assert halted.pending is not None
             reply = tn.Answer(id=halted.pending.id, ok=True)
-            await worker.ask_with_answer(toolkit, f"conv-{i}", halted.pending, reply)
-    merged: dict[str, list[float]] = {}
-    for store in (halting_store, worker_store):
-        for name, seconds in store.trips.items():
-            merged.setdefault(name, []).extend(seconds)
-    count = sum(len(s) for s in merged.values()) / runs
-    total_ms = sum(sum(s) for s in merged.values()) * 1000 / runs
+            if mode == "conversation":
+                await worker.ask_with_answer(toolkit, f"conv-{i}", halted.pending, reply)
+            else:
+                await worker.run_with_answer(toolkit, None, halted.pending, reply)
     parts = ", ".join(
-        f"{name} x{len(s) / runs:g}"
-        for name, s in sorted(merged.items(), key=lambda item: -sum(item[1]))
+        f"{name} x{len(s) / runs:g} {median(s) * 1e6:.0f} us"
+        for name, s in sorted(timer.calls.items(), key=lambda item: -sum(item[1]))
     )
-    return f"ours, per cycle (live worker): {count:g} store trips, {total_ms:.2f} ms: {parts}"
+    return f"ours ({mode}), store calls per cycle: {parts}"
 
 
 async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
     reps = 3 if quick else 7
     runs = 40 if quick else 150
-    variants = ("floor-fresh", "ours-fresh", "floor-live", "ours-live", "ours-memory")
+    variants = (
+        "floor-fresh",
+        "ours-fresh",
+        "floor-live",
+        "ours-live",
+        "ours-memory",
+        "ours-conversation",
+    )
     samples: dict[str, list[Cycle]] = {name: [] for name in variants}
     async with endpoint("raw") as url:
         with tempfile.TemporaryDirectory() as tmp:
             ours_bytes = await checkpoint_size(url, Path(tmp) / "size.db")
             for rep in range(reps):
-                order = variants[rep % 5 :] + variants[: rep % 5]
-                for name in order:
+                shift = rep % len(variants)
+                for name in variants[shift:] + variants[:shift]:
                     side, mode = name.split("-")
                     path = Path(tmp) / f"{name}-{rep}.db"
                     gc.collect()
@@ -608,23 +692,26 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
                     else:
                         cycle = await ours_cycles(url, path, runs, mode)
                     samples[name].append(cycle)
-            notes.append(await trips_per_cycle(url, Path(tmp) / "trips.db", runs))
+            for mode in ("live", "conversation"):
+                notes.append(await calls_per_cycle(url, Path(tmp) / f"{mode}.db", runs, mode))
             notes.append(
-                "floor, per cycle: 3 statements (INSERT the checkpoint; SELECT it back; "
-                "UPDATE it answered), 2 of them commits"
+                "floor, per cycle: json.dumps + INSERT the checkpoint; (fresh: connect;) SELECT it"
+                " back + json.loads; UPDATE it answered — 2 commits. Ours: save_halt; load_halt;"
+                " claim (the lease); save_halt again (the resolved calls, so a retried resume"
+                " never runs them twice); complete — 4 commits"
             )
     floor_bytes = samples["floor-fresh"][0].checkpoint_bytes
     rows: list[Row] = []
     for mode, label in (("fresh", "fresh client"), ("live", "live worker")):
         f, o = samples[f"floor-{mode}"], samples[f"ours-{mode}"]
-        f_beyond = median([c.beyond_ms() for c in f])
-        o_beyond = median([c.beyond_ms() for c in o])
-        extra = median([b.beyond_ms() - a.beyond_ms() for a, b in zip(f, o, strict=True)])
+        f_store = median([c.store_ms() for c in f])
+        o_store = median([c.store_ms() for c in o])
+        extra = median([b.store_ms() - a.store_ms() for a, b in zip(f, o, strict=True)])
         rows.append(
             Row(
-                f"halt->SQLite->resume ({label}), ms/run beyond model calls",
-                f"{f_beyond:.3f}",
-                f"{o_beyond:.3f}",
+                f"persist + restore, JSON + SQLite ({label}), ms/run",
+                f"{f_store:.3f}",
+                f"{o_store:.3f}",
                 f"+{extra:.3f} ms",
                 f"<= +{BEYOND_TARGET_MS} ms",
                 extra <= BEYOND_TARGET_MS,
@@ -653,23 +740,35 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
                 None,
             )
         )
-    memory = median([c.beyond_ms() for c in samples["ours-memory"]])
-    sqlite_share = median(
-        [
-            a.beyond_ms() - b.beyond_ms()
-            for a, b in zip(samples["ours-live"], samples["ours-memory"], strict=True)
-        ]
-    )
-    rows.append(
-        Row(
-            "  ours with in-memory stores (loop + JSON), ms/run beyond model calls",
-            "-",
-            f"{memory:.3f}",
-            f"SQLite adds {sqlite_share:.3f} ms",
-            "-",
-            None,
+        f_beyond = median([c.beyond_ms() for c in f])
+        o_beyond = median([c.beyond_ms() for c in o])
+        rows.append(
+            Row(
+                "  same, ms/run beyond model calls (loop + persist + restore)",
+                f"{f_beyond:.3f}",
+                f"{o_beyond:.3f}",
+                f"+{o_beyond - f_beyond:.3f} ms",
+                "-",
+                None,
+            )
         )
-    )
+    live = samples["floor-live"]
+    for mode, label in (
+        ("conversation", "ours with conversation memory (ask id=...), full cycle"),
+        ("memory", "ours with in-memory stores, full cycle"),
+    ):
+        cycles = samples[f"ours-{mode}"]
+        ratio = median([b.ms() / a.ms() for a, b in zip(live, cycles, strict=True)])
+        rows.append(
+            Row(
+                f"  {label}, ms/run",
+                f"{median([c.ms() for c in live]):.3f}",
+                f"{median([c.ms() for c in cycles]):.3f}",
+                f"{ratio:.2f}x",
+                "-",
+                None,
+            )
+        )
     rows.append(
         Row("  checkpoint stored, bytes", str(floor_bytes), str(ours_bytes), "-", "-", None)
     )
