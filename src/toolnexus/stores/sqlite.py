@@ -84,7 +84,7 @@ __all__ = ["CHECKPOINT_PAGES", "SqliteStore"]
 CHECKPOINT_PAGES = 1000
 """WAL pages written by inline commits (per database file, in this process, estimated from
 what each commit wrote) between two checkpoints, which the worker thread runs
-(``PRAGMA wal_checkpoint(RESTART)``) so that the event loop never flushes. SQLite's own
+(see `_checkpoint`) so that the event loop never flushes. SQLite's own
 ``wal_autocheckpoint`` default is the same 1000 pages."""
 
 _PAGE = 4096
@@ -337,7 +337,10 @@ class SqliteStore:
         rid = check_request_id(request_id)
         await self._fast(partial(sqlite_runs.complete, rid, self._now()))
         worker = self._worker
-        if worker is not None:  # runs parked on this store wake now, not at the next poll
+        if worker is not None and self._db.watch.waiting():
+            # Runs parked on this store wake now, not at the next poll. (A run parking at
+            # this very moment is not missed: its own first look finds the answer, or the
+            # next poll does, since this commit changed the file's data_version.)
             worker.post(partial(self._db.run, partial(_wake, self._db.watch, rid)))
 
     async def release(self, request_id: str) -> None:
@@ -553,12 +556,32 @@ def _pages(text: str) -> int:
 
 
 def _checkpoint(conn: sqlite3.Connection) -> None:
-    # RESTART, not PASSIVE: it holds the write lock while it copies, so the WAL is fully
-    # checkpointed and starts over, however busy the writers (a passive checkpoint racing
-    # a steady stream of commits never catches up, and the WAL grows without bound). The
-    # inline writers meanwhile get SQLITE_BUSY and queue on this worker behind it.
-    with contextlib.suppress(sqlite3.Error):  # busy or failing: the next one catches up
-        conn.execute("PRAGMA wal_checkpoint(RESTART)").fetchall()
+    """Checkpoint the WAL (on the worker), so that it starts over instead of growing.
+
+    PASSIVE first: it copies what it can without blocking anyone, so inline commits go on at
+    full speed meanwhile. The WAL starts over only once a checkpoint has copied *every*
+    frame, and commits made while one runs are not in its count; so a second, short pass
+    copies those. When that still leaves frames behind, or the WAL has plainly not started
+    over since the last checkpoint (a steady stream of commits lands during every pass), a
+    RESTART finishes the job: it holds the write lock while it copies the last frames
+    (inline writers get ``SQLITE_BUSY`` meanwhile and queue here behind it), then lets the
+    WAL start over.
+    """
+    try:
+        busy, frames, copied = _wal_checkpoint(conn, "PASSIVE")
+        if not busy and frames and copied == frames:
+            busy, frames, copied = _wal_checkpoint(conn, "PASSIVE")
+        if busy or copied < frames or frames >= 2 * CHECKPOINT_PAGES:
+            _wal_checkpoint(conn, "RESTART")
+    except sqlite3.Error:  # failing now: the next one catches up
+        return
+
+
+def _wal_checkpoint(conn: sqlite3.Connection, mode: str) -> tuple[bool, int, int]:
+    """``(busy, frames in the WAL, frames copied)``, as ``PRAGMA wal_checkpoint`` says."""
+    rows = conn.execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
+    busy, frames, copied = rows[0] if rows else (1, 0, 0)
+    return bool(busy), int(frames), int(copied)
 
 
 def _open_inline(path: str) -> sqlite3.Connection | None:

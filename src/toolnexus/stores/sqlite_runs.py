@@ -195,7 +195,8 @@ Waiter = tuple["asyncio.Future[Any]", asyncio.AbstractEventLoop]
 
 
 class AnswerWatch:
-    """The requests parked runs wait on. Every method runs on the worker thread only."""
+    """The requests parked runs wait on. Every method but `waiting` runs on the worker thread
+    only."""
 
     __slots__ = ("_next_poll", "_version", "_waiters", "interval")
 
@@ -228,6 +229,10 @@ class AnswerWatch:
         waiters[:] = [w for w in waiters if w[0] is not future]
         if not waiters:
             del self._waiters[request_id]
+
+    def waiting(self) -> bool:
+        """Whether any run is parked (a plain read, safe from any thread)."""
+        return bool(self._waiters)
 
     def due_in(self) -> float | None:
         """Seconds until the next poll is due; ``None`` while nobody waits."""
