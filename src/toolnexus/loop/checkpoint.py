@@ -177,14 +177,17 @@ class Checkpoint:
         """The checkpoint as JSON-safe data."""
         return self._data(safe=True)
 
-    def _data(self, *, safe: bool) -> dict[str, Any]:
+    def _data(self, *, safe: bool, messages: bool = True) -> dict[str, Any]:
         # ``safe=False`` leaves the transcript and the records as they are, for `dumps`,
         # whose encoder makes the odd value JSON-safe on the way out.
-        return {
+        data: dict[str, Any] = {
             "version": self.version,
             "model": self.model,
             "style": self.style,
-            "messages": _json_safe(self.messages) if safe else self.messages,
+        }
+        if messages:
+            data["messages"] = _json_safe(self.messages) if safe else self.messages
+        data |= {
             "turn": self.turn,
             "usage": dict(self.usage),
             "tool_calls": [
@@ -196,6 +199,7 @@ class Checkpoint:
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
         }
+        return data
 
     def halt_note(self) -> dict[str, Any]:
         """What rides on the halted call's placeholder message: everything but the transcript.
@@ -203,9 +207,7 @@ class Checkpoint:
         A host that keeps only ``RunResult.messages`` and ``pending`` still resumes exactly:
         the sibling results recorded here are spliced, never executed again.
         """
-        note = self.to_json()
-        del note["messages"]
-        return note
+        return self._data(safe=True, messages=False)
 
     @classmethod
     def from_note(cls, note: Any, messages: list[Message]) -> Checkpoint:
