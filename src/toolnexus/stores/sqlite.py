@@ -77,7 +77,7 @@ from .runs import (
     encode_answer,
 )
 from .sqlite_runs import AnswerRow, AnswerWatch
-from .sqlite_schema import MIGRATIONS, immediate, migrate, schema_version
+from .sqlite_schema import MIGRATIONS, immediate, migrate
 
 __all__ = ["CHECKPOINT_PAGES", "SqliteStore"]
 
@@ -109,6 +109,7 @@ _LOAD_HANDLES = (
     "SELECT handle_id, data FROM runtime_handles WHERE runtime_id = ? ORDER BY handle_id"
 )
 _DELETE_HANDLES = "DELETE FROM runtime_handles WHERE runtime_id = ?"
+_LATEST_MIGRATION = "SELECT max(version) FROM schema_migrations"
 
 # Primary result codes (the low byte of an extended code).
 _PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 11, 13, 14, 26
@@ -594,10 +595,11 @@ def _open_inline(path: str) -> sqlite3.Connection | None:
         )
     except sqlite3.Error:
         return None
-    try:
-        conn.execute("PRAGMA busy_timeout = 0")
-        mode = conn.execute("PRAGMA journal_mode").fetchone()
-        if mode is None or str(mode[0]).lower() != "wal" or schema_version(conn) != len(MIGRATIONS):
+    try:  # (``timeout=0`` is the busy timeout)
+        mode = conn.execute("PRAGMA journal_mode").fetchall()
+        # One read for the schema: a database without the ledger raises (no such table).
+        version = conn.execute(_LATEST_MIGRATION).fetchall()
+        if mode != [("wal",)] or version != [(len(MIGRATIONS),)]:
             conn.close()
             return None
         conn.execute("PRAGMA synchronous = NORMAL")
