@@ -131,7 +131,11 @@ class Outstanding:
         return out
 
     @classmethod
-    def from_json(cls, data: Any) -> Outstanding:
+    def from_json(
+        cls, data: Any, pending_raw: Any = None, pending: Request | None = None
+    ) -> Outstanding:
+        """Rebuild one outstanding call; ``pending`` (parsed from ``pending_raw``) is reused
+        for a call whose request is the same wire dict, as the halted call's is."""
         if not isinstance(data, dict):
             raise CheckpointError("checkpoint: an outstanding call is not an object")
         d: dict[str, Any] = data  # pyright: ignore[reportUnknownVariableType]
@@ -144,8 +148,12 @@ class Outstanding:
         if not (arguments is None or isinstance(arguments, str)):
             raise CheckpointError("checkpoint: an outstanding call's arguments are not a string")
         request = None
-        if d.get("request") is not None:
-            request = _request(d["request"], "checkpoint: malformed request")
+        raw = d.get("request")
+        if raw is not None:
+            if pending is not None and raw == pending_raw:
+                request = pending
+            else:
+                request = _request(raw, "checkpoint: malformed request")
         return cls(
             call_id=d["call_id"],
             name=d["name"],
@@ -276,7 +284,8 @@ class Checkpoint:
         outstanding_raw = d.get("outstanding")
         if not isinstance(outstanding_raw, list) or not outstanding_raw:
             raise CheckpointError("checkpoint has no outstanding tool calls")
-        pending = _request(d.get("pending"), "checkpoint pending request is malformed")
+        pending_raw = d.get("pending")
+        pending = _request(pending_raw, "checkpoint pending request is malformed")
         conversation_id = d.get("conversation_id")
         if not (conversation_id is None or isinstance(conversation_id, str)):
             raise CheckpointError("checkpoint conversation_id must be a string or null")
@@ -287,7 +296,7 @@ class Checkpoint:
             turn=_count(d.get("turn"), "checkpoint turn"),
             usage=_usage(d.get("usage")),
             tool_calls=_records(d.get("tool_calls")),
-            outstanding=[Outstanding.from_json(o) for o in outstanding_raw],  # pyright: ignore[reportUnknownVariableType]
+            outstanding=[Outstanding.from_json(o, pending_raw, pending) for o in outstanding_raw],  # pyright: ignore[reportUnknownVariableType]
             pending=pending,
             fingerprint=_text(d, "fingerprint", ""),
             conversation_id=conversation_id,

@@ -16,7 +16,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
@@ -32,6 +32,7 @@ from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
     Request,
+    WaitFor,
     format_timestamp,
     is_expired,
     is_relay_request,
@@ -487,31 +488,19 @@ class Engine:
         assert wait_for is not None
         # A run waiting for a human keeps less in memory; the next body is rendered afresh.
         state.bodies = None
-        expired = Answer(id=request.id, ok=False, reason="expired")
         if is_expired(request):
-            return expired
-        remaining: float | None = None
+            return Answer(id=request.id, ok=False, reason="expired")
         deadline = request.expires_at if request.expiresAt else None
-        if deadline is not None:
-            remaining = (deadline - datetime.now(UTC)).total_seconds()
-
-        async def call() -> Any:
-            if isinstance(wait_for, ParkingWaitFor):
-                return await wait_for.park(request, self.snapshot(state, state.turn_slots, request))
-            value = wait_for(request)
-            if inspect.isawaitable(value):
-                value = await value
-            return value
-
         try:
-            if remaining is not None:
-                async with asyncio.timeout(remaining):
-                    value = await run_abortable(call(), cancel=state.cancel, deadline=None)
+            if deadline is not None:
+                async with asyncio.timeout((deadline - datetime.now(UTC)).total_seconds()):
+                    value = await self._wait(state, request, wait_for)
             else:
-                value = await run_abortable(call(), cancel=state.cancel, deadline=None)
+                # The common case, kept shallow: a parked run's memory is mostly its frames.
+                value = await self._wait(state, request, wait_for)
         except TimeoutError:
             if deadline is not None and is_expired(request):
-                return expired
+                return Answer(id=request.id, ok=False, reason="expired")
             raise CallbackError("wait_for raised TimeoutError") from None
         except (CallbackError, asyncio.CancelledError):
             raise
@@ -526,8 +515,27 @@ class Engine:
                 f'id "{request.id}"'
             )
         if is_expired(request):
-            return expired
+            return Answer(id=request.id, ok=False, reason="expired")
         return answer
+
+    def _wait(self, state: RunState, request: Request, wait_for: WaitFor) -> Awaitable[Any]:
+        """What ``ask`` awaits: the host's answer, abortable by the run's ``cancel`` event.
+
+        Not a coroutine itself: without a cancel event the host's own awaitable is awaited
+        directly, one frame fewer for every parked run.
+        """
+        if isinstance(wait_for, ParkingWaitFor):
+            parked: Awaitable[Any] = wait_for.park(
+                request, self.snapshot(state, state.turn_slots, request)
+            )
+        else:
+            value = wait_for(request)
+            if not inspect.isawaitable(value):
+                return _ready(value)
+            parked = value
+        if state.cancel is None:
+            return parked
+        return run_abortable(_awaited(parked), cancel=state.cancel, deadline=None)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -637,17 +645,15 @@ class Engine:
     async def _start(self, state: RunState, slots: list[Slot], *, inline: bool) -> None:
         """Run the turn's calls that have neither a result nor a suspension, concurrently."""
         state.turn_slots = slots
-        calls = [
-            self.start_slot(state, s, inline)
-            for s in slots
-            if s.result is None and s.request is None
-        ]
-        if len(calls) == 1:
-            await calls[0]
+        todo = [s for s in slots if s.result is None and s.request is None]
+        if len(todo) == 1:
+            slot = todo[0]
+            del todo  # nothing more than the running call stays alive while it parks
+            await self.start_slot(state, slot, inline)
             return
         async with asyncio.TaskGroup() as group:
-            for call in calls:
-                group.create_task(call)
+            for s in todo:
+                group.create_task(self.start_slot(state, s, inline))
 
     async def _settle(self, state: RunState, slots: list[Slot]) -> AsyncIterator[Event]:
         """After a turn's calls ran: resolve (``wait_for``) or halt, in call order.
@@ -753,3 +759,13 @@ class Engine:
             pending=pending,
             expired=state.expired,
         )
+
+
+async def _ready(value: Any) -> Any:
+    """An awaitable of a value a synchronous ``wait_for`` returned."""
+    return value
+
+
+async def _awaited(awaitable: Awaitable[Any]) -> Any:
+    """Any awaitable as a coroutine (what `run_abortable` takes)."""
+    return await awaitable

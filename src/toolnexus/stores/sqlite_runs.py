@@ -63,6 +63,13 @@ _TAKE = (
     " answered_at = excluded.answered_at"
     " WHERE halts.status = 'pending' OR (halts.status = 'claimed' AND halts.lease_until <= ?)"
 )
+# The common claim: a pending row (or one whose lease ran out) becomes claimed. A plain
+# UPDATE, cheaper than the upsert above, which only a miss needs.
+_CLAIM_PENDING = (
+    "UPDATE halts SET status = 'claimed', answer = ?, answered_by = ?, digest = ?,"
+    " lease_until = ?, answered_at = NULL WHERE request_id = ?"
+    " AND (status = 'pending' OR (status = 'claimed' AND lease_until <= ?))"
+)
 _HOLDER = "SELECT answered_by, status, lease_until FROM halts WHERE request_id = ?"
 _COMPLETE = (
     "UPDATE halts SET status = 'answered', answered_at = coalesce(answered_at, ?),"
@@ -108,10 +115,11 @@ def claim(
     lease_s: float,
     conn: sqlite3.Connection,
 ) -> None:
-    values = (request_id, "claimed", answer, answered_by, digest, now + lease_s, None, now)
-    # The take is one statement, atomic on its own: the winner's path is a single commit.
-    if conn.execute(_TAKE, values).rowcount == 1:
+    # One statement, atomic on its own: the winner's path is a single commit.
+    pending = (answer, answered_by, digest, now + lease_s, request_id, now)
+    if conn.execute(_CLAIM_PENDING, pending).rowcount == 1:
         return
+    values = (request_id, "claimed", answer, answered_by, digest, now + lease_s, None, now)
     # Lost (or no row could be taken): look at the holder and try once more in one
     # transaction, so the conflict names a consistent holder — or the take succeeds after
     # all, if the holder gave the request back in between.
