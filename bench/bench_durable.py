@@ -40,6 +40,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import hashlib
 import itertools
 import json
 import os
@@ -69,6 +70,7 @@ from common import (
 )
 
 import toolnexus as tn
+from toolnexus.stores.sqlite_schema import MIGRATIONS
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
 
 _SELF = os.path.abspath(__file__)
@@ -361,15 +363,24 @@ _FLOOR_ANSWER = (
     "UPDATE halts SET status = 'answered', answer = ?, answered_at = ?, checkpoint = NULL"
     " WHERE request_id = ? AND status = 'pending'"
 )
-# The same protocol as ours, by hand: claim under a lease, record the resolved call, complete.
-_SQLITE_CLAIM = (
-    "UPDATE halts SET status = 'claimed', answer = ?, answered_at = ?"
+# The same job as ours, by hand, in the same table (our schema's ``halts``, with the partial
+# index that serves the pending list): INSERT the checkpoint with its index columns; SELECT it;
+# claim it under a lease with the answer and the call's digest; record the resolved call in
+# the checkpoint; complete it.
+_SAME_SCHEMA = MIGRATIONS[1].statements
+_SAME_WRITE = (
+    "INSERT INTO halts (request_id, status, checkpoint, kind, tool, conversation_id,"
+    " created_at, expires_at, prompt) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?)"
+)
+_SAME_READ = "SELECT checkpoint FROM halts WHERE request_id = ?"
+_SAME_CLAIM = (
+    "UPDATE halts SET status = 'claimed', answer = ?, digest = ?, lease_until = ?"
     " WHERE request_id = ? AND status = 'pending'"
 )
-_SQLITE_PROGRESS = "UPDATE halts SET checkpoint = ? WHERE request_id = ?"
-_SQLITE_COMPLETE = (
-    "UPDATE halts SET status = 'answered', checkpoint = NULL"
-    " WHERE request_id = ? AND status = 'claimed'"
+_SAME_PROGRESS = "UPDATE halts SET checkpoint = ? WHERE request_id = ?"
+_SAME_COMPLETE = (
+    "UPDATE halts SET status = 'answered', answered_at = ?, lease_until = NULL,"
+    " checkpoint = NULL WHERE request_id = ? AND status = 'claimed'"
 )
 
 
@@ -409,14 +420,16 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
     """The floor: the two model calls by hand, the checkpoint through bare sqlite3 + json.
 
     Minimal (``same=False``): INSERT the checkpoint; SELECT it back; UPDATE it answered — no
-    lease, no record of the resolved call. ``same``: our protocol by hand, statement for
-    statement — INSERT; SELECT; claim UPDATE; the tool runs; progress UPDATE (the resolved
-    call in the checkpoint); the model call; complete UPDATE.
+    lease, no record of the resolved call, no pending index. ``same``: our job by hand in our
+    table — INSERT (with the pending-index columns); SELECT; claim UPDATE (answer, digest,
+    lease); the tool runs; progress UPDATE (the resolved call in the checkpoint); the model
+    call; complete UPDATE.
     """
     out = Cycle()
     chat = url + "/v1/chat/completions"
     conn = floor_db(path)
-    conn.execute(_FLOOR_SCHEMA)
+    for statement in _SAME_SCHEMA if same else (_FLOOR_SCHEMA,):
+        conn.execute(statement)
     session = floor.new_session()
     try:
         for i in range(runs + 1):  # the first cycle warms up
@@ -462,18 +475,26 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
             }
             t = time.perf_counter()
             stored = json.dumps(checkpoint, separators=(",", ":"), ensure_ascii=False)
-            conn.execute(_FLOOR_WRITE, (request["id"], stored))
+            if same:
+                index = ("approval", "add", None, checkpoint["created_at"], None, request["prompt"])
+                conn.execute(_SAME_WRITE, (request["id"], stored, *index))
+            else:
+                conn.execute(_FLOOR_WRITE, (request["id"], stored))
             store = time.perf_counter() - t
             # -- the resume: read the checkpoint back, mark it answered, call the model again
             resumer = floor.new_session() if fresh else session
             t = time.perf_counter()
             worker = floor_db(path) if fresh else conn
-            row = worker.execute(_FLOOR_READ, (request["id"],)).fetchone()
+            row = worker.execute(_SAME_READ if same else _FLOOR_READ, (request["id"],)).fetchone()
             loaded = json.loads(row[0])
             answer = json.dumps({"id": request["id"], "ok": True}, separators=(",", ":"))
-            taken = worker.execute(
-                _SQLITE_CLAIM if same else _FLOOR_ANSWER, (answer, time.time(), request["id"])
-            )
+            if same:
+                call = loaded["outstanding"][0]
+                digest = hashlib.sha256(f"add\n{call['arguments']}".encode()).hexdigest()
+                values = (answer, digest, time.time() + 300, request["id"])
+                taken = worker.execute(_SAME_CLAIM, values)
+            else:
+                taken = worker.execute(_FLOOR_ANSWER, (answer, time.time(), request["id"]))
             if taken.rowcount != 1:
                 raise RuntimeError("the floor's request was answered twice")
             store += time.perf_counter() - t
@@ -485,7 +506,7 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
                 halted["result"] = {"output": output, "is_error": False}
                 del halted["request"]
                 progress = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False)
-                worker.execute(_SQLITE_PROGRESS, (progress, request["id"]))
+                worker.execute(_SAME_PROGRESS, (progress, request["id"]))
                 store += time.perf_counter() - t
             resumed = [*loaded["messages"]]
             resumed.append(tool_message(halted["call_id"], output))
@@ -495,7 +516,8 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
             model += time.perf_counter() - t
             if same:
                 t = time.perf_counter()
-                if worker.execute(_SQLITE_COMPLETE, (request["id"],)).rowcount != 1:
+                done = worker.execute(_SAME_COMPLETE, (time.time(), request["id"]))
+                if done.rowcount != 1:
                     raise RuntimeError("the floor's claim was lost")
                 store += time.perf_counter() - t
             if fresh:
@@ -730,8 +752,9 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
             for mode in ("live", "conversation"):
                 notes.append(await calls_per_cycle(url, Path(tmp) / f"{mode}.db", runs, mode))
     notes.append(
-        "floor (same protocol), per cycle: json.dumps + INSERT the checkpoint; (fresh: connect;)"
-        " SELECT it back + json.loads; claim UPDATE; json.dumps + progress UPDATE; complete"
+        "floor (same job), per cycle, by hand in our halts table (its pending index incl.):"
+        " json.dumps + INSERT the checkpoint; (fresh: connect;) SELECT it back + json.loads;"
+        " claim UPDATE (answer, sha256 digest, lease); json.dumps + progress UPDATE; complete"
         " UPDATE — 4 commits, as ours (save_halt; load_halt; claim; save_halt; complete)."
         " Minimal floor: INSERT; SELECT; one UPDATE to answered — 2 commits, no lease (a"
         " resume that dies strands the run or lets two run), no record of the resolved call (a"
