@@ -171,8 +171,9 @@ class Client:
         history: Sequence[Message] | None,
         cancel: asyncio.Event | None,
     ) -> RunState:
+        by_name: dict[str, Tool] | None = None
         if isinstance(toolkit, Toolkit):
-            tools = toolkit.tools()
+            tools, by_name = toolkit.run_tools()
             wire = toolkit.to_anthropic() if self._cfg.style == "anthropic" else toolkit.to_openai()
             skills_prompt = toolkit.skills_prompt()
         elif toolkit is None:
@@ -188,7 +189,13 @@ class Client:
             wire = self._cfg.dialect.render_tools(tools)
             skills_prompt = ""
         return self._engine.new_state(
-            prompt, tools, wire, skills_prompt=skills_prompt, history=history, cancel=cancel
+            prompt,
+            tools,
+            wire,
+            skills_prompt=skills_prompt,
+            history=history,
+            cancel=cancel,
+            by_name=by_name,
         )
 
     async def _drive(

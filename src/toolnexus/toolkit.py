@@ -139,12 +139,24 @@ class Toolkit:
         self._closers = list(closers)
         self._closed = False
         self._cache: dict[str, list[dict[str, Any]]] = {}
+        self._shared: tuple[list[Tool], dict[str, Tool]] | None = None
 
     # -- the tool set --------------------------------------------------------------------
 
     def tools(self) -> list[Tool]:
         """Every tool, in assembly order."""
         return list(self._tools.values())
+
+    def run_tools(self) -> tuple[list[Tool], dict[str, Tool]]:
+        """The tool list and the name index that every run over this toolkit shares.
+
+        Cached until the tool set changes (`register`), so that a run — thousands of them
+        parked on a human — does not each keep its own copies. Both are read-only.
+        """
+        shared = self._shared
+        if shared is None:
+            shared = self._shared = (list(self._tools.values()), dict(self._tools))
+        return shared
 
     def get(self, name: str) -> Tool | None:
         """The tool called ``name``, or ``None``."""
@@ -163,6 +175,7 @@ class Toolkit:
             _guard_relay(t)
             self._tools[t.name] = t
         self._cache.clear()
+        self._shared = None
 
     def fingerprint(self) -> str:
         """A digest of the tool set; a resumed run compares it to the halted run's."""

@@ -89,9 +89,11 @@ class Engine:
         skills_prompt: str = "",
         history: Sequence[Message] | None = None,
         cancel: asyncio.Event | None = None,
+        by_name: dict[str, Tool] | None = None,
     ) -> RunState:
         """A fresh run: the history (normalised to the canonical shape) or the system prompt,
-        then the user ``prompt`` (none on a resume)."""
+        then the user ``prompt`` (none on a resume). ``by_name`` indexes ``tools`` (built
+        when not given; a shared one must not change while the run lives)."""
         cfg = self.cfg
         messages = normalize_history(list(history)) if history else []
         if prompt is not None:
@@ -108,7 +110,7 @@ class Engine:
         return RunState(
             messages=messages,
             tools=tools,
-            by_name={t.name: t for t in tools},
+            by_name={t.name: t for t in tools} if by_name is None else by_name,
             wire_tools=wire_tools,
             cancel=cancel,
             deadline=deadline,
@@ -642,15 +644,19 @@ class Engine:
         state.messages.append(tx.assistant_message(turn.text, calls))
         return [Slot(i, c.id, c.name, c.arguments) for i, c in enumerate(calls)]
 
-    async def _start(self, state: RunState, slots: list[Slot], *, inline: bool) -> None:
-        """Run the turn's calls that have neither a result nor a suspension, concurrently."""
+    def _start(self, state: RunState, slots: list[Slot], *, inline: bool) -> Awaitable[None]:
+        """Run the turn's calls that have neither a result nor a suspension, concurrently.
+
+        Not a coroutine itself: a single call (the common turn) is awaited directly, so a run
+        parked inside it holds one frame fewer.
+        """
         state.turn_slots = slots
         todo = [s for s in slots if s.result is None and s.request is None]
         if len(todo) == 1:
-            slot = todo[0]
-            del todo  # nothing more than the running call stays alive while it parks
-            await self.start_slot(state, slot, inline)
-            return
+            return self.start_slot(state, todo[0], inline)
+        return self._start_all(state, todo, inline)
+
+    async def _start_all(self, state: RunState, todo: list[Slot], inline: bool) -> None:
         async with asyncio.TaskGroup() as group:
             for s in todo:
                 group.create_task(self.start_slot(state, s, inline))
