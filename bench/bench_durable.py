@@ -363,11 +363,12 @@ _FLOOR_ANSWER = (
     "UPDATE halts SET status = 'answered', answer = ?, answered_at = ?, checkpoint = NULL"
     " WHERE request_id = ? AND status = 'pending'"
 )
-# The same job as ours, by hand, in the same table (our schema's ``halts``, with the partial
-# index that serves the pending list): INSERT the checkpoint with its index columns; SELECT it;
-# claim it under a lease with the answer and the call's digest; record the resolved call in
-# the checkpoint; complete it.
-_SAME_SCHEMA = MIGRATIONS[1].statements
+# The same job as ours, by hand, in the same database (our schema: the conversations and
+# handle tables beside ``halts`` and the partial index that serves the pending list, so that
+# opening a connection parses the same schema): INSERT the checkpoint with its index columns;
+# SELECT it; claim it under a lease with the answer and the call's digest; record the
+# resolved call in the checkpoint; complete it.
+_SAME_SCHEMA = [statement for migration in MIGRATIONS for statement in migration.statements]
 _SAME_WRITE = (
     "INSERT INTO halts (request_id, status, checkpoint, kind, tool, conversation_id,"
     " created_at, expires_at, prompt) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?)"

@@ -109,7 +109,12 @@ _LOAD_HANDLES = (
     "SELECT handle_id, data FROM runtime_handles WHERE runtime_id = ? ORDER BY handle_id"
 )
 _DELETE_HANDLES = "DELETE FROM runtime_handles WHERE runtime_id = ?"
-_LATEST_MIGRATION = "SELECT max(version) FROM schema_migrations"
+# Is the file ready for an inline connection? Its journal mode and schema version in one read
+# (a database without the migration ledger raises: no such table).
+_READY = (
+    "SELECT (SELECT journal_mode FROM pragma_journal_mode),"
+    " (SELECT max(version) FROM schema_migrations)"
+)
 
 # Primary result codes (the low byte of an extended code).
 _PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 11, 13, 14, 26
@@ -596,10 +601,7 @@ def _open_inline(path: str) -> sqlite3.Connection | None:
     except sqlite3.Error:
         return None
     try:  # (``timeout=0`` is the busy timeout)
-        mode = conn.execute("PRAGMA journal_mode").fetchall()
-        # One read for the schema: a database without the ledger raises (no such table).
-        version = conn.execute(_LATEST_MIGRATION).fetchall()
-        if mode != [("wal",)] or version != [(len(MIGRATIONS),)]:
+        if conn.execute(_READY).fetchall() != [("wal", len(MIGRATIONS))]:
             conn.close()
             return None
         conn.execute("PRAGMA synchronous = NORMAL")

@@ -51,6 +51,12 @@ _SAVE_HALT = (
     " created_at = excluded.created_at, expires_at = excluded.expires_at,"
     " prompt = excluded.prompt"
 )
+# Replacing a stored halt (a resume recording the calls it resolved) is a plain UPDATE: on a
+# fresh connection it prepares in a fraction of the upsert's time, and it runs faster too.
+_REPLACE_HALT = (
+    "UPDATE halts SET checkpoint = ?, kind = ?, tool = ?, conversation_id = ?,"
+    " created_at = ?, expires_at = ?, prompt = ? WHERE request_id = ?"
+)
 _LOAD_HALT = "SELECT checkpoint FROM halts WHERE request_id = ?"
 # One statement takes a request: it inserts a row for an unknown request, or updates a row
 # that is pending or whose claim's lease ran out; any other row is left alone (0 changes).
@@ -98,7 +104,8 @@ _CHUNK = 500  # well under SQLite's bound-parameter limit
 
 
 def save_halt(row: HaltRow, conn: sqlite3.Connection) -> None:
-    conn.execute(_SAVE_HALT, row)
+    if conn.execute(_REPLACE_HALT, (*row[1:], row[0])).rowcount == 0:
+        conn.execute(_SAVE_HALT, row)  # new (the upsert: a racing insert is replaced)
 
 
 def load_halt(request_id: str, conn: sqlite3.Connection) -> object:
