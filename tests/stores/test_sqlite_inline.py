@@ -4,10 +4,12 @@ waiting for a lock there, handing off to the worker thread when they meet one.""
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import threading
 import time
 from collections.abc import Generator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing, contextmanager
 from pathlib import Path
 
@@ -17,7 +19,7 @@ from toolnexus import Answer, Request
 from toolnexus.errors import AnswerConflict, StoreError
 from toolnexus.loop.checkpoint import Checkpoint, Outstanding
 from toolnexus.stores import sqlite as sqlite_module
-from toolnexus.stores.sqlite import SqliteStore
+from toolnexus.stores.sqlite import SqliteStore, _ready  # pyright: ignore[reportPrivateUsage]
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -259,3 +261,47 @@ async def test_inline_commits_are_checkpointed_on_the_worker_so_the_wal_stays_sm
         bounded = await fill(often, 1200)
     assert grown > 30_000_000
     assert bounded < grown / 2
+
+
+FORK_CHILD_OK = b"ok"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+async def test_a_forked_child_opens_its_own_connections_and_the_parent_is_untouched(
+    db_path: Path,
+) -> None:
+    async with SqliteStore(db_path) as store:
+        await store.save("c1", HELLO)
+        await store._call(_ready)  # pyright: ignore[reportPrivateUsage]  # a worker too
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: the inherited connections and thread are dropped
+            status = 1
+            try:
+                os.close(read)
+
+                def child() -> bytes:
+                    async def work() -> bytes:
+                        assert store._inline is None  # pyright: ignore[reportPrivateUsage]
+                        await store.save("from-child", [{"role": "user", "content": "hi"}])
+                        assert await store.get("c1") == HELLO
+                        await store.aclose()
+                        return FORK_CHILD_OK
+
+                    return asyncio.run(work())
+
+                with ThreadPoolExecutor(1) as pool:  # a fresh thread: no running loop there
+                    os.write(write, pool.submit(child).result(timeout=20))
+                status = 0
+            finally:
+                os._exit(status)
+        os.close(write)
+        _, status = await asyncio.to_thread(os.waitpid, pid, 0)
+        with os.fdopen(read, "rb") as pipe:
+            said = pipe.read()
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert said == FORK_CHILD_OK
+        # the parent's connections still work, and see the child's write
+        assert await store.get("from-child") == [{"role": "user", "content": "hi"}]
+        await store.save("c1", [{"role": "user", "content": "after"}])
+        assert await store.get("c1") == [{"role": "user", "content": "after"}]

@@ -90,6 +90,13 @@ what each commit wrote) between two checkpoints, which the worker thread runs
 _PAGE = 4096
 _inline_pages: dict[str, int] = {}
 
+# Every open store, so that a forked child can drop what it inherited (see `_after_fork`).
+_open_stores: weakref.WeakSet[SqliteStore] = weakref.WeakSet()
+# What a forked child inherited (connections, parked waiters): never used again, never
+# closed (closing a connection could take the parent's locks or checkpoint its WAL from under
+# it), just kept.
+_inherited: list[object] = []
+
 T = TypeVar("T")
 
 _Job = tuple[Callable[[], Any], "asyncio.Future[Any] | None", "asyncio.AbstractEventLoop | None"]
@@ -195,6 +202,7 @@ class SqliteStore:
         # False: every operation goes to the worker (asked for, ":memory:", or the inline
         # connection could not be opened on a database the worker opened fine).
         self._inline_ok = bool(inline) and self._path != ":memory:"
+        _open_stores.add(self)
 
     @property
     def path(self) -> str:
@@ -490,6 +498,17 @@ class SqliteStore:
         _inline_pages[self._path] = 0
         self._ensure_worker().post(partial(self._db.run, _checkpoint))
 
+    def _forget_after_fork(self) -> None:
+        """In a forked child: drop the parent's connections and worker thread (which did
+        not survive the fork); the next call opens the child's own."""
+        _inherited.extend((self._inline, self._db))
+        self._inline = None
+        self._db = _Database(self._path, self._busy_timeout_ms, self._db.watch.renewed())
+        if self._detach_finalizer is not None:
+            self._detach_finalizer()
+            self._detach_finalizer = None
+        self._worker = None
+
     def _ensure_worker(self) -> _Worker:
         worker = self._worker
         if worker is None:
@@ -616,6 +635,15 @@ def _open_inline(path: str) -> sqlite3.Connection | None:
 def _is_busy(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     return isinstance(code, int) and (code & 0xFF) in (_BUSY, _LOCKED)
+
+
+def _after_fork() -> None:
+    for store in list(_open_stores):
+        store._forget_after_fork()  # pyright: ignore[reportPrivateUsage]
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 class _Database:

@@ -245,6 +245,10 @@ class AnswerWatch:
         if not waiters:
             del self._waiters[request_id]
 
+    def renewed(self) -> AnswerWatch:
+        """An empty watch with the same polling interval (for a forked child)."""
+        return AnswerWatch(self.interval)
+
     def waiting(self) -> bool:
         """Whether any run is parked (a plain read, safe from any thread)."""
         return bool(self._waiters)
