@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
@@ -44,7 +45,12 @@ async def frames_written_by_one_save(path: Path, tree: RuntimeStore, size: int) 
     """Fill a table with ``size`` rows, then count the WAL frames (pages) one save writes."""
     await tree.save_handles("rt", [row(f"h{n:04}") for n in range(size)])
     with closing(sqlite3.connect(path, isolation_level=None)) as conn:
-        busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        # The store may be checkpointing the big first save on its worker thread right now.
+        for _ in range(200):
+            busy, _, _ = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+            if not busy:
+                break
+            await asyncio.sleep(0.01)
         assert busy == 0
         await tree.save_handles("rt", [row("h0001", state="idle")])
         busy, frames, _ = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()

@@ -7,7 +7,8 @@ foreign keys on, and brought up to date by the migrations in
 Two connections, one rule: **the event loop never waits for a lock or a disk flush**.
 
 * The hot operations of a halt and a resume (a transcript read or write, ``save_halt``,
-  ``load_halt``, ``claim``, ``complete``, ``release``, ``answer_record``) run *inline*, on a
+  ``load_halt``, ``claim``, ``complete``, ``release``, ``answer_record``, the agent
+  runtime's handle rows) run *inline*, on a
   connection owned by the event loop's thread, opened with a busy timeout of zero. Each is one
   indexed statement or one short ``BEGIN IMMEDIATE`` transaction: ≈ 5-30 µs of SQL, against
   ≈ 60-170 µs for a hop to a thread and back (measured here). Under WAL with
@@ -18,7 +19,7 @@ Two connections, one rule: **the event loop never waits for a lock or a disk flu
 * When the inline attempt meets a lock held by anyone else (``SQLITE_BUSY``: another process,
   or this store's own worker mid-write), nothing was changed, and the same operation is handed
   to the worker, which waits for the lock up to ``busy_timeout_ms``. Everything else — the
-  first open and the migrations, the handle tables, ``list_pending``, ``post_answer``, the
+  first open and the migrations, ``list_pending``, ``post_answer``, the
   parked waits and their polling — always runs on the worker: one dedicated thread per store,
   owning its own connection, serialising its jobs, reusing sqlite3's cache of prepared
   statements. A multi-statement operation is one job (see `SqliteStore._call`), never a chain
@@ -253,7 +254,8 @@ class SqliteStore:
         rid = check_runtime_id(runtime_id)
         encoded = encode_handle_rows(rows)
         if encoded:
-            await self._call(partial(_save_handles, rid, encoded, self._now()))
+            pages = sum(_pages(data) for _, data in encoded)
+            await self._fast(partial(_save_handles, rid, encoded, self._now()), pages)
 
     async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
         """Every stored handle row of ``runtime_id``, in handle-id order.
@@ -263,12 +265,12 @@ class SqliteStore:
                 (it is left as it is).
         """
         rid = check_runtime_id(runtime_id)
-        found = await self._call(partial(_load_handles, rid))
+        found = await self._fast(partial(_load_handles, rid))
         return [decode_handle_row(rid, handle_id, data, self._path) for handle_id, data in found]
 
     async def delete_handles(self, runtime_id: str) -> bool:
         """Forget the whole handle table of ``runtime_id``; True when rows were deleted."""
-        return await self._call(partial(_delete_handles, check_runtime_id(runtime_id)))
+        return await self._fast(partial(_delete_handles, check_runtime_id(runtime_id)))
 
     # -- the run store --------------------------------------------------------------------
 
