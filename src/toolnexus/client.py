@@ -234,15 +234,10 @@ class Client:
         self, state: RunState, resumed: list[Slot] | None = None, started: float | None = None
     ) -> RunResult:
         """`_drive` without streaming: no events to pass through, just the result."""
-        started = time.perf_counter() if started is None else started
-        try:
+        with _Observed(self, state, started):
             result = await self._engine.complete(state, resumed=resumed)
             if state.checkpoint is not None:
                 await self._runs.save_halt(state.checkpoint)
-        except BaseException as exc:
-            self._run_event(state, started, error=exc)
-            raise
-        self._run_event(state, started, error=None)
         return result
 
     # -- the loop ------------------------------------------------------------------------
@@ -267,7 +262,13 @@ class Client:
             A `RunResult`; ``status`` is ``done``, ``pending`` (a tool suspended and there is
             no ``wait_for``) or ``incomplete`` (``max_turns`` ran out).
         """
-        return await self._final(self._state(prompt, toolkit, history, cancel))
+        # `_final`, inlined: a run parked on a human keeps one coroutine frame fewer.
+        state = self._state(prompt, toolkit, history, cancel)
+        with _Observed(self, state, None):
+            result = await self._engine.complete(state)
+            if state.checkpoint is not None:
+                await self._runs.save_halt(state.checkpoint)
+        return result
 
     async def ask(
         self,
@@ -693,6 +694,32 @@ class Client:
 History = (
     Sequence[Message] | Callable[[], Awaitable[list[Message] | None]] | None
 )  # a transcript, or how to load one when it is needed
+
+
+class _Observed:
+    """Emits a run's ``run`` metric event when the block around it ends, however it ends.
+
+    A small object rather than a ``try`` in a helper coroutine: it is what every parked run
+    keeps while it waits.
+    """
+
+    __slots__ = ("client", "started", "state")
+
+    def __init__(self, client: Client, state: RunState, started: float | None) -> None:
+        self.client = client
+        self.state = state
+        self.started = time.perf_counter() if started is None else started
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.client._run_event(self.state, self.started, error=exc)  # pyright: ignore[reportPrivateUsage]
 
 
 @dataclass(frozen=True, slots=True)

@@ -283,10 +283,13 @@ def _body(
     stream: bool,
     max_tokens: int | None,
     tool_choice: Any,
+    share_tools: bool = False,
 ) -> dict[str, Any]:
     body: dict[str, Any] = {"model": model, "messages": wire}
     if tools:
-        body["tools"] = list(tools)
+        # A copy, unless the caller knows that nobody edits this body (the declarations list
+        # is the toolkit's cached one, shared by every run).
+        body["tools"] = tools if share_tools else list(tools)
         if tool_choice is not None:
             body["tool_choice"] = tool_choice
     if max_tokens is not None:
@@ -331,7 +334,9 @@ class OpenAITranscript:
             added = messages
         self._wire.extend([_wire_message(m) for m in added])
         self._sources.extend(added)
-        return _body(model, list(self._wire), tools, stream, None, None)
+        # Only the engine's unhooked path renders through a transcript: no hook sees the
+        # body, so the tool declarations can be shared instead of copied.
+        return _body(model, list(self._wire), tools, stream, None, None, share_tools=True)
 
 
 class OpenAIDialect:

@@ -36,6 +36,7 @@ __all__ = [
     "call_with_retries",
     "is_retryable",
     "parse_retry_after",
+    "retry_after",
 ]
 
 T = TypeVar("T")
@@ -214,16 +215,38 @@ async def call_with_retries(attempt: Callable[[], Awaitable[T]], policy: RetryPo
     >>> async def main():
     ...     return await call_with_retries(fetch_reply, RetryPolicy(retries=3))
     """
+    try:
+        return await attempt()
+    except (ProviderError, TransportError) as error:
+        failed = error
+    return await retry_after(failed, attempt, policy)
+
+
+async def retry_after(
+    error: ProviderError | TransportError, attempt: Callable[[], Awaitable[T]], policy: RetryPolicy
+) -> T:
+    """`call_with_retries` once the first attempt failed with ``error``.
+
+    For a caller that makes its first attempt itself (the loop does: a call in flight then
+    holds no retry frame); the rules are the same.
+
+    Raises:
+        ProviderError: the last failure, unchanged, once no further attempt is made.
+        TransportError: likewise, for a network failure.
+        CallbackError: ``on_error`` raised (the original is the cause).
+        UsageError: ``on_error`` returned something other than ``"retry"``/``"fail"``.
+    """
     index = 0
     while True:
-        try:
-            return await attempt()
-        except (ProviderError, TransportError) as error:
-            tier = await _decide(policy, _info(error, index))
-            if tier == "fail" or index >= policy.retries:
-                raise
-            delay = error.retry_after if isinstance(error, ProviderError) else None
-            if delay is None or delay < 0 or not math.isfinite(delay):
-                delay = backoff_delay(index, policy.base_ms, policy.rand(), policy.max_ms)
+        tier = await _decide(policy, _info(error, index))
+        if tier == "fail" or index >= policy.retries:
+            raise error
+        delay = error.retry_after if isinstance(error, ProviderError) else None
+        if delay is None or delay < 0 or not math.isfinite(delay):
+            delay = backoff_delay(index, policy.base_ms, policy.rand(), policy.max_ms)
         await policy.sleep(delay)
         index += 1
+        try:
+            return await attempt()
+        except (ProviderError, TransportError) as again:
+            error = again

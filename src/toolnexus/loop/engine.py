@@ -23,11 +23,11 @@ from functools import partial
 from typing import Any, cast
 
 from .._types import Message, RunResult, Tool, ToolContext, ToolResult
-from ..errors import AnswerMismatch, CallbackError
+from ..errors import AnswerMismatch, CallbackError, ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
 from ..llm.convert import normalize_history
-from ..llm.retry import call_with_retries
+from ..llm.retry import call_with_retries, retry_after
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -202,14 +202,24 @@ class Engine:
         cfg = self.cfg
         body = await self._prepare(state, stream=False)
         started = time.perf_counter()
-        attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
         try:
-            payload = await run_abortable(
-                call_with_retries(attempt, cfg.retry),
-                cancel=state.cancel,
-                deadline=state.deadline,
-                timeout_ms=cfg.timeout_ms,
-            )
+            if state.cancel is None and state.deadline is None:
+                # Nothing can abort the call: the first attempt is awaited right here and the
+                # retry loop is entered only after a failure, so that a run in flight holds
+                # no more than it needs (thousands may be in flight at once).
+                try:
+                    payload = await cfg.transport.post(cfg.url, cfg.headers, body, timeout=None)
+                except (ProviderError, TransportError) as error:
+                    attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
+                    payload = await retry_after(error, attempt, cfg.retry)
+            else:
+                attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
+                payload = await run_abortable(
+                    call_with_retries(attempt, cfg.retry),
+                    cancel=state.cancel,
+                    deadline=state.deadline,
+                    timeout_ms=cfg.timeout_ms,
+                )
             turn = cfg.dialect.parse_reply(payload)
         except BaseException:
             self.emit_llm_error(started)
@@ -549,29 +559,32 @@ class Engine:
         yet run) are settled first, as if the turn had just been executed.
         """
         limit = state.turns + self.cfg.max_turns
-        if resumed is not None:
-            await self._start(state, resumed, inline=state.wait_for is not None)
-            halted = await self._settle_quietly(state, resumed)
-            if halted is not None:
-                return halted
-            if state.turns >= limit:
-                return self._capped(state, tx.last_text(state.messages))
+        slots = resumed
+        text = tx.last_text(state.messages) if resumed is not None else None
         while True:
-            stop = self._stop_before_call(state, limit)
-            if stop is not None:
-                return stop
-            turn = await self.call_model(state)
-            slots = self._take_turn(state, turn)
-            text = turn.text
-            del turn  # its raw reply: not kept while the calls run (and maybe park for long)
-            if not slots:
-                return self._done(state, text or "", "done", None)
-            await self._start(state, slots, inline=state.wait_for is not None)
-            halted = await self._settle_quietly(state, slots)
-            if halted is not None:
-                return halted
+            if slots is None:
+                stop = self._stop_before_call(state, limit)
+                if stop is not None:
+                    return stop
+                turn = await self.call_model(state)
+                slots = self._take_turn(state, turn)
+                text = turn.text
+                del turn  # its raw reply: not kept while the calls run (and maybe park for long)
+                if not slots:
+                    return self._done(state, text or "", "done", None)
+            # Several calls run concurrently, each asking the host as soon as it suspends. A
+            # single call is asked about here, after it ran: a run parked on a human keeps
+            # one frame fewer (parked runs are mostly frames).
+            await self._start(state, slots, inline=state.wait_for is not None and len(slots) > 1)
+            for s in slots:
+                if s.request is not None and state.wait_for is not None:
+                    await self.resolve(state, s, await self.ask(state, s.request))
+                if s.request is not None:
+                    return self._halt(state, slots, s)
+            self.append_results(state, slots)
             if state.turns >= limit:
                 return self._capped(state, text)
+            slots = None
 
     async def drive(
         self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
@@ -675,16 +688,6 @@ class Engine:
                 return
             yield tx.result_event(s)
         self.append_results(state, slots)
-
-    async def _settle_quietly(self, state: RunState, slots: list[Slot]) -> RunResult | None:
-        """`_settle` without events: the halted run's result, or ``None`` when it goes on."""
-        for s in slots:
-            if s.request is not None and state.wait_for is not None:
-                await self.resolve(state, s, await self.ask(state, s.request))
-            if s.request is not None:
-                return self._halt(state, slots, s)
-        self.append_results(state, slots)
-        return None
 
     def _capped(self, state: RunState, text: str | None) -> RunResult:
         if text:

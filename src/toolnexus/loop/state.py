@@ -121,7 +121,7 @@ class RunState:
     expired: bool = False
     checkpoint: Checkpoint | None = None
     guard: TurnGuard | None = None
-    turn_slots: list[Slot] = field(default_factory=lambda: [])
+    turn_slots: Sequence[Slot] = ()
     bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
 
     def tool_fingerprint(self) -> str:
