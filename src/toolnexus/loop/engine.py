@@ -162,7 +162,12 @@ class Engine:
             )
         bodies = state.bodies
         if bodies is None:
-            bodies = state.bodies = self._new_transcript()
+            bodies = self._new_transcript()
+            # Kept from the second turn on: the first turn's rendering is cheap to redo, and a
+            # run in its first call (thousands at once, and a run that goes on to park) does
+            # not hold a rendering cache.
+            if state.turns:
+                state.bodies = bodies
         return bodies.build_body(
             model=cfg.model, messages=state.messages, tools=tools, stream=stream
         )
