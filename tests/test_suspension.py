@@ -928,6 +928,38 @@ async def test_a_relay_call_on_a_stream_emits_pending_then_its_resolved_result(
     assert (events[2]["output"], events[2]["is_error"]) == ("relayed output", False)
 
 
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_run_cancelled_before_it_would_ask_never_asks_the_host(
+    scripted: ScriptedModel, client_for: ClientFor, kind: str
+) -> None:
+    cancel = asyncio.Event()
+    asked: list[str] = []
+
+    @define_tool
+    def ship(ctx: ToolContext | None = None) -> str | ToolResult:
+        """Ship it (needs an approval); cancels the run as it suspends."""
+        if ctx is None or ctx.answer is None:
+            cancel.set()
+            return pending(kind="approval", prompt="Ship it?")
+        return "shipped"
+
+    async def wait_async(request: Request) -> Answer:
+        asked.append(request.id)
+        return approve(request)
+
+    def wait_sync(request: Request) -> Answer:
+        asked.append(request.id)
+        return approve(request)
+
+    scripted.add(tool_calls(call("ship", {}, id="c1")), text("never"))
+    wait_for = wait_async if kind == "async" else wait_sync
+    async with client_for(scripted, wait_for=wait_for) as client:
+        with pytest.raises(RunCancelled):
+            await client.run("ship", [ship], cancel=cancel)
+    assert asked == []  # no human was asked on behalf of a cancelled run
+    assert len(scripted.requests) == 1
+
+
 async def test_a_cancel_while_wait_for_waits_aborts_the_run(
     scripted: ScriptedModel, client_for: ClientFor
 ) -> None:

@@ -539,20 +539,23 @@ class Engine:
         """What ``ask`` awaits: the host's answer, abortable by the run's ``cancel`` event.
 
         Not a coroutine itself: without a cancel event the host's own awaitable is awaited
-        directly, one frame fewer for every parked run.
+        directly, one frame fewer for every parked run. With one, the host is not even asked
+        when the run is already cancelled.
         """
-        if isinstance(wait_for, ParkingWaitFor):
-            parked: Awaitable[Any] = wait_for.park(
-                request, self.snapshot(state, state.turn_slots, request)
-            )
-        else:
-            value = wait_for(request)
-            if not inspect.isawaitable(value):
-                return _ready(value)
-            parked = value
         if state.cancel is None:
-            return parked
-        return run_abortable(_awaited(parked), cancel=state.cancel, deadline=None)
+            return self._ask_host(state, request, wait_for)
+        return run_abortable(
+            self._ask_host_later(state, request, wait_for), cancel=state.cancel, deadline=None
+        )
+
+    def _ask_host(self, state: RunState, request: Request, wait_for: WaitFor) -> Awaitable[Any]:
+        if isinstance(wait_for, ParkingWaitFor):
+            return wait_for.park(request, self.snapshot(state, state.turn_slots, request))
+        value = wait_for(request)
+        return value if inspect.isawaitable(value) else _ready(value)
+
+    async def _ask_host_later(self, state: RunState, request: Request, wait_for: WaitFor) -> Any:
+        return await self._ask_host(state, request, wait_for)
 
     # -- the loop ----------------------------------------------------------------------------
 
@@ -666,7 +669,7 @@ class Engine:
         """Run the turn's calls that have neither a result nor a suspension, concurrently.
 
         Not a coroutine itself: a single call (the common turn) is awaited directly, so a run
-        parked inside it holds one frame fewer.
+        in the middle of it holds one frame fewer.
         """
         state.turn_slots = slots
         todo = [s for s in slots if s.result is None and s.request is None]
@@ -778,8 +781,3 @@ class Engine:
 async def _ready(value: Any) -> Any:
     """An awaitable of a value a synchronous ``wait_for`` returned."""
     return value
-
-
-async def _awaited(awaitable: Awaitable[Any]) -> Any:
-    """Any awaitable as a coroutine (what `run_abortable` takes)."""
-    return await awaitable
