@@ -225,7 +225,12 @@ class Checkpoint:
         return cls.from_json({**cast(dict[str, Any], note), "messages": messages})
 
     def dumps(self) -> str:
-        """The checkpoint as a JSON string (the same text as ``json.dumps(to_json())``)."""
+        """The checkpoint as a JSON string.
+
+        The text of ``json.dumps(to_json())`` without its deep copy of the transcript: values
+        JSON cannot take become their ``str`` as there. (A mapping key ``True``, ``False`` or
+        ``None`` is spelled the JSON way here, ``"true"``; no transcript has one.)
+        """
         try:
             return _ENCODER.encode(self._data(safe=False))
         except TypeError:  # a key JSON cannot take as it is: the slow, converting walk
