@@ -305,3 +305,18 @@ async def test_a_forked_child_opens_its_own_connections_and_the_parent_is_untouc
         assert await store.get("from-child") == [{"role": "user", "content": "hi"}]
         await store.save("c1", [{"role": "user", "content": "after"}])
         assert await store.get("c1") == [{"role": "user", "content": "after"}]
+
+
+async def test_a_very_large_write_goes_to_the_worker_and_reads_back_inline(
+    db_path: Path,
+) -> None:
+    await migrated(db_path)
+    huge = [{"role": "user", "content": "y" * (sqlite_module.INLINE_PAGES_MAX * 4096 + 1)}]
+    async with SqliteStore(db_path) as store:
+        await store.save("small", HELLO)
+        before = worker_threads()
+        assert store._worker is None  # pyright: ignore[reportPrivateUsage]
+        await store.save("huge", huge)
+        assert store._worker is not None  # pyright: ignore[reportPrivateUsage]
+        assert len(worker_threads() - before) == 1
+        assert await store.get("huge") == huge

@@ -80,7 +80,7 @@ from .runs import (
 from .sqlite_runs import AnswerRow, AnswerWatch
 from .sqlite_schema import MIGRATIONS, immediate, migrate
 
-__all__ = ["CHECKPOINT_PAGES", "SqliteStore"]
+__all__ = ["CHECKPOINT_PAGES", "INLINE_PAGES_MAX", "SqliteStore"]
 
 CHECKPOINT_PAGES = 1000
 """WAL pages written by inline commits (per database file, in this process, estimated from
@@ -89,6 +89,10 @@ what each commit wrote) between two checkpoints, which the worker thread runs
 ``wal_autocheckpoint`` default is the same 1000 pages."""
 
 _PAGE = 4096
+INLINE_PAGES_MAX = 128
+"""A write estimated larger than this many pages (512 KiB: a very long transcript) goes to
+the worker thread even when it could run inline: copying it into the WAL would hold the event
+loop for a noticeable time."""
 _inline_pages: dict[str, int] = {}
 
 # Every open store, so that a forked child can drop what it inherited (see `_after_fork`).
@@ -448,7 +452,8 @@ class SqliteStore:
         Inline means on the event loop thread's own connection, which never waits for a lock:
         a job that meets one fails with ``SQLITE_BUSY`` having changed nothing, and is run
         again on the worker, which waits up to ``busy_timeout_ms``. ``pages`` estimates what
-        a commit by ``job`` writes to the WAL (for the checkpoint schedule).
+        a commit by ``job`` writes to the WAL (for the checkpoint schedule); past
+        `INLINE_PAGES_MAX` the job goes to the worker.
 
         Raises:
             StoreError: the store is closed, or SQLite failed (translated, with the path).
@@ -458,6 +463,8 @@ class SqliteStore:
         conn = self._inline
         if conn is None or self._inline_thread != threading.get_ident():
             conn = await self._open_inline() if self._inline_ok else None
+        if pages > INLINE_PAGES_MAX:
+            conn = None
         if conn is not None:
             before = conn.total_changes
             try:
