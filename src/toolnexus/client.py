@@ -343,7 +343,7 @@ class Client:
         conversation_id: str | None,
         answered_by: str | None,
         cancel: asyncio.Event | None,
-        checkpoint: Checkpoint | None,
+        checkpoint: Checkpoint | None = None,
     ) -> _Resumption:
         """Everything a resume does before the loop goes on: check the answer against the
         halted run, claim the request, apply the answer, record the resolved calls.
@@ -396,75 +396,36 @@ class Client:
         except BaseException:
             await _release(self._runs, request.id)
             raise
-        return _Resumption(request.id, state, slots, started)
+        return _Resumption(request.id, state, slots, started, conversation_id)
 
-    async def _finish_resume(
-        self, resumed: _Resumption, conversation_id: str | None, result: RunResult
-    ) -> None:
+    async def _finish_resume(self, resumed: _Resumption, result: RunResult) -> None:
         """The resumed run ended (done, incomplete or halted again): settle its request."""
         await self._runs.complete(resumed.request_id)
-        if conversation_id is not None:
-            await self._store.save(conversation_id, result.messages)
+        if resumed.conversation_id is not None:
+            await self._store.save(resumed.conversation_id, result.messages)
 
-    async def _resume(
-        self,
-        toolkit: ToolSet,
-        history: History,
-        pending: Request | Mapping[str, Any],
-        answer: Answer | Mapping[str, Any],
-        *,
-        conversation_id: str | None,
-        answered_by: str | None,
-        cancel: asyncio.Event | None,
-        checkpoint: Checkpoint | None = None,
-    ) -> RunResult:
+    async def _resume(self, prepare: Awaitable[_Resumption]) -> RunResult:
         """A resume to its `RunResult` (the non-streaming entry points)."""
-        resumed = await self._prepare_resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            conversation_id=conversation_id,
-            answered_by=answered_by,
-            cancel=cancel,
-            checkpoint=checkpoint,
-        )
+        resumed = await prepare
         try:
             result = await self._final(resumed.state, resumed.slots, resumed.started)
-            await self._finish_resume(resumed, conversation_id, result)
+            await self._finish_resume(resumed, result)
         except BaseException:
             await _release(self._runs, resumed.request_id)
             raise
         return result
 
     async def _resume_stream(
-        self,
-        toolkit: ToolSet,
-        history: History,
-        pending: Request | Mapping[str, Any],
-        answer: Answer | Mapping[str, Any],
-        *,
-        conversation_id: str | None,
-        answered_by: str | None,
-        cancel: asyncio.Event | None,
+        self, prepare: Awaitable[_Resumption]
     ) -> AsyncIterator[dict[str, Any]]:
         """A resume as a stream of events (the streaming entry points)."""
-        resumed = await self._prepare_resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            conversation_id=conversation_id,
-            answered_by=answered_by,
-            cancel=cancel,
-            checkpoint=None,
-        )
+        resumed = await prepare
         try:
             async for event in self._drive(
                 resumed.state, stream=True, resumed=resumed.slots, started=resumed.started
             ):
                 if event["type"] == "done":
-                    await self._finish_resume(resumed, conversation_id, event["result"])
+                    await self._finish_resume(resumed, event["result"])
                 yield event
         except BaseException:
             await _release(self._runs, resumed.request_id)
@@ -503,13 +464,15 @@ class Client:
                 answer without output (nothing changed).
         """
         return await self._resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            conversation_id=None,
-            answered_by=answered_by,
-            cancel=cancel,
+            self._prepare_resume(
+                toolkit,
+                history,
+                pending,
+                answer,
+                conversation_id=None,
+                answered_by=answered_by,
+                cancel=cancel,
+            )
         )
 
     async def ask_with_answer(
@@ -525,13 +488,15 @@ class Client:
         """`run_with_answer` for a conversation kept in the store: load, resume, save."""
         history = self._history_for_resume(id)
         return await self._resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            conversation_id=id,
-            answered_by=answered_by,
-            cancel=cancel,
+            self._prepare_resume(
+                toolkit,
+                history,
+                pending,
+                answer,
+                conversation_id=id,
+                answered_by=answered_by,
+                cancel=cancel,
+            )
         )
 
     async def stream_with_answer(
@@ -548,7 +513,7 @@ class Client:
         events of the continued loop, ending with ``done``."""
         if self._in_process:
             raise UsageError("the in-process client does not stream; use run_with_answer()")
-        async for event in self._resume_stream(
+        prepare = self._prepare_resume(
             toolkit,
             history,
             pending,
@@ -556,7 +521,8 @@ class Client:
             conversation_id=None,
             answered_by=answered_by,
             cancel=cancel,
-        ):
+        )
+        async for event in self._resume_stream(prepare):
             yield event
 
     async def stream_ask_with_answer(
@@ -573,7 +539,7 @@ class Client:
         if self._in_process:
             raise UsageError("the in-process client does not stream; use ask_with_answer()")
         history = self._history_for_resume(id)
-        async for event in self._resume_stream(
+        prepare = self._prepare_resume(
             toolkit,
             history,
             pending,
@@ -581,7 +547,8 @@ class Client:
             conversation_id=id,
             answered_by=answered_by,
             cancel=cancel,
-        ):
+        )
+        async for event in self._resume_stream(prepare):
             yield event
 
     async def resume(
@@ -611,14 +578,16 @@ class Client:
             checkpoint.pending,
         )
         return await self._resume(
-            toolkit,
-            None,
-            request,
-            reply,
-            conversation_id=checkpoint.conversation_id,
-            answered_by=answered_by,
-            cancel=cancel,
-            checkpoint=checkpoint,
+            self._prepare_resume(
+                toolkit,
+                None,
+                request,
+                reply,
+                conversation_id=checkpoint.conversation_id,
+                answered_by=answered_by,
+                cancel=cancel,
+                checkpoint=checkpoint,
+            )
         )
 
     async def _refuse_if_answered(self, request_id: str) -> None:
@@ -730,6 +699,7 @@ class _Resumption:
     state: RunState
     slots: list[Slot]
     started: float
+    conversation_id: str | None  # where the transcript is saved when the run ends
 
 
 async def _release(runs: RunStore, request_id: str) -> None:
