@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from halt_support import ARGS, T0, checkpoint
 from pg_support import pg_connect
 
-from toolnexus._types import empty_usage
 from toolnexus.errors import AnswerConflict, CheckpointError, UnknownRequest, UsageError
-from toolnexus.loop.checkpoint import Checkpoint, Outstanding
+from toolnexus.loop.checkpoint import Checkpoint
 from toolnexus.stores.runs import (
     AnswerChannel,
     AnswerRecord,
@@ -26,10 +26,7 @@ from toolnexus.stores.runs import (
     call_digest,
 )
 from toolnexus.stores.sqlite import SqliteStore
-from toolnexus.suspension import Answer, Request
-
-T0 = 1_700_000_000.0
-ARGS = '{"env": "prod", "n": 2}'
+from toolnexus.suspension import Answer
 
 
 class Clock:
@@ -40,50 +37,6 @@ class Clock:
 
     def __call__(self) -> float:
         return self.now
-
-
-def checkpoint(
-    rid: str = "req-1",
-    *,
-    kind: str = "approval",
-    tool: str = "deploy",
-    conversation_id: str | None = "conv-1",
-    created_at: float = T0,
-    prompt: str = "Deploy to prod?",
-    expires: str | None = None,
-    turn: int = 1,
-) -> Checkpoint:
-    request = Request(id=rid, kind=kind, prompt=prompt, expiresAt=expires)
-    return Checkpoint(
-        model="m-1",
-        style="openai",
-        messages=[
-            {"role": "user", "content": "ship it"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": tool, "arguments": ARGS},
-                    }
-                ],
-            },
-        ],
-        turn=turn,
-        usage=empty_usage(),
-        tool_calls=[],
-        outstanding=[
-            Outstanding(
-                call_id="call_1", name=tool, arguments=ARGS, state="suspended", request=request
-            )
-        ],
-        pending=request,
-        fingerprint="fp",
-        conversation_id=conversation_id,
-        created_at=created_at,
-    )
 
 
 def yes(rid: str = "req-1", **data: Any) -> Answer:

@@ -14,10 +14,11 @@ from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
+from halt_support import checkpoint
 
-from toolnexus import Answer, Request
+from toolnexus import Answer
 from toolnexus.errors import AnswerConflict, StoreError
-from toolnexus.loop.checkpoint import Checkpoint, Outstanding
+from toolnexus.loop.checkpoint import Checkpoint
 from toolnexus.stores import sqlite as sqlite_module
 from toolnexus.stores.sqlite import SqliteStore, _ready  # pyright: ignore[reportPrivateUsage]
 
@@ -40,32 +41,7 @@ def worker_threads() -> set[threading.Thread]:
 
 
 def halted(request_id: str) -> Checkpoint:
-    request = Request(id=request_id, kind="approval", prompt="Refund $20?")
-    return Checkpoint(
-        model="m",
-        style="openai",
-        messages=[
-            {"role": "user", "content": "refund me"},
-            {
-                "role": "assistant",
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": "call_1",
-                        "type": "function",
-                        "function": {"name": "refund", "arguments": '{"amount": 20}'},
-                    }
-                ],
-            },
-        ],
-        turn=1,
-        usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        tool_calls=[],
-        outstanding=[
-            Outstanding("call_1", "refund", '{"amount": 20}', "suspended", request=request)
-        ],
-        pending=request,
-    )
+    return checkpoint(request_id, tool="refund", prompt="Refund $20?")
 
 
 async def migrated(path: Path) -> None:
