@@ -16,15 +16,17 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
    ``gc.collect()``) / N, then every future is answered and every run must end ``done``. A
    second batch repeats it under `tracemalloc` (memory still allocated per parked run). The
    floor is the bare aiohttp loop of ``floor.py`` with the same approval awaited on a future.
-2. **Halt → SQLite → resume**. Per run: ``ask(id=…)`` on a client with
-   ``store="sqlite:///…"`` halts; a *fresh* client (new store, new connection, new HTTP
-   session) ``ask_with_answer``-s it to ``done``. The floor does the same two model calls by
-   hand (bare aiohttp) and, between them, the bare SQLite work on the same checkpoint: write it
-   (``json.dumps`` + INSERT), open a fresh connection (and session), read it back (SELECT +
-   ``json.loads``), mark it answered (conditional UPDATE). "Beyond the model calls" subtracts
-   each side's own model round trips (ours: the ``llm`` metric events; the floor: its timed
-   POSTs). Also a "live worker" variant: the resuming client (the floor's connection and
-   session) is long-lived instead of fresh.
+2. **Halt → SQLite → resume**. Per run: ``run`` on a client with a `SqliteStore` halts (the
+   checkpoint goes to the store); a *fresh* client (new store, new connection, new HTTP
+   session) ``run_with_answer``-s it to ``done`` from the store alone, or a long-lived one
+   ("live worker"). *Persist + restore* is the time inside the store's calls (JSON included),
+   timed by a `SqliteStore` subclass. Two floors make the same two model calls by hand (bare
+   aiohttp): the judged one does our job by hand in a database with our schema (INSERT the
+   checkpoint with its pending-index columns; SELECT; claim UPDATE with a lease and the call's
+   digest; UPDATE with the resolved call; complete UPDATE — 4 commits, as ours); the minimal one
+   (INSERT; SELECT; UPDATE answered — 2 commits, no lease, no record of the resolved call, no
+   pending index) is shown for information. Extra rows: the same cycle with conversation
+   memory (``ask(id=…)`` / ``ask_with_answer``) and with the in-memory stores.
 3. **Two workers racing on Postgres**. N runs halted in one `PostgresStore`; two worker
    processes each get the same N request ids at the same moment and ``client.resume`` every one
    of them (8 at a time, same order, so they collide on each). Every request must be resumed
