@@ -36,9 +36,17 @@ CHECKPOINT_VERSION = 1
 SlotState = Literal["done", "suspended", "not_run"]
 
 
-def _json_safe(value: Any) -> Any:
+def _json_default(value: Any) -> Any:
+    """What JSON cannot take as it is: a Request becomes its wire dict, anything else its str.
+
+    The encoder's ``default`` in `Checkpoint.dumps`, and the leaf rule of `_json_safe`.
+    """
     if isinstance(value, Request):
         return value.to_dict()
+    return str(value)
+
+
+def _json_safe(value: Any) -> Any:
     if isinstance(value, dict):
         items = cast(dict[Any, Any], value).items()
         return {str(k): _json_safe(v) for k, v in items}
@@ -46,14 +54,7 @@ def _json_safe(value: Any) -> Any:
         return [_json_safe(v) for v in value]  # pyright: ignore[reportUnknownVariableType]
     if value is None or isinstance(value, str | int | float | bool):
         return value
-    return str(value)
-
-
-def _json_default(value: Any) -> Any:
-    """`_json_safe` for the encoder: only called for what JSON cannot take as it is."""
-    if isinstance(value, Request):
-        return value.to_dict()
-    return str(value)
+    return _json_default(value)
 
 
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_json_default)
