@@ -561,50 +561,23 @@ class TimedStore(tn.SqliteStore):
         super().__init__(path)
         self.timer = timer
 
-    def _took(self, name: str, started: float) -> None:
-        self.timer.calls.setdefault(name, []).append(time.perf_counter() - started)
 
-    async def get(self, id: str) -> list[tn.Message] | None:
+def _timed(name: str) -> Callable[..., Awaitable[Any]]:
+    """``SqliteStore.<name>``, timed into the store's `StoreTimer` whatever its outcome."""
+    call = getattr(tn.SqliteStore, name)
+
+    async def timed(self: TimedStore, *args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
-            return await super().get(id)
+            return await call(self, *args, **kwargs)
         finally:
-            self._took("get", started)
+            self.timer.calls.setdefault(name, []).append(time.perf_counter() - started)
 
-    async def save(self, id: str, messages: list[tn.Message]) -> None:
-        started = time.perf_counter()
-        try:
-            await super().save(id, messages)
-        finally:
-            self._took("save", started)
+    return timed
 
-    async def save_halt(self, checkpoint: Any) -> None:
-        started = time.perf_counter()
-        try:
-            await super().save_halt(checkpoint)
-        finally:
-            self._took("save_halt", started)
 
-    async def load_halt(self, request_id: str) -> Any:
-        started = time.perf_counter()
-        try:
-            return await super().load_halt(request_id)
-        finally:
-            self._took("load_halt", started)
-
-    async def claim(self, request_id: str, answer: tn.Answer, **options: Any) -> None:
-        started = time.perf_counter()
-        try:
-            await super().claim(request_id, answer, **options)
-        finally:
-            self._took("claim", started)
-
-    async def complete(self, request_id: str) -> None:
-        started = time.perf_counter()
-        try:
-            await super().complete(request_id)
-        finally:
-            self._took("complete", started)
+for _name in ("get", "save", "save_halt", "load_halt", "claim", "complete"):
+    setattr(TimedStore, _name, _timed(_name))
 
 
 async def ours_cycles(url: str, path: Path, runs: int, mode: str) -> Cycle:
