@@ -158,8 +158,7 @@ async def test_a_timed_out_wait_settles_the_request_so_a_late_answer_is_a_confli
 
 
 async def test_a_wait_that_reaches_expires_at_settles_the_request_as_expired(store: Any) -> None:
-    # Long enough that the run parks before the deadline even on a loaded machine.
-    output, _ = await run_refund(store_wait_for(store, timeout=60), pending_ttl=0.4)
+    output, _ = await run_refund(store_wait_for(store, timeout=60), pending_ttl=0.05)
     assert output == "declined/expired: refund?"
     assert await store.list_pending() == []
     record = await store.answer_record(RID)
@@ -169,6 +168,21 @@ async def test_a_wait_that_reaches_expires_at_settles_the_request_as_expired(sto
         False,
         "expired",
     )
+    with pytest.raises(AnswerConflict, match=f"already answered by {EXPIRED_BY}"):
+        await store.post_answer(RID, Answer(RID, True), answered_by="late")
+
+
+async def test_a_request_past_its_deadline_before_it_parks_is_still_settled_as_expired(
+    store: Any,
+) -> None:
+    # A deadline of a microsecond: gone before the loop can park the run. The host is not
+    # asked, and the store still records the expiry, as for a wait that ran out.
+    output, _ = await run_refund(store_wait_for(store, timeout=60), pending_ttl=1e-6)
+    assert output == "declined/expired: refund?"
+    assert await store.list_pending() == []
+    record = await store.answer_record(RID)
+    assert record is not None
+    assert (record.answered_by, record.answer.reason) == (EXPIRED_BY, "expired")
     with pytest.raises(AnswerConflict, match=f"already answered by {EXPIRED_BY}"):
         await store.post_answer(RID, Answer(RID, True), answered_by="late")
 

@@ -80,15 +80,19 @@ class StoreWaitFor:
             # The loop cancels the wait at ``expiresAt``: settle before unwinding. Any other
             # cancel leaves the request pending, resumable from its checkpoint.
             if is_expired(request):
-                await asyncio.shield(self._expire(request))
+                await asyncio.shield(self.expire(request))
             raise
         if record is None:
-            return await self._expire(request)
+            return await self.expire(request)
         await self._runs.complete(request.id)
         return record.answer
 
-    async def _expire(self, request: Request) -> Answer:
-        """Settle ``request`` as expired, unless an answer got there first."""
+    async def expire(self, request: Request) -> Answer:
+        """Settle ``request`` as expired, unless an answer got there first.
+
+        Also what the loop calls for a request already past its deadline when it would be
+        parked: the store records the expiry all the same (``answered_by`` `EXPIRED_BY`).
+        """
         expired = Answer(id=request.id, ok=False, reason="expired")
         try:
             await self._runs.claim(request.id, expired, answered_by=EXPIRED_BY)

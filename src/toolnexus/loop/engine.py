@@ -506,6 +506,8 @@ class Engine:
         # A run waiting for a human keeps less in memory; the next body is rendered afresh.
         state.bodies = None
         if is_expired(request):
+            if isinstance(wait_for, ParkingWaitFor):  # the store records the expiry too
+                await wait_for.expire(request)
             return Answer(id=request.id, ok=False, reason="expired")
         deadline = request.expires_at if request.expiresAt else None
         try:

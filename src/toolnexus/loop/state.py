@@ -99,6 +99,10 @@ class ParkingWaitFor(Protocol):
 
     async def park(self, request: Request, checkpoint: Checkpoint) -> Answer: ...
 
+    async def expire(self, request: Request) -> Answer:
+        """Settle a request whose deadline passed before the host could be asked."""
+        ...
+
 
 @dataclass(slots=True)
 class RunState:
