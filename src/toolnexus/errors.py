@@ -13,6 +13,7 @@
     ├── ResumeError           a halted run cannot be resumed as asked
     │   ├── AnswerMismatch    the Answer does not echo the pending Request's id
     │   ├── AnswerConflict    the Request was already answered (by someone else)
+    │   │   └── LeaseLost     another resume took the request over (a stale fencing token)
     │   ├── UnknownRequest    no halted run waits on that Request id
     │   └── RequestExpired    the Request's ``expiresAt`` has passed (where rejection is asked for)
     ├── CheckpointError       a stored checkpoint is corrupt or of an unknown version
@@ -30,6 +31,7 @@ __all__ = [
     "BadResponse",
     "CallbackError",
     "CheckpointError",
+    "LeaseLost",
     "ProviderError",
     "RequestExpired",
     "ResumeError",
@@ -108,6 +110,11 @@ class AnswerConflict(ResumeError):
     def __init__(self, message: str, *, answered_by: str | None = None) -> None:
         super().__init__(message)
         self.answered_by = answered_by
+
+
+class LeaseLost(AnswerConflict):
+    """The resume's claim is no longer the request's current one: its lease ran out and
+    another resume took the request over (or it was released). Nothing was written."""
 
 
 class UnknownRequest(ResumeError, KeyError):

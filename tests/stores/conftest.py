@@ -40,3 +40,8 @@ def pg_url() -> Iterator[str]:
     finally:
         with pg_connect(base) as conn:
             conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+# The run-store contract fixtures (``backend``, ``clock``, ``store``): every module that does not
+# define its own gets the three backends.
+from run_backends import backend, clock, store  # noqa: E402, F401

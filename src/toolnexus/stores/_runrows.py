@@ -14,14 +14,13 @@ from typing import NamedTuple
 from ..errors import StoreError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
-from .runs import (
-    AnswerRecord,
-    PendingEntry,
+from .checks import (
     call_digest,
     encode_checkpoint,
     halted_call,
     load_checkpoint,
 )
+from .requests import AnswerRecord, PendingEntry
 
 __all__ = ["HaltRow", "answer_record", "halt_row", "load_checkpoint", "pending", "stored_digest"]
 

@@ -42,11 +42,7 @@ from ..suspension import Answer
 from ._codec import check_id, decode_messages, encode_messages
 from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
 from ._runrows import answer_record, halt_row, load_checkpoint, pending, stored_digest
-from .postgres_schema import migrate
-from .runs import (
-    DEFAULT_LEASE_S,
-    AnswerRecord,
-    PendingEntry,
+from .checks import (
     check_filters,
     check_limit,
     check_optional_text,
@@ -55,6 +51,8 @@ from .runs import (
     conflict,
     encode_answer,
 )
+from .postgres_schema import migrate
+from .requests import DEFAULT_LEASE_S, AnswerRecord, PendingEntry
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection

@@ -66,10 +66,7 @@ from . import sqlite_runs
 from ._codec import check_id, decode_messages, encode_messages
 from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
 from ._runrows import answer_record, halt_row, load_checkpoint, pending
-from .runs import (
-    DEFAULT_LEASE_S,
-    AnswerRecord,
-    PendingEntry,
+from .checks import (
     check_filters,
     check_limit,
     check_optional_text,
@@ -77,6 +74,7 @@ from .runs import (
     check_seconds,
     encode_answer,
 )
+from .requests import DEFAULT_LEASE_S, AnswerRecord, PendingEntry
 from .sqlite_runs import AnswerRow, AnswerWatch
 from .sqlite_schema import MIGRATIONS, immediate, migrate
 

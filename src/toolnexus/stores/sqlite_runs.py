@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import AnswerConflict, UnknownRequest
 from ._runrows import HaltRow, stored_digest
-from .runs import conflict
+from .checks import conflict
 from .sqlite_schema import immediate
 
 __all__ = [

@@ -1,0 +1,323 @@
+"""Argument checks and encodings shared by every run-store backend.
+
+Each backend validates with these before it touches its rows, so a bad argument is the same
+`UsageError` everywhere and changes nothing; stored text goes through the same encoders, so
+what one backend accepts every backend accepts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ..errors import AnswerConflict, AnswerMismatch, CheckpointError, UsageError
+from ..loop.checkpoint import Checkpoint
+from ..suspension import Answer, format_timestamp
+from .requests import PendingEntry, RequestStatus
+
+__all__ = [
+    "call_digest",
+    "check_answer",
+    "check_filters",
+    "check_limit",
+    "check_optional_text",
+    "check_request_id",
+    "check_seconds",
+    "conflict",
+    "encode_answer",
+    "encode_checkpoint",
+    "encode_outcome",
+    "filter_entries",
+    "halted_call",
+    "halted_request",
+    "load_checkpoint",
+    "pending_entry",
+]
+
+
+def call_digest(name: str, arguments: str) -> str:
+    """sha256 over the halted call's tool name and canonicalised arguments."""
+    try:
+        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        canonical = arguments
+    return hashlib.sha256(f"{name}\n{canonical}".encode()).hexdigest()
+
+
+def halted_call(checkpoint: Checkpoint) -> tuple[str, str]:
+    """``(tool name, raw arguments)`` of the call the checkpoint's pending Request belongs to."""
+    for slot in checkpoint.outstanding:
+        if slot.request is not None and slot.request.id == checkpoint.pending.id:
+            return slot.name, slot.arguments
+    first = checkpoint.outstanding[0]
+    return first.name, first.arguments
+
+
+def pending_entry(checkpoint: Checkpoint, status: RequestStatus = "pending") -> PendingEntry:
+    """The pending-index row for a checkpoint."""
+    name, _ = halted_call(checkpoint)
+    req = checkpoint.pending
+    return PendingEntry(
+        request_id=req.id,
+        kind=req.kind,
+        prompt=req.prompt,
+        tool=name,
+        conversation_id=checkpoint.conversation_id,
+        created_at=checkpoint.created_at,
+        expires_at=req.expiresAt,
+        status=status,
+    )
+
+
+def halted_request(checkpoint: Checkpoint, request_id: str) -> Any:
+    """The Request of the outstanding call waiting on ``request_id`` (else the pending one)."""
+    for slot in checkpoint.outstanding:
+        if slot.request is not None and slot.request.id == request_id:
+            return slot.request
+    return checkpoint.pending
+
+
+_answer_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def check_request_id(value: object) -> str:
+    """Return ``value`` when it is a usable request id, else raise `UsageError`."""
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"a request id must be a non-empty string, got {value!r}")
+    return _checked_text(value, "the request id")
+
+
+def check_optional_text(value: object, what: str) -> str | None:
+    """``None`` or a valid Unicode string; anything else is a `UsageError`."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise UsageError(f"{what} must be a string or None, got {type(value).__name__}")
+    return _checked_text(value, what)
+
+
+def check_seconds(value: object, what: str, *, positive: bool = False) -> float:
+    """A finite, non-negative (or positive) number of seconds, else `UsageError`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value < 0
+        or (positive and value == 0)
+    ):
+        bound = "> 0" if positive else ">= 0"
+        raise UsageError(f"{what} must be a finite number of seconds {bound}, got {value!r}")
+    return float(value)
+
+
+def check_limit(value: object) -> int:
+    """``list_pending``'s limit: an int >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise UsageError(f"limit must be an int >= 0, got {value!r}")
+    return value
+
+
+def encode_checkpoint(checkpoint: object) -> str:
+    """The checkpoint's JSON text, as every store keeps it.
+
+    Raises:
+        UsageError: not a `Checkpoint`, one with no outstanding call or no usable request
+            id, or one holding text that is not valid Unicode.
+    """
+    if not isinstance(checkpoint, Checkpoint):
+        raise UsageError(f"save_halt takes a Checkpoint, got {type(checkpoint).__name__}")
+    if not checkpoint.outstanding:
+        raise UsageError("the checkpoint has no outstanding tool calls: there is nothing to resume")
+    check_request_id(checkpoint.pending.id)
+    try:
+        text = checkpoint.dumps()
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"the checkpoint cannot be encoded as JSON: {exc}") from exc
+    return _checked_text(text, "the checkpoint")
+
+
+def load_checkpoint(text: object, request_id: str, where: str) -> Checkpoint:
+    """Parse a stored checkpoint.
+
+    Raises:
+        CheckpointError: the text is not a checkpoint this toolnexus can read (corrupt,
+            hand-edited, or written by a newer version); the message names the request.
+    """
+    try:
+        return Checkpoint.loads(text)  # pyright: ignore[reportArgumentType]
+    except (
+        CheckpointError,
+        TypeError,
+        ValueError,
+        KeyError,
+        AttributeError,
+        RecursionError,
+    ) as exc:
+        raise CheckpointError(
+            f"the checkpoint of request {request_id!r} in {where} cannot be read ({exc}); "
+            "the stored row was left as it is"
+        ) from exc
+
+
+def check_answer(value: object, request_id: str | None = None) -> Answer:
+    """``value`` as a well-typed `Answer`: an `Answer` or its wire dict, checked alike.
+
+    ``id`` a non-empty string (echoing ``request_id`` when given), ``ok`` a real ``bool``,
+    ``data`` an object or ``None``, ``reason`` a string or ``None``.
+
+    Raises:
+        UsageError: a field has the wrong type (``ok="false"``, ``ok=1``, ``data="x"``) or
+            the dict has unknown or missing keys.
+        AnswerMismatch: the id does not echo ``request_id``.
+    """
+    if isinstance(value, Answer):
+        answer = value
+    elif isinstance(value, Mapping):
+        try:
+            answer = Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"toolnexus: the answer is malformed: {exc}") from exc
+    else:
+        raise UsageError(
+            f"toolnexus: the answer must be an Answer or its wire dict, got {type(value).__name__}"
+        )
+    problem = _answer_problem(answer)
+    if problem:
+        raise UsageError(f"toolnexus: the answer is malformed: {problem}")
+    if request_id is not None and answer.id != request_id:
+        raise AnswerMismatch(
+            f'toolnexus: answer id "{answer.id}" does not echo the request id "{request_id}"'
+        )
+    return answer
+
+
+def _answer_problem(answer: Answer) -> str:
+    fields: Any = answer
+    if not isinstance(fields.id, str) or not fields.id:
+        return f"Answer.id must be a non-empty string, got {fields.id!r}"
+    if not isinstance(fields.ok, bool):
+        return f"Answer.ok must be a boolean (True or False), got {fields.ok!r}"
+    if fields.data is not None and not isinstance(fields.data, dict):
+        return f"Answer.data must be an object (dict) or None, got {type(fields.data).__name__}"
+    if fields.reason is not None and not isinstance(fields.reason, str):
+        return f"Answer.reason must be a string or None, got {type(fields.reason).__name__}"
+    return ""
+
+
+def encode_answer(answer: object) -> str:
+    """The Answer's wire dict as compact JSON text.
+
+    Raises:
+        UsageError: not a well-typed `Answer`, or its data is not JSON (NaN, sets, objects,
+            cycles).
+    """
+    if not isinstance(answer, Answer):
+        raise UsageError(f"the answer must be an Answer, got {type(answer).__name__}")
+    problem = _answer_problem(answer)
+    if problem:
+        raise UsageError(f"toolnexus: the answer is malformed: {problem}")
+    try:
+        text = _answer_encoder.encode(answer.to_dict())
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"the answer must be JSON-serialisable: {exc}") from exc
+    return _checked_text(text, "the answer")
+
+
+def encode_outcome(outcome: object) -> str | None:
+    """A resumed run's outcome (a JSON object, or ``None``) as compact JSON text.
+
+    Raises:
+        UsageError: not a dict of JSON data.
+    """
+    if outcome is None:
+        return None
+    if not isinstance(outcome, dict):
+        raise UsageError(f"the outcome must be a dict or None, got {type(outcome).__name__}")
+    try:
+        text = _answer_encoder.encode(outcome)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise UsageError(f"the outcome must be JSON-serialisable: {exc}") from exc
+    return _checked_text(text, "the outcome")
+
+
+def conflict(
+    request_id: str,
+    answered_by: str | None,
+    status: object = "answered",
+    lease_until: object = None,
+) -> AnswerConflict:
+    """The `AnswerConflict` every backend raises for a request someone else holds or settled.
+
+    Tells an answered request ("was already answered by ana") from a cancelled one ("was
+    cancelled by ana") and from one that another resume holds right now ("is being answered
+    right now by ana: another resume claimed it (lease until …)"), which becomes claimable
+    again if that resume dies and its lease runs out.
+    """
+    who = f" by {answered_by}" if answered_by else ""
+    if status == "cancelled":
+        text = f'request "{request_id}" was cancelled{who}'
+    elif status == "expired":
+        text = f'request "{request_id}" expired before it was answered'
+    elif status != "claimed":
+        text = f'request "{request_id}" was already answered{who}'
+    else:
+        until = ""
+        if isinstance(lease_until, int | float) and math.isfinite(lease_until):
+            moment = datetime.fromtimestamp(lease_until, UTC)
+            until = f" (lease until {format_timestamp(moment)})"
+        text = (
+            f'request "{request_id}" is being answered right now{who}: '
+            f"another resume claimed it{until}"
+        )
+    return AnswerConflict(text, answered_by=answered_by)
+
+
+def _checked_text(text: str, what: str) -> str:
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise UsageError(f"{what} must be valid Unicode text: {exc.reason}") from exc
+    return text
+
+
+def check_filters(
+    kind: object,
+    tool: object,
+    conversation_id: object,
+    older_than: object,
+    newer_than: object,
+) -> tuple[str | None, str | None, str | None, float | None, float | None]:
+    """Check ``list_pending``'s filters; `UsageError` for anything but str/None and ages."""
+    return (
+        check_optional_text(kind, "kind"),
+        check_optional_text(tool, "tool"),
+        check_optional_text(conversation_id, "conversation_id"),
+        None if older_than is None else check_seconds(older_than, "older_than"),
+        None if newer_than is None else check_seconds(newer_than, "newer_than"),
+    )
+
+
+def filter_entries(
+    entries: Sequence[PendingEntry],
+    kind: str | None,
+    tool: str | None,
+    conversation_id: str | None,
+    older_than: float | None,
+    newer_than: float | None,
+    now: float,
+) -> list[PendingEntry]:
+    picked = [
+        e
+        for e in entries
+        if (kind is None or e.kind == kind)
+        and (tool is None or e.tool == tool)
+        and (conversation_id is None or e.conversation_id == conversation_id)
+        and (older_than is None or now - e.created_at >= older_than)
+        and (newer_than is None or now - e.created_at <= newer_than)
+    ]
+    return sorted(picked, key=lambda e: (e.created_at, e.request_id))

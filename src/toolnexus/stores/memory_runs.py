@@ -1,0 +1,455 @@
+"""`InMemoryRunStore`: the process-lifetime run store, the reference for the state machine.
+
+The transitions are those of the table in `toolnexus.stores.requests` (T1–T12); the SQLite and
+Postgres stores implement the same ones, and one contract suite runs against all three.
+Checkpoints, answers and outcomes are kept as their JSON text, so what comes back is a copy and
+what this store accepts the durable stores accept too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from ..errors import LeaseLost, RequestExpired, UnknownRequest
+from ..loop.checkpoint import Checkpoint
+from ..suspension import Answer, parse_timestamp
+from .checks import (
+    call_digest,
+    check_answer,
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+    conflict,
+    encode_answer,
+    encode_checkpoint,
+    encode_outcome,
+    filter_entries,
+    halted_call,
+    load_checkpoint,
+    pending_entry,
+)
+from .requests import (
+    DEFAULT_LEASE_S,
+    EXPIRED_BY,
+    SETTLED,
+    AnswerRecord,
+    Claim,
+    PendingEntry,
+    RequestStatus,
+)
+
+__all__ = ["Clock", "InMemoryRunStore", "expired_decline", "is_past"]
+
+
+class Clock(Protocol):
+    def __call__(self) -> float: ...
+
+
+def expired_decline(request_id: str) -> Answer:
+    """The answer a request past its ``expiresAt`` is settled with (one builder for all)."""
+    return Answer(id=request_id, ok=False, reason="expired")
+
+
+def cancelled_answer(request_id: str, reason: str | None) -> Answer:
+    """What a cancel records as the answer: a decline whose ``data.note`` says why."""
+    return Answer(
+        id=request_id, ok=False, reason="cancelled", data={"note": reason} if reason else None
+    )
+
+
+def is_past(expires_at: str | None, now: float) -> bool:
+    """Whether an ``expiresAt`` lies at or before ``now`` (an unreadable one counts as past)."""
+    if not expires_at:
+        return False
+    try:
+        deadline = parse_timestamp(expires_at)
+    except ValueError:
+        return True
+    return datetime.fromtimestamp(now, UTC) >= deadline
+
+
+@dataclass(slots=True)
+class _Row:
+    checkpoint: str | None
+    status: RequestStatus
+    entry: PendingEntry | None
+    answer: str | None = None
+    answered_by: str | None = None
+    answered_at: float | None = None
+    digest: str = ""
+    lease_until: float = 0.0
+    token: int = 0
+    recorded: bool = False  # the answer was recorded before the claim (T2/T3 then T5)
+    settled_at: float | None = None
+    outcome: str | None = None
+
+
+class InMemoryRunStore:
+    """The process-lifetime `RunStore` and `AnswerChannel` (the default when no durable store
+    is configured).
+
+    Args:
+        clock: the time source for leases, ``answered_at``, ages and expiry (default
+            `time.time`).
+    """
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._rows: dict[str, _Row] = {}
+        self._now = clock or time.time
+        self._waiters: dict[str, list[asyncio.Future[None]]] = {}
+        self._queued: asyncio.Event | None = None
+
+    # -- T1 and reads --------------------------------------------------------------------
+
+    async def save_halt(self, checkpoint: Checkpoint) -> None:
+        text = encode_checkpoint(checkpoint)
+        rid = checkpoint.pending.id
+        row = self._rows.get(rid)
+        if row is None:
+            self._rows[rid] = _Row(text, "pending", pending_entry(checkpoint))
+        else:
+            row.checkpoint = text
+            row.entry = pending_entry(checkpoint)
+
+    async def load_halt(self, request_id: str) -> Checkpoint | None:
+        row = self._rows.get(check_request_id(request_id))
+        if row is None or row.checkpoint is None:
+            return None
+        return load_checkpoint(row.checkpoint, request_id, "the memory store")
+
+    async def answer_record(self, request_id: str) -> AnswerRecord | None:
+        row = self._rows.get(check_request_id(request_id))
+        if row is None or row.answer is None:
+            return None
+        status = self._status(row)
+        if status == "pending" or (status == "claimed" and not row.recorded):
+            return None  # a claim's own answer (T4) is recorded only when it settles
+        return AnswerRecord(
+            request_id,
+            Answer.from_dict(json.loads(row.answer)),
+            row.answered_at or 0.0,
+            row.answered_by,
+            row.digest,
+            status,
+            row.settled_at,
+            None if row.outcome is None else json.loads(row.outcome),
+        )
+
+    async def list_pending(
+        self,
+        *,
+        kind: str | None = None,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        limit: int = 100,
+    ) -> list[PendingEntry]:
+        filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
+        size = check_limit(limit)
+        now = self._now()
+        out = [
+            r.entry
+            for r in self._rows.values()
+            if r.entry is not None and r.checkpoint is not None and self._status(r) == "pending"
+        ]
+        return filter_entries(out, *filters, now)[:size]
+
+    # -- answering: T2, T3, T11 ------------------------------------------------------------
+
+    async def post_answer(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str | None = None,
+    ) -> AnswerRecord:
+        rid = check_request_id(request_id)
+        reply = check_answer(answer, rid)
+        text = encode_answer(reply)
+        who = check_optional_text(answered_by, "answered_by")
+        tag = check_optional_text(digest, "digest")
+        row = self._halted(rid)
+        self._refuse_unless_pending(rid, row)
+        if tag is None:
+            assert row.checkpoint is not None
+            stored = load_checkpoint(row.checkpoint, rid, "the memory store")
+            tag = call_digest(*halted_call(stored))
+        if row.entry is not None and is_past(row.entry.expires_at, self._now()):
+            self._record(rid, row, encode_answer(expired_decline(rid)), EXPIRED_BY, tag)
+            raise RequestExpired(
+                f'request "{rid}" expired before it was answered; it was settled with the '
+                "expired decline"
+            )
+        self._record(rid, row, text, who, tag)
+        record = await self.answer_record(rid)
+        assert record is not None
+        return record
+
+    async def expire(self, request_id: str) -> AnswerRecord:
+        rid = check_request_id(request_id)
+        row = self._halted(rid)
+        self._refuse_unless_pending(rid, row)
+        assert row.checkpoint is not None
+        stored = load_checkpoint(row.checkpoint, rid, "the memory store")
+        tag = call_digest(*halted_call(stored))
+        self._record(rid, row, encode_answer(expired_decline(rid)), EXPIRED_BY, tag)
+        record = await self.answer_record(rid)
+        assert record is not None
+        return record
+
+    async def cancel(
+        self,
+        request_id: str,
+        *,
+        reason: str | None = None,
+        answered_by: str | None = None,
+    ) -> AnswerRecord:
+        rid = check_request_id(request_id)
+        note = check_optional_text(reason, "reason")
+        who = check_optional_text(answered_by, "answered_by")
+        row = self._halted(rid)
+        self._refuse_unless_pending(rid, row)
+        now = self._now()
+        row.status = "cancelled"
+        row.answer = encode_answer(cancelled_answer(rid, note))
+        row.answered_by = who
+        row.answered_at = row.settled_at = now
+        row.checkpoint = None
+        row.entry = None
+        row.lease_until = 0.0
+        row.token += 1
+        row.recorded = True
+        self._wake(rid)
+        record = await self.answer_record(rid)
+        assert record is not None
+        return record
+
+    # -- resuming: T4–T10 --------------------------------------------------------------------
+
+    async def claim(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str = "",
+        lease_s: float = DEFAULT_LEASE_S,
+    ) -> Claim:
+        rid = check_request_id(request_id)
+        text = encode_answer(answer)
+        who = check_optional_text(answered_by, "answered_by")
+        tag = check_optional_text(digest, "digest") or ""
+        lease = check_seconds(lease_s, "lease_s", positive=True)
+        row = self._rows.get(rid)
+        if row is None:
+            row = self._rows[rid] = _Row(None, "pending", None)
+        self._refuse_unless_pending(rid, row)
+        row.status = "claimed"
+        row.answer, row.answered_by, row.digest = text, who, tag
+        row.answered_at = None
+        row.recorded = False
+        return self._hold(rid, row, lease)
+
+    async def take(
+        self, request_id: str | None = None, *, lease_s: float = DEFAULT_LEASE_S
+    ) -> Claim | None:
+        lease = check_seconds(lease_s, "lease_s", positive=True)
+        if request_id is not None:
+            rid = check_request_id(request_id)
+            row = self._rows.get(rid)
+            if row is None or self._status(row) != "answered":
+                return None
+            return self._hold(rid, row, lease)
+        queued = [
+            (r.answered_at or 0.0, k)
+            for k, r in self._rows.items()
+            if self._status(r) == "answered"
+        ]
+        if not queued:
+            return None
+        _, rid = min(queued)
+        return self._hold(rid, self._rows[rid], lease)
+
+    async def renew(self, claim: Claim, *, lease_s: float = DEFAULT_LEASE_S) -> Claim:
+        lease = check_seconds(lease_s, "lease_s", positive=True)
+        row = self._held(claim)
+        row.lease_until = self._now() + lease
+        return replace(claim, lease_until=row.lease_until)
+
+    async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
+        text = encode_checkpoint(checkpoint)
+        row = self._held(claim)
+        row.checkpoint = text
+        row.entry = pending_entry(checkpoint)
+
+    async def complete(
+        self,
+        request_id: str,
+        claim: Claim | None = None,
+        *,
+        outcome: dict[str, Any] | None = None,
+    ) -> None:
+        rid = check_request_id(request_id)
+        kept = encode_outcome(outcome)
+        row = self._rows.get(rid)
+        if row is None:
+            raise UnknownRequest(f'no halted run waits on request "{rid}"')
+        if claim is not None:
+            row = self._held(claim)
+        now = self._now()
+        row.status = "expired" if row.answered_by == EXPIRED_BY else "done"
+        if row.answered_at is None:
+            row.answered_at = now
+        row.settled_at = now
+        row.lease_until = 0.0
+        row.checkpoint = None
+        row.entry = None
+        row.outcome = kept
+        self._wake(rid)
+
+    async def release(self, request_id: str, claim: Claim | None = None) -> None:
+        rid = check_request_id(request_id)
+        row = self._rows.get(rid)
+        if row is None or row.status != "claimed":
+            return
+        if claim is not None and (claim.request_id != rid or claim.token != row.token):
+            return
+        if row.checkpoint is None:
+            del self._rows[rid]
+            return
+        row.lease_until = 0.0
+        if row.recorded:
+            row.status = "answered"
+            self._signal_queued()
+            return
+        row.status = "pending"
+        row.answer = row.answered_by = None
+        row.digest = ""
+
+    # -- retention: T12 ----------------------------------------------------------------------
+
+    async def purge(self, *, older_than: float) -> int:
+        age = check_seconds(older_than, "older_than")
+        cutoff = self._now() - age
+        gone = [
+            k
+            for k, r in self._rows.items()
+            if r.status in SETTLED and r.settled_at is not None and r.settled_at <= cutoff
+        ]
+        for k in gone:
+            del self._rows[k]
+        return len(gone)
+
+    # -- waiting -----------------------------------------------------------------------------
+
+    async def wait_for_answer(
+        self, request_id: str, *, timeout: float | None
+    ) -> AnswerRecord | None:
+        rid = check_request_id(request_id)
+        limit = None if timeout is None else check_seconds(timeout, "timeout")
+        record = await self.answer_record(rid)
+        if record is not None or limit == 0:
+            return record
+        waiter = asyncio.get_running_loop().create_future()
+        waiters = self._waiters.setdefault(rid, [])
+        waiters.append(waiter)
+        try:
+            async with asyncio.timeout(limit):
+                await waiter
+        except TimeoutError:
+            return None
+        finally:
+            if waiter in waiters:
+                waiters.remove(waiter)
+            if not waiters and self._waiters.get(rid) is waiters:
+                del self._waiters[rid]
+        return await self.answer_record(rid)
+
+    async def wait_for_queued(self, *, timeout: float) -> None:
+        """Return when an answer may have been queued for a resumer, or after ``timeout``."""
+        limit = check_seconds(timeout, "timeout")
+        if self._queued is None:
+            self._queued = asyncio.Event()
+        event = self._queued
+        try:
+            async with asyncio.timeout(limit):
+                await event.wait()
+        except TimeoutError:
+            return
+        finally:
+            if event.is_set() and self._queued is event:
+                self._queued = None
+
+    async def aclose(self) -> None:
+        """Nothing to release; present so every store closes the same way."""
+
+    # -- the rules -----------------------------------------------------------------------------
+
+    def _status(self, row: _Row) -> RequestStatus:
+        """The row's status with T10 applied: a claim whose lease ran out counts as released."""
+        if row.status == "claimed" and row.lease_until <= self._now():
+            return "answered" if row.recorded else "pending"
+        return row.status
+
+    def _halted(self, rid: str) -> _Row:
+        row = self._rows.get(rid)
+        if row is None or (row.checkpoint is None and row.status in ("pending", "claimed")):
+            raise UnknownRequest(f'no halted run waits on request "{rid}"')
+        return row
+
+    def _refuse_unless_pending(self, rid: str, row: _Row) -> None:
+        status = self._status(row)
+        if status != "pending":
+            raise conflict(rid, row.answered_by, status, row.lease_until)
+
+    def _record(self, rid: str, row: _Row, text: str, who: str | None, digest: str) -> None:
+        """T2/T3: the answer is recorded and queued; any stale holder is fenced out."""
+        row.status = "answered"
+        row.answer, row.answered_by, row.digest = text, who, digest
+        row.answered_at = self._now()
+        row.lease_until = 0.0
+        row.token += 1
+        row.recorded = True
+        self._wake(rid)
+        self._signal_queued()
+
+    def _hold(self, rid: str, row: _Row, lease: float) -> Claim:
+        row.status = "claimed"
+        row.token += 1
+        row.lease_until = self._now() + lease
+        assert row.answer is not None
+        return Claim(
+            rid,
+            row.token,
+            Answer.from_dict(json.loads(row.answer)),
+            row.answered_by,
+            row.lease_until,
+        )
+
+    def _held(self, claim: Claim) -> _Row:
+        row = self._rows.get(claim.request_id)
+        if row is None or row.status != "claimed" or row.token != claim.token:
+            raise LeaseLost(
+                f'the claim on request "{claim.request_id}" was lost: another resume took it '
+                "over after its lease ran out (nothing was written)",
+                answered_by=None if row is None else row.answered_by,
+            )
+        return row
+
+    def _wake(self, request_id: str) -> None:
+        for waiter in self._waiters.pop(request_id, ()):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def _signal_queued(self) -> None:
+        if self._queued is not None:
+            self._queued.set()

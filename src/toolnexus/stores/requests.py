@@ -1,0 +1,334 @@
+"""The run store protocol: one row per Request, and the state machine every backend implements.
+
+A halted run is saved keyed by the id of the Request it waits on. *Answering* a request and
+*resuming* its run are separate steps, done by different processes if need be: anyone may
+record an answer (a webhook, the approvals inbox, the CLI, an A2A follow-up) with no toolkit at
+hand; a process that holds the toolkit then takes the answered request and resumes the run —
+the live run parked on it, a worker, or a host calling ``client.resume`` itself.
+
+The request's states (``status``), written once here; each backend's SQL names the transition
+it implements by the row number of this table:
+
+====  =====================  ===========================  ======================================
+ #    from                   operation                    to, and what else happens
+====  =====================  ===========================  ======================================
+ T1   (no row)               ``save_halt(checkpoint)``    ``pending``: listed by `list_pending`
+ T2   ``pending``            ``post_answer(answer)``      ``answered``: the answer *recorded*
+                                                          (who, when, digest of the halted
+                                                          call); queued; waiters woken
+ T3   ``pending``, past its  ``post_answer``/``expire``   ``answered`` with the expired decline,
+      ``expiresAt``                                       by `EXPIRED_BY`; ``post_answer``
+                                                          raises `RequestExpired`
+ T4   ``pending`` / no row   ``claim(answer)`` → Claim    ``claimed``: a host resumes with its
+                                                          own answer; new token; lease
+ T5   ``answered``           ``take(id?)`` → Claim        ``claimed``: a resumer takes the
+                                                          recorded answer; new token; lease
+ T6   ``claimed`` (token)    ``renew(claim)``             ``claimed``: the lease extended
+ T7   ``claimed`` (token)    ``save_progress(cp, claim)`` ``claimed``: resolved calls recorded
+ T8   ``claimed`` (token)    ``complete(id, claim, ...)`` ``done`` (``expired`` for the expired
+                                                          decline): outcome kept, checkpoint
+                                                          dropped, ``settled_at`` set
+ T9   ``claimed`` (token)    ``release(id, claim)``       ``pending`` when the answer came with
+                                                          the claim (T4; it is forgotten), else
+                                                          ``answered`` (T5; it stays)
+ T10  ``claimed``, lease     (time passes)                as T9 with nobody writing: listed or
+      run out                                             queued again; the next claim or take
+                                                          gets a new token
+ T11  ``pending``            ``cancel(reason, by)``       ``cancelled``: checkpoint dropped;
+                                                          who/when/why kept; waiters woken
+ T12  ``done``/``expired``   ``purge(older_than)``        (deleted)
+      /``cancelled``
+====  =====================  ===========================  ======================================
+
+**Fencing.** Every claim and take (T4, T5) gives the row a new, larger token and returns it in
+the `Claim`. The holder's writes (T6–T9) succeed only while the row is ``claimed`` with *that*
+token; otherwise they raise `LeaseLost` and change nothing. So a resumer that stalled past its
+lease (a stopped process, a long GC pause) and was overtaken cannot record a second execution
+of the tool or a second outcome. A holder keeps its lease alive with `RunStore.renew`.
+
+**What exactly once means.** The answer is recorded once (a second `post_answer`, `claim` or
+`cancel` is an `AnswerConflict` naming who answered); the outcome is recorded once (fencing);
+the halted tool runs again only if its process dies in the gap between the tool returning and
+the resolved call being recorded (T7), which a tool that must never repeat closes with the
+idempotency key ``ctx.request_id`` gives it.
+
+A ``pending`` row past its ``expiresAt`` stays listed until someone answers it or a worker
+settles it (T3): the inbox shows it as expired.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..loop.checkpoint import Checkpoint
+from ..suspension import Answer
+
+__all__ = [
+    "DEFAULT_LEASE_S",
+    "EXPIRED_BY",
+    "SETTLED",
+    "AnswerChannel",
+    "AnswerRecord",
+    "Claim",
+    "HaltStatus",
+    "PendingEntry",
+    "RequestStatus",
+    "RunStore",
+]
+
+DEFAULT_LEASE_S = 300.0
+"""How long a claim holds a request before another process may take it over (seconds)."""
+
+EXPIRED_BY = "toolnexus:expired"
+"""The ``answered_by`` recorded with the expired decline of a request past its deadline."""
+
+RequestStatus = Literal["pending", "answered", "claimed", "done", "expired", "cancelled"]
+"""Where a request is in the state machine above."""
+
+HaltStatus = RequestStatus  # the name this type had before the answered/claimed split
+
+SETTLED: frozenset[str] = frozenset({"done", "expired", "cancelled"})
+"""The final states: nothing moves a request out of them (only `RunStore.purge` deletes it)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PendingEntry:
+    """One row of the pending index: a Request waiting for a human."""
+
+    request_id: str
+    kind: str
+    prompt: str
+    tool: str
+    conversation_id: str | None
+    created_at: float
+    expires_at: str | None
+    status: RequestStatus = "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerRecord:
+    """What became of a Request once someone answered (or cancelled) it.
+
+    Attributes:
+        request_id: the Request's id.
+        answer: the accepted answer (the expired decline for T3, ``ok=False,
+            reason="cancelled"`` with ``data={"note": why}`` for a cancel).
+        answered_at: when it was recorded (seconds since the epoch).
+        answered_by: who answered (``None`` when nobody was named).
+        digest: sha256 of the halted call's name and arguments: what was approved.
+        status: ``answered``, ``claimed``, ``done``, ``expired`` or ``cancelled``.
+        settled_at: when the request reached a final state (``None`` before).
+        outcome: what the resumed run ended with, once ``done``/``expired`` (see
+            `toolnexus.resumption.outcome_of`).
+    """
+
+    request_id: str
+    answer: Answer
+    answered_at: float
+    answered_by: str | None
+    digest: str
+    status: RequestStatus = "done"
+    settled_at: float | None = None
+    outcome: dict[str, Any] | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A request taken for resuming: the answer to apply and the fencing token to write with.
+
+    Attributes:
+        request_id: the Request's id.
+        token: the fencing token; every write of the holder passes it.
+        answer: the answer the resume applies.
+        answered_by: who answered.
+        lease_until: when the lease runs out unless renewed (seconds since the epoch).
+    """
+
+    request_id: str
+    token: int
+    answer: Answer
+    answered_by: str | None
+    lease_until: float
+
+
+@runtime_checkable
+class RunStore(Protocol):
+    """Where halted runs wait for their answer (the table above).
+
+    Every method validates its arguments first (`UsageError`) and changes nothing when it
+    raises.
+    """
+
+    async def save_halt(self, checkpoint: Checkpoint) -> None:
+        """T1: insert the halted run waiting on ``checkpoint.pending.id``.
+
+        Saving again replaces the checkpoint and keeps the row's status."""
+        ...
+
+    async def load_halt(self, request_id: str) -> Checkpoint | None:
+        """The checkpoint waiting on ``request_id`` (any status), or ``None``."""
+        ...
+
+    async def post_answer(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str | None = None,
+    ) -> AnswerRecord:
+        """T2/T3: record ``answer`` for the halted run waiting on ``request_id``, exactly once.
+
+        Records only: a resumer (the parked run, a worker) continues the run. ``digest``
+        defaults to the digest of the stored halted call.
+
+        Raises:
+            UnknownRequest: no halted run waits on ``request_id``.
+            AnswerMismatch: ``answer.id`` is not ``request_id``.
+            UsageError: ``answer`` is not a well-typed `Answer` (or its wire dict).
+            AnswerConflict: already answered, claimed under a live lease, or cancelled.
+            RequestExpired: past its ``expiresAt``; the expired decline was recorded instead.
+        """
+        ...
+
+    async def expire(self, request_id: str) -> AnswerRecord:
+        """T3: record the expired decline for a pending request (answered by `EXPIRED_BY`).
+
+        Raises:
+            UnknownRequest: no halted run waits on ``request_id``.
+            AnswerConflict: it was answered or cancelled first.
+        """
+        ...
+
+    async def claim(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str = "",
+        lease_s: float = DEFAULT_LEASE_S,
+    ) -> Claim:
+        """T4: take ``request_id`` for resuming with ``answer`` (a host resuming itself).
+
+        A request with no row is recorded too (a resume from a host-held transcript), so it
+        can be answered only once as well.
+
+        Raises:
+            AnswerConflict: answered, claimed under a live lease, or cancelled.
+        """
+        ...
+
+    async def take(
+        self, request_id: str | None = None, *, lease_s: float = DEFAULT_LEASE_S
+    ) -> Claim | None:
+        """T5: take an answered request for resuming: ``request_id``, or the oldest queued.
+
+        Returns ``None`` when there is nothing to take (not answered yet, held by a live
+        lease, settled, unknown). Two takers never get the same request under live leases.
+        """
+        ...
+
+    async def renew(self, claim: Claim, *, lease_s: float = DEFAULT_LEASE_S) -> Claim:
+        """T6: extend the lease; the returned `Claim` carries the new ``lease_until``.
+
+        Raises:
+            LeaseLost: the claim is no longer the request's current one.
+        """
+        ...
+
+    async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
+        """T7: replace the claimed run's checkpoint (the calls the resume resolved).
+
+        Raises:
+            LeaseLost: the claim is no longer the request's current one.
+        """
+        ...
+
+    async def complete(
+        self,
+        request_id: str,
+        claim: Claim | None = None,
+        *,
+        outcome: dict[str, Any] | None = None,
+    ) -> None:
+        """T8: the resume finished: settle the request ``done`` (or ``expired``).
+
+        Without ``claim`` the write is not fenced (for callers that hold no claim).
+
+        Raises:
+            UnknownRequest: no row for ``request_id``.
+            LeaseLost: ``claim`` is no longer the request's current one.
+        """
+        ...
+
+    async def release(self, request_id: str, claim: Claim | None = None) -> None:
+        """T9: the resume failed before finishing: give the request back.
+
+        A stale ``claim`` (or a request that is not claimed) changes nothing."""
+        ...
+
+    async def cancel(
+        self,
+        request_id: str,
+        *,
+        reason: str | None = None,
+        answered_by: str | None = None,
+    ) -> AnswerRecord:
+        """T11: end the halted run without resuming it.
+
+        Raises:
+            UnknownRequest: no halted run waits on ``request_id``.
+            AnswerConflict: it was answered, claimed under a live lease, or settled first.
+        """
+        ...
+
+    async def purge(self, *, older_than: float) -> int:
+        """T12: delete requests settled more than ``older_than`` seconds ago; the count."""
+        ...
+
+    async def answer_record(self, request_id: str) -> AnswerRecord | None:
+        """The recorded answer and status of ``request_id``; ``None`` while pending/unknown."""
+        ...
+
+    async def list_pending(
+        self,
+        *,
+        kind: str | None = None,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        limit: int = 100,
+    ) -> list[PendingEntry]:
+        """Requests waiting for a human (``pending``, or T10 back to pending), oldest first.
+
+        ``older_than`` / ``newer_than`` are ages in seconds."""
+        ...
+
+
+@runtime_checkable
+class AnswerChannel(Protocol):
+    """The cross-process ``wait_for``: a live run parks on the store until its request moves.
+
+    Wake-up is per backend: a future in memory, polling on the worker thread for SQLite
+    (``poll_interval``), ``LISTEN/NOTIFY`` on the ``toolnexus_answers`` channel for Postgres.
+    A spurious wake is harmless: waiters re-read the row.
+    """
+
+    async def wait_for_answer(
+        self, request_id: str, *, timeout: float | None
+    ) -> AnswerRecord | None:
+        """Wait until ``request_id`` leaves ``pending`` and return its record.
+
+        Returns at once when it already has; ``None`` when ``timeout`` seconds pass first
+        (``None`` waits for ever).
+        """
+        ...
+
+    async def wait_for_queued(self, *, timeout: float) -> None:
+        """Return when an answer may have been queued for a resumer (T2, T3, T9), or after
+        ``timeout`` seconds — what a worker waits on between drains. A spurious return is
+        harmless; a lease running out (T10) is noticed at the next drain."""
+        ...
