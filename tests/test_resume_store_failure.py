@@ -61,8 +61,10 @@ async def test_a_store_that_fails_at_the_end_of_a_resume_leaves_a_retryable_clai
             with pytest.raises(StoreError):
                 await client.run_with_answer(tk, halted.messages, halted.pending, answer)
             lock.pop().rollback()
-            # the claim is held (a lease), the tool's new result is recorded, nothing answered
-            assert await store.answer_record(halted.pending.id) is None
+            # the claim is held (a lease); the tool's new result and the answer are recorded
+            record = await store.answer_record(halted.pending.id)
+            assert record is not None
+            assert record.status == "claimed"
             assert await client.list_pending() == []
             progress = await store.load_halt(halted.pending.id)
             assert progress is not None

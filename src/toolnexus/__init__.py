@@ -18,6 +18,9 @@ Every public name lives here, in one flat namespace; the modules behind it are p
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._types import (
     JSONSchema,
     Message,
@@ -38,6 +41,8 @@ from .errors import (
     BadResponse,
     CallbackError,
     CheckpointError,
+    InvalidAnswer,
+    LeaseLost,
     ProviderError,
     RequestExpired,
     ResumeError,
@@ -58,9 +63,16 @@ from .loop.hooks import Hooks
 from .observability import MetricEvent, Metrics, OnMetric
 from .stores.base import ConversationStore
 from .stores.memory import InMemoryConversationStore
-from .stores.postgres import PostgresStore
-from .stores.runs import AnswerChannel, AnswerRecord, InMemoryRunStore, PendingEntry, RunStore
-from .stores.sqlite import SqliteStore
+from .stores.runs import (
+    EXPIRED_BY,
+    AnswerChannel,
+    AnswerRecord,
+    Claim,
+    InMemoryRunStore,
+    InMemoryStore,
+    PendingEntry,
+    RunStore,
+)
 from .suspension import (
     RELAY_CALLS_KEY,
     RELAY_IS_ERROR_KEY,
@@ -84,48 +96,72 @@ from .suspension import (
     relay_tool,
 )
 from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
-from .tools.builtins import BuiltinsConfig, builtins_enabled, create_builtin_tools, select_builtins
-from .tools.http import http_tool
-from .tools.mcp import (
-    DEFAULT_TIMEOUT,
-    McpConfig,
-    McpInventory,
-    McpSource,
-    McpStatus,
-    ServerConfig,
-    ServerInventory,
-    ToolInfo,
-    answer_to_elicit_result,
-    apply_tools_filter,
-    elicitation_to_request,
-    expand_env_headers,
-    is_enabled,
-    is_remote,
-    list_mcp_tools,
-    load_mcp,
-    load_mcp_with_context,
-    parse_mcp_config,
-)
-from .tools.native import define_tool, tool
-from .tools.skills import (
-    SKILL_TOOL_DESCRIPTION,
-    SKILLS_PROMPT_PREAMBLE,
-    SkillDef,
-    SkillInfo,
-    SkillInventory,
-    SkillSkip,
-    SkillSource,
-    list_skills,
-    load_skills,
-)
-from .translate import TranslatedToolCall, TranslateResult, openai_messages_to_anthropic
 from .waiting import StoreWaitFor, store_wait_for
+from .worker import Worker
+
+if TYPE_CHECKING:
+    from .stores.postgres import (
+        PostgresStore,
+    )
+    from .stores.sqlite import (
+        SqliteStore,
+    )
+    from .tools.builtins import (
+        BuiltinsConfig,
+        builtins_enabled,
+        create_builtin_tools,
+        select_builtins,
+    )
+    from .tools.http import (
+        http_tool,
+    )
+    from .tools.mcp import (
+        DEFAULT_TIMEOUT,
+        McpConfig,
+        McpInventory,
+        McpSource,
+        McpStatus,
+        ServerConfig,
+        ServerInventory,
+        ToolInfo,
+        answer_to_elicit_result,
+        apply_tools_filter,
+        elicitation_to_request,
+        expand_env_headers,
+        is_enabled,
+        is_remote,
+        list_mcp_tools,
+        load_mcp,
+        load_mcp_with_context,
+        parse_mcp_config,
+    )
+    from .tools.native import (
+        define_tool,
+        tool,
+    )
+    from .tools.skills import (
+        SKILL_TOOL_DESCRIPTION,
+        SKILLS_PROMPT_PREAMBLE,
+        SkillDef,
+        SkillInfo,
+        SkillInventory,
+        SkillSkip,
+        SkillSource,
+        list_skills,
+        load_skills,
+    )
+    from .translate import (
+        TranslatedToolCall,
+        TranslateResult,
+        openai_messages_to_anthropic,
+    )
 
 __version__ = "0.1.0"
 
 __all__ = [
     "BUILTIN_NAMES",
     "DEFAULT_TIMEOUT",
+    "EXPIRED_BY",
     "RELAY_CALLS_KEY",
     "RELAY_IS_ERROR_KEY",
     "RELAY_KIND",
@@ -144,6 +180,7 @@ __all__ = [
     "CallbackError",
     "Checkpoint",
     "CheckpointError",
+    "Claim",
     "Client",
     "Conversation",
     "ConversationStore",
@@ -153,7 +190,10 @@ __all__ = [
     "Hooks",
     "InMemoryConversationStore",
     "InMemoryRunStore",
+    "InMemoryStore",
+    "InvalidAnswer",
     "JSONSchema",
+    "LeaseLost",
     "LegacyTransport",
     "McpConfig",
     "McpInventory",
@@ -203,6 +243,7 @@ __all__ = [
     "Usage",
     "UsageError",
     "WaitFor",
+    "Worker",
     "__version__",
     "answer_declined",
     "answer_output",
@@ -242,3 +283,60 @@ __all__ = [
     "to_openai",
     "tool",
 ]
+
+_LAZY: dict[str, str] = {
+    "BuiltinsConfig": ".tools.builtins",
+    "DEFAULT_TIMEOUT": ".tools.mcp",
+    "McpConfig": ".tools.mcp",
+    "McpInventory": ".tools.mcp",
+    "McpSource": ".tools.mcp",
+    "McpStatus": ".tools.mcp",
+    "PostgresStore": ".stores.postgres",
+    "SKILLS_PROMPT_PREAMBLE": ".tools.skills",
+    "SKILL_TOOL_DESCRIPTION": ".tools.skills",
+    "ServerConfig": ".tools.mcp",
+    "ServerInventory": ".tools.mcp",
+    "SkillDef": ".tools.skills",
+    "SkillInfo": ".tools.skills",
+    "SkillInventory": ".tools.skills",
+    "SkillSkip": ".tools.skills",
+    "SkillSource": ".tools.skills",
+    "SqliteStore": ".stores.sqlite",
+    "ToolInfo": ".tools.mcp",
+    "TranslateResult": ".translate",
+    "TranslatedToolCall": ".translate",
+    "answer_to_elicit_result": ".tools.mcp",
+    "apply_tools_filter": ".tools.mcp",
+    "builtins_enabled": ".tools.builtins",
+    "create_builtin_tools": ".tools.builtins",
+    "define_tool": ".tools.native",
+    "elicitation_to_request": ".tools.mcp",
+    "expand_env_headers": ".tools.mcp",
+    "http_tool": ".tools.http",
+    "is_enabled": ".tools.mcp",
+    "is_remote": ".tools.mcp",
+    "list_mcp_tools": ".tools.mcp",
+    "list_skills": ".tools.skills",
+    "load_mcp": ".tools.mcp",
+    "load_mcp_with_context": ".tools.mcp",
+    "load_skills": ".tools.skills",
+    "openai_messages_to_anthropic": ".translate",
+    "parse_mcp_config": ".tools.mcp",
+    "select_builtins": ".tools.builtins",
+    "tool": ".tools.native",
+}
+"""Public names whose modules load on first use (SQLite, Postgres, the tool sources, ...):
+``import toolnexus`` stays cheap (DESIGN §6, §8)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

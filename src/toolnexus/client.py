@@ -14,42 +14,25 @@ the host answers inline and the run goes on.
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._types import Message, RunResult, Tool
-from .errors import ResumeError, UnknownRequest, UsageError
+from .client_answers import Answering
+from .errors import UsageError
 from .llm.openai import OpenAIDialect
-from .loop.checkpoint import Checkpoint
 from .loop.engine import Engine, EngineConfig, RunState, Slot
-from .loop.resume import (
-    as_answer,
-    as_request,
-    check_echo,
-    check_relay_payload,
-    check_tools,
-    checkpoint_from_transcript,
-)
 from .observability import Metrics
 from .stores.base import ConversationStore
-from .stores.runs import (
-    InMemoryRunStore,
-    PendingEntry,
-    RunStore,
-    call_digest,
-    conflict,
-    halted_call,
-)
-from .suspension import Answer, Request, is_expired
+from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
 from .toolkit import Toolkit
-from .translate import TranslateResult
-from .translate_call import translate_once
+
+if TYPE_CHECKING:
+    from .translate import TranslateResult
 
 __all__ = ["Client", "Conversation", "ToolSet"]
 
@@ -77,7 +60,7 @@ class Conversation:
         self.messages = []
 
 
-class Client:
+class Client(Answering):
     """Runs the tool-calling loop against one model endpoint. Build with `create_client`."""
 
     def __init__(
@@ -97,6 +80,11 @@ class Client:
         self._runs: RunStore = store if isinstance(store, RunStore) else InMemoryRunStore()
         self._owns_store = owns_store
         self._metric_tasks: set[asyncio.Future[Any]] = set()
+        parking = self._parking()
+        self._parks = parking is not None
+        if parking is not None:
+            # A run parked on a store halts into that store: it is where the answer arrives.
+            self._runs = parking.store
 
     # -- properties ----------------------------------------------------------------------
 
@@ -117,11 +105,6 @@ class Client:
     def conversation_store(self) -> ConversationStore:
         """The `ConversationStore` behind ``ask(id=...)``."""
         return self._store
-
-    @property
-    def run_store(self) -> RunStore:
-        """Where halted runs wait for their answer (the store itself when it is durable)."""
-        return self._runs
 
     async def list_pending(
         self,
@@ -188,7 +171,7 @@ class Client:
                     )
             wire = self._cfg.dialect.render_tools(tools)
             skills_prompt = ""
-        return self._engine.new_state(
+        state = self._engine.new_state(
             prompt,
             tools,
             wire,
@@ -197,6 +180,9 @@ class Client:
             cancel=cancel,
             by_name=by_name,
         )
+        if self._parks:
+            state.wait_for = None  # the run halts; `_park` waits on the store and resumes it
+        return state
 
     async def _drive(
         self,
@@ -268,6 +254,8 @@ class Client:
             result = await self._engine.complete(state)
             if state.checkpoint is not None:
                 await self._runs.save_halt(state.checkpoint)
+        if self._parks:
+            return await self._park(result, toolkit, state)
         return result
 
     async def ask(
@@ -301,6 +289,8 @@ class Client:
                 elif event["type"] == "done":
                     result = event["result"]
             assert result is not None
+        if self._parks:
+            result = await self._park(result, toolkit, state)
         if id is not None:
             await self._store.save(id, result.messages)
         return result
@@ -326,280 +316,20 @@ class Client:
         history = await self._load(id)
         state = self._state(prompt, toolkit, history, cancel)
         state.conversation_id = id
+        parked: RunResult | None = None
         async for event in self._drive(state, stream=True):
-            if event["type"] == "done" and id is not None:
-                await self._store.save(id, event["result"].messages)
+            if event["type"] == "done":
+                if self._parks and event["result"].status == "pending":
+                    parked = event["result"]  # halted: wait on the store, stream the rest
+                    continue
+                if id is not None:
+                    await self._store.save(id, event["result"].messages)
             yield event
-
-    # -- durable resume --------------------------------------------------------------------
-
-    async def _prepare_resume(
-        self,
-        toolkit: ToolSet,
-        history: History,
-        pending: Request | Mapping[str, Any],
-        answer: Answer | Mapping[str, Any],
-        *,
-        conversation_id: str | None,
-        answered_by: str | None,
-        cancel: asyncio.Event | None,
-        checkpoint: Checkpoint | None = None,
-    ) -> _Resumption:
-        """Everything a resume does before the loop goes on: check the answer against the
-        halted run, claim the request, apply the answer, record the resolved calls.
-
-        Nothing is written until every check passed; once the claim is taken, a failure
-        gives it back (`RunStore.release`) before raising.
-        """
-        request = as_request(pending)
-        reply = as_answer(answer)
-        check_echo(request, reply)
-        if checkpoint is None:
-            checkpoint = await self._runs.load_halt(request.id)
-        if checkpoint is None:
-            await self._refuse_if_answered(request.id)
-            transcript = await history() if callable(history) else history
-            checkpoint = checkpoint_from_transcript(
-                transcript or [], request, model=self._cfg.model, style=self._cfg.style
-            )
-            checkpoint.conversation_id = conversation_id
-        state = self._state(None, toolkit, None, cancel)
-        check_tools(checkpoint, state.by_name)
-        check_relay_payload(checkpoint, reply, state.by_name)
-        if checkpoint.fingerprint and checkpoint.fingerprint != state.tool_fingerprint():
-            log.warning(
-                "toolnexus: the tool set changed since request %s halted; resuming anyway",
-                request.id,
-            )
-        halted_request = next(
-            (o.request for o in checkpoint.outstanding if o.request and o.request.id == request.id),
-            checkpoint.pending,
-        )
-        effective = reply
-        if is_expired(halted_request):
-            effective = Answer(id=request.id, ok=False, reason="expired")
-            state.expired = True
-        name, arguments = halted_call(checkpoint)
-        await self._runs.claim(
-            request.id, reply, answered_by=answered_by, digest=call_digest(name, arguments)
-        )
-        started = time.perf_counter()
-        try:
-            slots = self._engine.restore(state, checkpoint)
-            state.conversation_id = checkpoint.conversation_id or conversation_id
-            await self._engine.apply_answer(state, slots, halted_request, effective)
-            # Record the resolved calls before going on: a resume that fails from here (or a
-            # process that dies) and is retried never executes them twice.
-            progress = self._engine.snapshot(state, slots, checkpoint.pending)
-            progress.created_at = checkpoint.created_at
-            await self._runs.save_halt(progress)
-        except BaseException:
-            await _release(self._runs, request.id)
-            raise
-        return _Resumption(request.id, state, slots, started, conversation_id)
-
-    async def _finish_resume(self, resumed: _Resumption, result: RunResult) -> None:
-        """The resumed run ended (done, incomplete or halted again): settle its request."""
-        await self._runs.complete(resumed.request_id)
-        if resumed.conversation_id is not None:
-            await self._store.save(resumed.conversation_id, result.messages)
-
-    async def _resume(self, prepare: Awaitable[_Resumption]) -> RunResult:
-        """A resume to its `RunResult` (the non-streaming entry points)."""
-        resumed = await prepare
-        try:
-            result = await self._final(resumed.state, resumed.slots, resumed.started)
-            await self._finish_resume(resumed, result)
-        except BaseException:
-            await _release(self._runs, resumed.request_id)
-            raise
-        return result
-
-    async def _resume_stream(
-        self, prepare: Awaitable[_Resumption]
-    ) -> AsyncIterator[dict[str, Any]]:
-        """A resume as a stream of events (the streaming entry points)."""
-        resumed = await prepare
-        try:
-            async for event in self._drive(
-                resumed.state, stream=True, resumed=resumed.slots, started=resumed.started
-            ):
-                if event["type"] == "done":
-                    await self._finish_resume(resumed, event["result"])
+        if parked is not None:
+            async for event in self._park_stream(parked, toolkit, state):
+                if event["type"] == "done" and id is not None:
+                    await self._store.save(id, event["result"].messages)
                 yield event
-        except BaseException:
-            await _release(self._runs, resumed.request_id)
-            raise
-
-    async def run_with_answer(
-        self,
-        toolkit: ToolSet,
-        history: Sequence[Message] | None,
-        pending: Request | Mapping[str, Any],
-        answer: Answer | Mapping[str, Any],
-        *,
-        answered_by: str | None = None,
-        cancel: asyncio.Event | None = None,
-    ) -> RunResult:
-        """Resume a halted run with the human's ``answer`` — in this process or any other.
-
-        The halted tool is re-executed with ``ctx.answer`` (relayed calls get the host's
-        output spliced); calls of the halted turn that already finished keep their recorded
-        result; calls that never ran run now or suspend again (then the result is ``pending``
-        once more, with the next Request). No user turn is added; turns and usage continue.
-
-        Args:
-            toolkit: the tools, as when the run halted.
-            history: the halted ``RunResult.messages`` (used when no store holds the
-                checkpoint; with a durable ``store=`` it may be ``None``).
-            pending: the halted ``RunResult.pending`` (a `Request` or its wire dict).
-            answer: the `Answer`; its ``id`` must echo ``pending.id``.
-            answered_by: recorded with the answer (who approved).
-            cancel: aborts the in-flight model request.
-
-        Raises:
-            AnswerMismatch: the answer does not echo the pending id (nothing changed).
-            AnswerConflict: the request was already answered (nothing changed).
-            ResumeError: no transcript, no halted turn, a missing tool, or an ``ok`` relay
-                answer without output (nothing changed).
-        """
-        return await self._resume(
-            self._prepare_resume(
-                toolkit,
-                history,
-                pending,
-                answer,
-                conversation_id=None,
-                answered_by=answered_by,
-                cancel=cancel,
-            )
-        )
-
-    async def ask_with_answer(
-        self,
-        toolkit: ToolSet,
-        id: str,
-        pending: Request | Mapping[str, Any],
-        answer: Answer | Mapping[str, Any],
-        *,
-        answered_by: str | None = None,
-        cancel: asyncio.Event | None = None,
-    ) -> RunResult:
-        """`run_with_answer` for a conversation kept in the store: load, resume, save."""
-        history = self._history_for_resume(id)
-        return await self._resume(
-            self._prepare_resume(
-                toolkit,
-                history,
-                pending,
-                answer,
-                conversation_id=id,
-                answered_by=answered_by,
-                cancel=cancel,
-            )
-        )
-
-    async def stream_with_answer(
-        self,
-        toolkit: ToolSet,
-        history: Sequence[Message] | None,
-        pending: Request | Mapping[str, Any],
-        answer: Answer | Mapping[str, Any],
-        *,
-        answered_by: str | None = None,
-        cancel: asyncio.Event | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """`run_with_answer` as a stream: ``tool_result`` events for the halted turn, then the
-        events of the continued loop, ending with ``done``."""
-        if self._in_process:
-            raise UsageError("the in-process client does not stream; use run_with_answer()")
-        prepare = self._prepare_resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            conversation_id=None,
-            answered_by=answered_by,
-            cancel=cancel,
-        )
-        async for event in self._resume_stream(prepare):
-            yield event
-
-    async def stream_ask_with_answer(
-        self,
-        toolkit: ToolSet,
-        id: str,
-        pending: Request | Mapping[str, Any],
-        answer: Answer | Mapping[str, Any],
-        *,
-        answered_by: str | None = None,
-        cancel: asyncio.Event | None = None,
-    ) -> AsyncIterator[dict[str, Any]]:
-        """`ask_with_answer` as a stream; the transcript is saved on ``done``."""
-        if self._in_process:
-            raise UsageError("the in-process client does not stream; use ask_with_answer()")
-        history = self._history_for_resume(id)
-        prepare = self._prepare_resume(
-            toolkit,
-            history,
-            pending,
-            answer,
-            conversation_id=id,
-            answered_by=answered_by,
-            cancel=cancel,
-        )
-        async for event in self._resume_stream(prepare):
-            yield event
-
-    async def resume(
-        self,
-        toolkit: ToolSet,
-        answer: Answer | Mapping[str, Any],
-        *,
-        answered_by: str | None = None,
-        cancel: asyncio.Event | None = None,
-    ) -> RunResult:
-        """Resume whichever stored run waits on ``answer.id`` — the answer is all you need.
-
-        This is what a webhook or an approvals inbox calls: the checkpoint (and the
-        conversation it belongs to) comes from the run store.
-
-        Raises:
-            UnknownRequest: no stored run waits on that id.
-            AnswerConflict: it was already answered.
-        """
-        reply = as_answer(answer)
-        checkpoint = await self._runs.load_halt(reply.id)
-        if checkpoint is None:
-            await self._refuse_if_answered(reply.id)
-            raise UnknownRequest(f'no halted run waits on request "{reply.id}"')
-        request = next(
-            (o.request for o in checkpoint.outstanding if o.request and o.request.id == reply.id),
-            checkpoint.pending,
-        )
-        return await self._resume(
-            self._prepare_resume(
-                toolkit,
-                None,
-                request,
-                reply,
-                conversation_id=checkpoint.conversation_id,
-                answered_by=answered_by,
-                cancel=cancel,
-                checkpoint=checkpoint,
-            )
-        )
-
-    async def _refuse_if_answered(self, request_id: str) -> None:
-        record = await self._runs.answer_record(request_id)
-        if record is not None:
-            raise conflict(request_id, record.answered_by)
-
-    def _history_for_resume(self, id: str) -> Callable[[], Awaitable[list[Message] | None]]:
-        """The stored transcript, read only if no stored checkpoint makes it unnecessary."""
-        if not isinstance(id, str) or not id:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ResumeError("toolnexus: cannot resume — ask_with_answer needs a conversation id")
-        return functools.partial(self._store.get, id)
 
     def conversation(self, toolkit: ToolSet = None) -> Conversation:
         """An in-memory multi-turn conversation over ``toolkit``."""
@@ -623,6 +353,8 @@ class Client:
             declared = []
         else:
             declared = OpenAIDialect().render_tools(list(toolkit))
+        from .translate_call import translate_once  # loaded on the first translate
+
         return await translate_once(
             self._engine,
             messages,
@@ -660,11 +392,6 @@ class Client:
         await self.aclose()
 
 
-History = (
-    Sequence[Message] | Callable[[], Awaitable[list[Message] | None]] | None
-)  # a transcript, or how to load one when it is needed
-
-
 class _Observed:
     """Emits a run's ``run`` metric event when the block around it ends, however it ends.
 
@@ -689,21 +416,3 @@ class _Observed:
         tb: TracebackType | None,
     ) -> None:
         self.client._run_event(self.state, self.started, error=exc)  # pyright: ignore[reportPrivateUsage]
-
-
-@dataclass(frozen=True, slots=True)
-class _Resumption:
-    """A claimed request whose answer is applied: the run, ready to go on."""
-
-    request_id: str
-    state: RunState
-    slots: list[Slot]
-    started: float
-    conversation_id: str | None  # where the transcript is saved when the run ends
-
-
-async def _release(runs: RunStore, request_id: str) -> None:
-    try:
-        await runs.release(request_id)
-    except Exception:
-        log.warning("toolnexus: could not release the claim on %s", request_id, exc_info=True)

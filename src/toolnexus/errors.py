@@ -12,6 +12,7 @@
     ├── CallbackError         a host callback (hook, ``wait_for``, ``on_error``) raised
     ├── ResumeError           a halted run cannot be resumed as asked
     │   ├── AnswerMismatch    the Answer does not echo the pending Request's id
+    │   ├── InvalidAnswer     the Answer's fields have the wrong types (also a UsageError)
     │   ├── AnswerConflict    the Request was already answered (by someone else)
     │   │   └── LeaseLost     another resume took the request over (a stale fencing token)
     │   ├── UnknownRequest    no halted run waits on that Request id
@@ -31,6 +32,7 @@ __all__ = [
     "BadResponse",
     "CallbackError",
     "CheckpointError",
+    "InvalidAnswer",
     "LeaseLost",
     "ProviderError",
     "RequestExpired",
@@ -102,6 +104,11 @@ class ResumeError(ToolnexusError):
 
 class AnswerMismatch(ResumeError):
     """The Answer's id does not echo the pending Request's id."""
+
+
+class InvalidAnswer(UsageError, ResumeError):
+    """The Answer is malformed (``ok="false"``, ``data="x"``, unknown keys): the same check for
+    an `Answer` object and its wire dict, on every path. Nothing was recorded."""
 
 
 class AnswerConflict(ResumeError):

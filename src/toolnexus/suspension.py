@@ -37,6 +37,7 @@ __all__ = [
     "WaitFor",
     "answer_declined",
     "answer_output",
+    "answer_problem",
     "auth_required",
     "is_expired",
     "is_relay_request",
@@ -133,6 +134,25 @@ class Answer:
         if not isinstance(fields["ok"], bool):
             raise ValueError("Answer.ok must be a boolean")
         return cls(**fields)
+
+
+def answer_problem(answer: Answer) -> str:
+    """What is wrong with an `Answer`'s field types, or ``""`` when nothing is.
+
+    The one rule for an `Answer` object and its wire dict alike: ``id`` a non-empty string,
+    ``ok`` a real ``bool`` (not ``"false"``, not ``1``), ``data`` an object or ``None``,
+    ``reason`` a string or ``None``.
+    """
+    fields: Any = answer
+    if not isinstance(fields.id, str) or not fields.id:
+        return f"Answer.id must be a non-empty string, got {fields.id!r}"
+    if not isinstance(fields.ok, bool):
+        return f"Answer.ok must be a boolean (True or False), got {fields.ok!r}"
+    if fields.data is not None and not isinstance(fields.data, dict):
+        return f"Answer.data must be an object (dict) or None, got {type(fields.data).__name__}"
+    if fields.reason is not None and not isinstance(fields.reason, str):
+        return f"Answer.reason must be a string or None, got {type(fields.reason).__name__}"
+    return ""
 
 
 _REQUEST_KEYS = frozenset({"id", "kind", "prompt", "url", "data", "expiresAt"})

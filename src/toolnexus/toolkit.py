@@ -23,9 +23,6 @@ from .errors import UsageError
 from .loop.checkpoint import tool_fingerprint
 from .loop.execute import invoke_tool, unknown_tool_result
 from .suspension import WaitFor
-from .tools.builtins import select_builtins
-from .tools.mcp import load_mcp
-from .tools.skills import load_skills
 from .tools.validation import validate_arguments
 
 __all__ = [
@@ -335,6 +332,8 @@ async def create_toolkit(
     status: Callable[[], Mapping[str, str]] | None = None
     errors: Callable[[], Mapping[str, str]] | None = None
     if mcp_config is not None:
+        from .tools.mcp import load_mcp  # the tool sources load when a toolkit is built
+
         source = await load_mcp(mcp_config, wait_for=wait_for, cancel=cancel)
         mcp_tools = list(source.tools)
         closers.append(source.close)
@@ -382,6 +381,9 @@ async def _assemble(
     status: Callable[[], Mapping[str, str]] | None,
     errors: Callable[[], Mapping[str, str]] | None,
 ) -> Toolkit:
+    from .tools.builtins import select_builtins
+    from .tools.skills import load_skills
+
     skill_source = await load_skills(
         skills_dir=skills_dir,
         skills=skills,

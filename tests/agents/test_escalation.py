@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from agent_support import approval_brain, check_secret_tool, llm_of
 
-from toolnexus import Answer, AnswerMismatch, Request, ResumeError
+from toolnexus import Answer, AnswerConflict, AnswerMismatch, Request, ResumeError
 from toolnexus.agents import AgentDef, AgentRuntime, Handle
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
 
@@ -150,8 +150,9 @@ async def test_resume_checks_the_answer_id_and_that_something_is_suspended() -> 
         with pytest.raises(AnswerMismatch, match="does not echo"):
             await rt.resume(Answer(id="wrong", ok=True))
         assert [v.state for v in rt.list()] == ["suspended", "suspended"]
-        await rt.resume(Answer(id=phase1.pending.id, ok=True))
-        with pytest.raises(ResumeError, match="no suspended handle"):
+        await rt.resume(Answer(id=phase1.pending.id, ok=True), answered_by="ana")
+        # A second answer to the finished tree: the same error as for a bare run.
+        with pytest.raises(AnswerConflict, match="already answered by ana"):
             await rt.resume(Answer(id=phase1.pending.id, ok=True))
         await rt.aclose()
 
@@ -253,9 +254,10 @@ async def test_two_processes_resuming_the_same_restored_tree_resume_it_once(
 
     async with ScriptedModel(default=brain) as model:
         halt = await spawn_worker("halt", model.openai_base_url, store)
-        _out, err = await asyncio.wait_for(halt.communicate(), 30)
+        out, err = await asyncio.wait_for(halt.communicate(), 30)
         assert halt.returncode == 0, err.decode()
-        racers = [await spawn_worker("resume", model.openai_base_url, store) for _ in range(2)]
+        rid = json.loads(out)["pending"]["id"]
+        racers = [await spawn_worker("resume", model.openai_base_url, store, rid) for _ in range(2)]
         results = [await asyncio.wait_for(p.communicate(), 30) for p in racers]
     codes = sorted(p.returncode or 0 for p in racers)
     assert codes[0] == 0, [r[1].decode()[-300:] for r in results]

@@ -107,7 +107,7 @@ def test_restart_parks_the_tree_in_sqlite_and_fresh_processes_answer_it(tmp_path
     assert "root/ops.1/keeper.2" not in done  # reattached, never spawned again
 
     again = run("agents_restart.py", "answer", request_id, "yes", db, cwd=tmp_path, expect=1)
-    assert "error: no suspended handle to resume" in again
+    assert f'error: request "{request_id}" was already answered by cli' in again
     after = run("agents_restart.py", "status", db, cwd=tmp_path).splitlines()
     assert [line.split()[:2] for line in after] == [
         ["root/ops.1", "idle"],

@@ -1,7 +1,8 @@
 """A worker process for the restart tests of the agent runtime.
 
 python runtime_proc.py halt   <base_url> <store-url>   # spawn, run until suspended, exit
-python runtime_proc.py resume <base_url> <store-url>   # restore, list, resume, print result
+python runtime_proc.py resume <base_url> <store-url> [request-id]
+    # restore, list, resume (the given request, else the one the tree waits on), print result
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ REGISTRY = {
 }
 
 
-async def main(mode: str, base_url: str, store: str) -> int:
+async def main(mode: str, base_url: str, store: str, request_id: str | None = None) -> int:
     llm = {"base_url": base_url, "style": "openai", "model": "m", "api_key": "k"}
     if mode == "halt":
         async with AgentRuntime(registry=REGISTRY, llm=llm, store=store) as rt:
@@ -55,9 +56,11 @@ async def main(mode: str, base_url: str, store: str) -> int:
             return 0  # exits without closing the handles: they stay suspended in the store
     rt = await AgentRuntime.restore(registry=REGISTRY, store=store, llm=llm)
     views = [(v.id, v.state, v.pending_kind) for v in rt.list()]
-    parked = rt.list()[0].pending
-    assert parked is not None
-    await rt.resume(Answer(id=parked.id, ok=True))
+    if request_id is None:
+        parked = rt.list()[0].pending
+        assert parked is not None
+        request_id = parked.id
+    await rt.resume(Answer(id=request_id, ok=True))
     h = rt.handle("root/approverParent.1")
     assert h is not None
     r = await rt.wait(h)
@@ -67,4 +70,4 @@ async def main(mode: str, base_url: str, store: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3])))
+    sys.exit(asyncio.run(main(*sys.argv[1:5])))

@@ -6,10 +6,12 @@ import asyncio
 import hashlib
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from halt_support import checkpoint
 from pg_support import pg_connect
 
 from toolnexus.errors import StoreError, UsageError
@@ -19,10 +21,17 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 
 @pytest.fixture
-async def store(pg_url: str) -> AsyncIterator[Any]:
+def app_name() -> str:
+    """This test's ``application_name``: its connections apart from any other test run's on the
+    same server."""
+    return f"toolnexus-test-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+async def store(pg_url: str, app_name: str) -> AsyncIterator[Any]:
     from toolnexus.stores.postgres import PostgresStore
 
-    async with PostgresStore(pg_url, max_size=3) as opened:
+    async with PostgresStore(f"{pg_url}&application_name={app_name}", max_size=3) as opened:
         yield opened
 
 
@@ -126,6 +135,7 @@ async def test_a_hand_edited_transcript_is_a_store_error_and_the_row_is_untouche
 
 
 async def test_a_hand_edited_answer_is_a_store_error(store: Any, pg_url: str) -> None:
+    await store.save_halt(checkpoint("r1"))
     await store.post_answer("r1", Answer("r1", True), answered_by="ana")
     with pg_connect(pg_url) as conn:
         conn.execute("UPDATE toolnexus_halts SET answer = '[1, 2]'")
@@ -188,13 +198,17 @@ async def test_a_database_from_a_newer_toolnexus_is_refused_and_left_alone(
 # -- the LISTEN connection ----------------------------------------------------------------
 
 
-async def test_a_waiter_survives_losing_the_listen_connection(store: Any, pg_url: str) -> None:
+async def test_a_waiter_survives_losing_the_listen_connection(
+    store: Any, pg_url: str, app_name: str
+) -> None:
+    await store.save_halt(checkpoint("r1"))
     parked = asyncio.create_task(store.wait_for_answer("r1", timeout=30))
     assert await store.wait_for_answer("r1", timeout=0.05) is None
     with pg_connect(pg_url) as conn:
         killed = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE query = 'LISTEN toolnexus_answers' AND pid <> pg_backend_pid()"
+            " WHERE query = 'LISTEN toolnexus_answers' AND application_name = %s",
+            (app_name,),
         ).fetchall()
     assert killed == [(True,)]
     await store.post_answer("r1", Answer("r1", True), answered_by="ana")
@@ -231,13 +245,13 @@ async def test_aclose_is_idempotent_and_needs_no_connection(pg_url: str) -> None
     await store.aclose()
 
 
-async def test_the_pool_never_opens_more_than_max_size_connections(store: Any, pg_url: str) -> None:
+async def test_the_pool_never_opens_more_than_max_size_connections(
+    store: Any, pg_url: str, app_name: str
+) -> None:
     await asyncio.gather(*(store.save(f"c{i}", HELLO) for i in range(30)))
     with pg_connect(pg_url) as conn:
         opened = conn.execute(
-            "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            " AND application_name = ''"
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (app_name,)
         ).fetchone()
     assert opened is not None
     assert opened[0] <= 3

@@ -182,6 +182,24 @@ async def test_take_without_an_id_takes_the_oldest_answer_first(store: Any, cloc
     assert await store.take() is None
 
 
+async def test_take_without_an_id_takes_only_from_its_queue(store: Any) -> None:
+    await store.save_halt(checkpoint("client-run"))
+    tree = checkpoint("tree-run", created_at=T0 + 1)
+    tree.queue = "agents/rt-1"
+    await store.save_halt(tree)
+    await store.post_answer("tree-run", yes("tree-run"))
+    await store.post_answer("client-run", yes("client-run"))
+    assert (await store.load_halt("tree-run")).queue == "agents/rt-1"  # pyright: ignore[reportOptionalMemberAccess]
+    assert await store.take(queue="agents/other") is None
+    mine = await store.take(queue="agents/rt-1")
+    assert mine is not None
+    assert mine.request_id == "tree-run"
+    default = await store.take()
+    assert default is not None
+    assert default.request_id == "client-run"
+    assert await store.take() is None
+
+
 async def test_nothing_pending_unknown_or_settled_is_taken(store: Any) -> None:
     await halted(store, "pending", "done")
     await store.post_answer("done", yes("done"))
@@ -325,6 +343,22 @@ async def test_releasing_a_host_claim_puts_the_request_back_in_the_pending_index
     assert [e.request_id for e in await store.list_pending()] == ["req-1"]
     assert await store.answer_record("req-1") is None
     assert await store.take("req-1") is None
+
+
+async def test_a_host_claim_whose_progress_was_recorded_returns_to_the_queue_not_the_inbox(
+    store: Any, clock: Clock
+) -> None:
+    await halted(store)
+    claim = await store.claim("req-1", yes(), answered_by="host", lease_s=10)
+    await store.save_progress(checkpoint(turn=5), claim)
+    clock.now += 10  # the host died after the approved call ran
+    assert await store.list_pending() == []
+    again = await store.take("req-1")
+    assert again is not None
+    assert (again.answer, again.answered_by) == (yes(), "host")
+    await store.release("req-1", again)
+    assert await store.list_pending() == []
+    assert await store.take("req-1") is not None
 
 
 # -- T10: lapsed host claims ----------------------------------------------------------------

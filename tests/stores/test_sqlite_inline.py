@@ -20,6 +20,7 @@ from toolnexus import Answer
 from toolnexus.errors import AnswerConflict, StoreError
 from toolnexus.loop.checkpoint import Checkpoint
 from toolnexus.stores import sqlite as sqlite_module
+from toolnexus.stores.requests import Claim
 from toolnexus.stores.sqlite import SqliteStore, _ready  # pyright: ignore[reportPrivateUsage]
 
 HELLO = [{"role": "user", "content": "hello"}]
@@ -67,6 +68,30 @@ async def test_a_halt_and_a_resume_on_a_current_database_never_start_a_thread(
         record = await store.answer_record("r1")
         assert record is not None
         assert record.answered_by == "ana"
+        assert worker_threads() - before == set()
+
+
+async def test_taking_renewing_and_settling_a_recorded_answer_never_start_a_thread(
+    db_path: Path,
+) -> None:
+    async with SqliteStore(db_path) as webhook:  # answers are recorded on the worker
+        for rid in ("r1", "r2"):
+            await webhook.save_halt(halted(rid))
+            await webhook.post_answer(rid, Answer(rid, True), answered_by="ana")
+    before = worker_threads()
+    async with SqliteStore(db_path) as store:
+        claim = await store.take("r1", lease_s=30)
+        assert claim is not None
+        claim = await store.renew(claim, lease_s=60)
+        await store.save_progress(halted("r1"), claim)
+        await store.complete("r1", claim, outcome={"status": "done", "text": "refunded"})
+        second = await store.take()
+        assert second is not None
+        assert second.request_id == "r2"
+        await store.release("r2", second)
+        record = await store.answer_record("r1")
+        assert record is not None
+        assert (record.status, record.outcome) == ("done", {"status": "done", "text": "refunded"})
         assert worker_threads() - before == set()
 
 
@@ -127,7 +152,7 @@ async def test_a_claim_that_meets_a_lock_is_still_exactly_once(db_path: Path) ->
                 return_exceptions=True,
             )
         conflicts = [o for o in outcomes if isinstance(o, AnswerConflict)]
-        assert sum(o is None for o in outcomes) == 1
+        assert sum(isinstance(o, Claim) for o in outcomes) == 1
         assert len(conflicts) == 1
         assert "is being answered right now" in str(conflicts[0])
 

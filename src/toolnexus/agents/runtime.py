@@ -24,24 +24,23 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._types import RunResult, Tool
-from ..errors import AnswerMismatch, ResumeError, UsageError
+from ..errors import UsageError
 from ..loop.checkpoint import Checkpoint
 from ..loop.engine import Engine, RunState
-from ..loop.resume import as_answer
 from ..observability import Metrics
+from ..resumption import Resumption
 from ..stores.base import ConversationStore
-from ..stores.runs import InMemoryRunStore, RunStore, call_digest, halted_call
+from ..stores.runs import InMemoryRunStore, RunStore, halted_call
 from ..stores.url import resolve_store
-from ..suspension import Answer, Request, is_expired
 from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of
 from .clock import AsyncioClock, Clock
 from .engines import ClientFactory, EngineFactory, LlmConfig
 from .handle import ROOT_ID, Handle, render_inbox
 from .persistence import NullRuntimeStore, RuntimeStore, as_runtime_store, handle_from_json
+from .resuming import Resuming, restamp, stamp_path
 from .task_tool import task_tool
 from .types import (
     AgentDef,
@@ -54,6 +53,9 @@ from .types import (
     SpawnError,
     TaskResult,
 )
+
+if TYPE_CHECKING:
+    pass
 
 __all__ = ["AgentRuntime"]
 
@@ -71,7 +73,7 @@ _ALLOWED: set[tuple[HandleState, HandleState]] = {
 }
 
 
-class AgentRuntime:
+class AgentRuntime(Resuming):
     """Owns a tree of agent handles, their store, their clock and the global turn gate.
 
     ``llm`` is where the agents' model lives: a mapping / `LlmConfig` (``base_url``, ``style``,
@@ -115,6 +117,7 @@ class AgentRuntime:
         self._conversations: ConversationStore = backend
         self._runs: RunStore = backend if isinstance(backend, RunStore) else InMemoryRunStore()
         self._tree: RuntimeStore = as_runtime_store(backend)
+        self._resumption = Resumption(self._runs)
         self._persisting = not isinstance(self._tree, NullRuntimeStore)
         self._owns_store = isinstance(store, str)
         self._backend = backend
@@ -433,9 +436,9 @@ class AgentRuntime:
         turns = h.turns - turns_before
         tokens = run.usage.get("total_tokens", 0) - tokens_before
         if run.status == "pending" and run.pending is not None:
-            request = _stamp_path(run.pending, h)
+            request = stamp_path(run.pending, h)
             assert state.checkpoint is not None
-            h.checkpoint = _restamp(state.checkpoint, run.pending.id, request)
+            h.checkpoint = restamp(state.checkpoint, run.pending.id, request)
             h.pending = request
             return TaskResult(
                 text=request.prompt,
@@ -488,6 +491,7 @@ class AgentRuntime:
             return
         indexed = Checkpoint.loads(checkpoint.dumps())
         indexed.conversation_id = h.id
+        indexed.queue = self.queue
         await self._runs.save_halt(indexed)
 
     def _notify(self, h: Handle, result: TaskResult) -> None:
@@ -639,110 +643,6 @@ class AgentRuntime:
     def state_of(self, h: Handle) -> HandleState:
         return h.state
 
-    # -- resume -------------------------------------------------------------------------------
-
-    def _deepest_suspended(self, node: Handle, request_id: str | None = None) -> Handle | None:
-        """Depth-first, children before self: the deepest suspended handle (waiting on
-        ``request_id`` when given)."""
-        for child in node.children:
-            found = self._deepest_suspended(child, request_id)
-            if found is not None:
-                return found
-        if node is self.root or node.state != "suspended":
-            return None
-        if request_id is not None and (node.pending is None or node.pending.id != request_id):
-            return None
-        return node
-
-    async def resume(
-        self, answer: Answer | Mapping[str, Any], *, answered_by: str | None = None
-    ) -> None:
-        """Deliver ``answer`` to the deepest suspended handle, then cascade up.
-
-        The deepest handle's halted call is re-executed with ``ctx.answer`` (retry-with-answer
-        from its checkpoint: no model call is repeated); each suspended ancestor then resumes
-        its own halted ``task`` call, which reattaches to the finished child. Turns and usage
-        keep growing. Call `wait` afterwards for the results.
-
-        Raises:
-            ResumeError: nothing is suspended.
-            AnswerMismatch: the answer does not echo the pending request id.
-            AnswerConflict: the request was already answered (here or in another process).
-        """
-        reply = as_answer(answer)
-        deepest = self._deepest_suspended(self.root, reply.id) or self._deepest_suspended(self.root)
-        if deepest is None or deepest.pending is None or deepest.checkpoint is None:
-            raise ResumeError("no suspended handle to resume")
-        if reply.id != deepest.pending.id:
-            raise AnswerMismatch(
-                f'answer id "{reply.id}" does not echo the pending request id '
-                f'"{deepest.pending.id}"'
-            )
-        effective = reply
-        if is_expired(deepest.pending):
-            effective = Answer(id=reply.id, ok=False, reason="expired")
-        name, arguments = halted_call(deepest.checkpoint)
-        await self._runs.claim(
-            reply.id, reply, answered_by=answered_by, digest=call_digest(name, arguments)
-        )
-        try:
-            node: Handle | None = deepest
-            while node is not None and node is not self.root and node.state == "suspended":
-                self._move(node, "idle")
-                result = await self.resume_handle(node, effective)
-                if result.status == "pending":
-                    self._restamp_ancestors(node, result.pending)
-                    break
-                node = node.parent
-        except BaseException:
-            await _safe(self._runs.release(reply.id))
-            raise
-        await self._runs.complete(reply.id)
-
-    def _restamp_ancestors(self, h: Handle, request: Request | None) -> None:
-        """A re-suspended child: every suspended ancestor now waits on the new request."""
-        if request is None:
-            return
-        node = h.parent
-        while node is not None and node is not self.root and node.state == "suspended":
-            if node.checkpoint is not None and node.pending is not None:
-                stamped = _stamp_path(request, node)
-                node.checkpoint = _restamp(node.checkpoint, node.pending.id, stamped)
-                node.pending = stamped
-                if node.result is not None:
-                    node.result = replace(node.result, pending=stamped, text=stamped.prompt)
-            node = node.parent
-
-    async def resume_handle(self, h: Handle, answer: Answer) -> TaskResult:
-        """Resume ``h``'s halted turn with ``answer`` (retry-with-answer from its checkpoint).
-
-        From ``suspended`` this traces the inline shape (suspended→running); `resume` moves the
-        handle to ``idle`` first, so the durable shape traces idle→running."""
-        checkpoint = h.checkpoint
-        request = h.pending
-        if checkpoint is None or request is None:
-            raise ResumeError(f"{h.id} has no halted turn to resume")
-        self._move(h, "running")
-        h.cancel = asyncio.Event()
-        h.task = None
-        try:
-            engine = self._engines.engine_for(self._def(h), self._hooks)
-            tools = self._tools_for(h)
-            state = engine.new_state(
-                None, tools, engine.cfg.dialect.render_tools(tools), cancel=h.cancel
-            )
-            slots = engine.restore(state, checkpoint)
-            state.conversation_id = self._conv_id(h)
-            await engine.apply_answer(state, slots, request, answer)
-            guard = BudgetGuard(h, self.clock.now)
-            result = await self._drive(h, engine, state, guard, resumed=slots)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
-        await self._settle(h, result)
-        return result
-
     # -- conveniences -------------------------------------------------------------------------
 
     async def run_turn(self, h: Handle, prompt: str) -> TaskResult:
@@ -786,26 +686,3 @@ def _spawn_order(row: dict[str, Any]) -> int:
 
 def _is_closed(h: Handle) -> bool:
     return h.state == "closed"
-
-
-def _stamp_path(request: Request, h: Handle) -> Request:
-    data = dict(request.data or {})
-    data["path"] = h.path()
-    return replace(request, data=data)
-
-
-def _restamp(checkpoint: Checkpoint, old_id: str, request: Request) -> Checkpoint:
-    """The checkpoint with its pending (and the matching suspended calls) set to ``request``."""
-    fresh = Checkpoint.loads(checkpoint.dumps())
-    for slot in fresh.outstanding:
-        if slot.request is not None and slot.request.id == old_id:
-            slot.request = request
-    fresh.pending = request
-    return fresh
-
-
-async def _safe(awaitable: Any) -> None:
-    try:
-        await awaitable
-    except Exception:
-        log.warning("toolnexus: releasing a claim failed", exc_info=True)

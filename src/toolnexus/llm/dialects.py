@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from ..errors import UsageError
-from .anthropic import AnthropicDialect
 from .base import Dialect
 from .openai import OpenAIDialect
 
@@ -17,6 +16,8 @@ def dialect_for(style: str) -> Dialect:
     if style == "openai":
         return OpenAIDialect()
     if style == "anthropic":
+        from .anthropic import AnthropicDialect  # loaded when a client speaks it
+
         return AnthropicDialect()
     raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
 

@@ -180,6 +180,9 @@ class Checkpoint:
     fingerprint: str = ""
     conversation_id: str | None = None
     created_at: float = field(default_factory=time.time)
+    queue: str = ""
+    """Which resumers may take this run once answered: ``""`` for a client's workers,
+    ``agents/<runtime id>`` for an agent tree's (see `RunStore.take`)."""
     version: int = CHECKPOINT_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -208,6 +211,8 @@ class Checkpoint:
             "conversation_id": self.conversation_id,
             "created_at": self.created_at,
         }
+        if self.queue:
+            data["queue"] = self.queue
         return data
 
     def halt_note(self) -> dict[str, Any]:
@@ -295,6 +300,9 @@ class Checkpoint:
         conversation_id = d.get("conversation_id")
         if not (conversation_id is None or isinstance(conversation_id, str)):
             raise CheckpointError("checkpoint conversation_id must be a string or null")
+        queue = d.get("queue", "")
+        if not isinstance(queue, str):
+            raise CheckpointError("checkpoint queue must be a string")
         return cls(
             model=_text(d, "model", ""),
             style=_text(d, "style", "openai"),
@@ -307,6 +315,7 @@ class Checkpoint:
             fingerprint=_text(d, "fingerprint", ""),
             conversation_id=conversation_id,
             created_at=_moment(d.get("created_at")),
+            queue=queue,
             version=version,
         )
 

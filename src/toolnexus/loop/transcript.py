@@ -13,7 +13,14 @@ from typing import Any, cast
 from .._types import Message, RunResult, ToolCallRecord, ToolResult, Usage
 from ..errors import CallbackError
 from ..llm.base import ModelToolCall
-from ..suspension import RELAY_CALLS_KEY, Answer, Request, is_relay_request, relay_output_for
+from ..suspension import (
+    RELAY_CALLS_KEY,
+    Answer,
+    Request,
+    answer_problem,
+    is_relay_request,
+    relay_output_for,
+)
 from ..tools.validation import parse_arguments
 from .state import RunState, Slot
 
@@ -49,14 +56,22 @@ def source(state: RunState, name: str) -> str:
 
 
 def as_answer(value: Any) -> Answer:
-    if isinstance(value, Answer):
-        return value
+    """What a ``wait_for`` returned, as a well-typed `Answer` (the same rule as everywhere).
+
+    Raises:
+        CallbackError: not an Answer or its wire dict, or a field of the wrong type.
+    """
     if isinstance(value, Mapping):
         try:
-            return Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
+            value = Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
         except (TypeError, ValueError) as exc:
             raise CallbackError(f"wait_for returned an invalid Answer: {exc}") from exc
-    raise CallbackError(f"wait_for must return an Answer, got {type(value).__name__}")
+    if not isinstance(value, Answer):
+        raise CallbackError(f"wait_for must return an Answer, got {type(value).__name__}")
+    problem = answer_problem(value)
+    if problem:
+        raise CallbackError(f"wait_for returned an invalid Answer: {problem}")
+    return value
 
 
 def add_usage(total: Usage, part: Usage) -> None:

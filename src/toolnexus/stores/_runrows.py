@@ -9,7 +9,8 @@ boundary: a row hand-edited into garbage is a `CheckpointError` (checkpoint) or 
 from __future__ import annotations
 
 import json
-from typing import NamedTuple
+from dataclasses import replace
+from typing import Any, NamedTuple, cast
 
 from ..errors import StoreError
 from ..loop.checkpoint import Checkpoint
@@ -20,9 +21,18 @@ from .checks import (
     halted_call,
     load_checkpoint,
 )
-from .requests import AnswerRecord, PendingEntry
+from .requests import AnswerRecord, PendingEntry, RequestStatus
 
-__all__ = ["HaltRow", "answer_record", "halt_row", "load_checkpoint", "pending", "stored_digest"]
+__all__ = [
+    "HaltRow",
+    "answer_record",
+    "halt_row",
+    "lapsed_status",
+    "load_checkpoint",
+    "pending",
+    "request_record",
+    "stored_digest",
+]
 
 
 class HaltRow(NamedTuple):
@@ -108,3 +118,51 @@ def pending(
     return PendingEntry(
         request_id, kind, prompt, tool, conversation_id, created_at, expires_at, "pending"
     )
+
+
+def lapsed_status(status: object, recorded: object, lease_until: object, now: float) -> str:
+    """A row's status with T10 applied: a claim whose lease ran out counts as given back,
+    ``answered`` when its answer was recorded before the claim, else ``pending``."""
+    if status == "claimed" and isinstance(lease_until, int | float) and lease_until <= now:
+        return "answered" if recorded else "pending"
+    return status if isinstance(status, str) else ""
+
+
+def request_record(
+    request_id: str,
+    answer: object,
+    answered_at: object,
+    answered_by: object,
+    digest: object,
+    status: str,
+    settled_at: object,
+    outcome: object,
+    where: str,
+) -> AnswerRecord:
+    """`answer_record` with the request's status, when it settled and the run's outcome.
+
+    Raises:
+        StoreError: the stored answer or outcome is not readable JSON (hand-edited); the row
+            is left as it is.
+    """
+    record = answer_record(request_id, answer, answered_at, answered_by, digest, where)
+    return replace(
+        record,
+        status=cast(RequestStatus, status),
+        settled_at=float(settled_at) if isinstance(settled_at, int | float) else None,
+        outcome=None if outcome is None else _outcome(request_id, outcome, where),
+    )
+
+
+def _outcome(request_id: str, text: object, where: str) -> dict[str, Any]:
+    problem = "not a JSON object"
+    try:
+        parsed = json.loads(text)  # pyright: ignore[reportArgumentType]
+    except (TypeError, ValueError, RecursionError) as exc:
+        parsed, problem = None, str(exc)
+    if not isinstance(parsed, dict):
+        raise StoreError(
+            f"the outcome recorded for request {request_id!r} in {where} cannot be read "
+            f"({problem}); the stored row was left as it is"
+        )
+    return cast(dict[str, Any], parsed)

@@ -14,9 +14,15 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..errors import AnswerConflict, AnswerMismatch, CheckpointError, UsageError
+from ..errors import (
+    AnswerConflict,
+    AnswerMismatch,
+    CheckpointError,
+    InvalidAnswer,
+    UsageError,
+)
 from ..loop.checkpoint import Checkpoint
-from ..suspension import Answer, format_timestamp
+from ..suspension import Answer, answer_problem, format_timestamp
 from .requests import PendingEntry, RequestStatus
 
 __all__ = [
@@ -170,8 +176,8 @@ def check_answer(value: object, request_id: str | None = None) -> Answer:
     ``data`` an object or ``None``, ``reason`` a string or ``None``.
 
     Raises:
-        UsageError: a field has the wrong type (``ok="false"``, ``ok=1``, ``data="x"``) or
-            the dict has unknown or missing keys.
+        InvalidAnswer: a field has the wrong type (``ok="false"``, ``ok=1``, ``data="x"``)
+            or the dict has unknown or missing keys (a `UsageError` and a `ResumeError`).
         AnswerMismatch: the id does not echo ``request_id``.
     """
     if isinstance(value, Answer):
@@ -180,32 +186,19 @@ def check_answer(value: object, request_id: str | None = None) -> Answer:
         try:
             answer = Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
         except (TypeError, ValueError) as exc:
-            raise UsageError(f"toolnexus: the answer is malformed: {exc}") from exc
+            raise InvalidAnswer(f"toolnexus: the answer is malformed: {exc}") from exc
     else:
-        raise UsageError(
+        raise InvalidAnswer(
             f"toolnexus: the answer must be an Answer or its wire dict, got {type(value).__name__}"
         )
-    problem = _answer_problem(answer)
+    problem = answer_problem(answer)
     if problem:
-        raise UsageError(f"toolnexus: the answer is malformed: {problem}")
+        raise InvalidAnswer(f"toolnexus: the answer is malformed: {problem}")
     if request_id is not None and answer.id != request_id:
         raise AnswerMismatch(
             f'toolnexus: answer id "{answer.id}" does not echo the request id "{request_id}"'
         )
     return answer
-
-
-def _answer_problem(answer: Answer) -> str:
-    fields: Any = answer
-    if not isinstance(fields.id, str) or not fields.id:
-        return f"Answer.id must be a non-empty string, got {fields.id!r}"
-    if not isinstance(fields.ok, bool):
-        return f"Answer.ok must be a boolean (True or False), got {fields.ok!r}"
-    if fields.data is not None and not isinstance(fields.data, dict):
-        return f"Answer.data must be an object (dict) or None, got {type(fields.data).__name__}"
-    if fields.reason is not None and not isinstance(fields.reason, str):
-        return f"Answer.reason must be a string or None, got {type(fields.reason).__name__}"
-    return ""
 
 
 def encode_answer(answer: object) -> str:
@@ -217,9 +210,9 @@ def encode_answer(answer: object) -> str:
     """
     if not isinstance(answer, Answer):
         raise UsageError(f"the answer must be an Answer, got {type(answer).__name__}")
-    problem = _answer_problem(answer)
+    problem = answer_problem(answer)
     if problem:
-        raise UsageError(f"toolnexus: the answer is malformed: {problem}")
+        raise InvalidAnswer(f"toolnexus: the answer is malformed: {problem}")
     try:
         text = _answer_encoder.encode(answer.to_dict())
     except (TypeError, ValueError, RecursionError) as exc:

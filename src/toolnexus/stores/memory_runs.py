@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from .._types import Message
 from ..errors import LeaseLost, RequestExpired, UnknownRequest
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, parse_timestamp
@@ -35,6 +36,7 @@ from .checks import (
     load_checkpoint,
     pending_entry,
 )
+from .memory import InMemoryConversationStore
 from .requests import (
     DEFAULT_LEASE_S,
     EXPIRED_BY,
@@ -45,7 +47,7 @@ from .requests import (
     RequestStatus,
 )
 
-__all__ = ["Clock", "InMemoryRunStore", "expired_decline", "is_past"]
+__all__ = ["Clock", "InMemoryRunStore", "InMemoryStore", "expired_decline", "is_past"]
 
 
 class Clock(Protocol):
@@ -89,6 +91,7 @@ class _Row:
     recorded: bool = False  # the answer was recorded before the claim (T2/T3 then T5)
     settled_at: float | None = None
     outcome: str | None = None
+    queue: str = ""
 
 
 class InMemoryRunStore:
@@ -113,10 +116,11 @@ class InMemoryRunStore:
         rid = checkpoint.pending.id
         row = self._rows.get(rid)
         if row is None:
-            self._rows[rid] = _Row(text, "pending", pending_entry(checkpoint))
+            row = self._rows[rid] = _Row(text, "pending", pending_entry(checkpoint))
         else:
             row.checkpoint = text
             row.entry = pending_entry(checkpoint)
+        row.queue = checkpoint.queue
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
         row = self._rows.get(check_request_id(request_id))
@@ -260,9 +264,14 @@ class InMemoryRunStore:
         return self._hold(rid, row, lease)
 
     async def take(
-        self, request_id: str | None = None, *, lease_s: float = DEFAULT_LEASE_S
+        self,
+        request_id: str | None = None,
+        *,
+        lease_s: float = DEFAULT_LEASE_S,
+        queue: str = "",
     ) -> Claim | None:
         lease = check_seconds(lease_s, "lease_s", positive=True)
+        lane = check_optional_text(queue, "queue") or ""
         if request_id is not None:
             rid = check_request_id(request_id)
             row = self._rows.get(rid)
@@ -272,7 +281,7 @@ class InMemoryRunStore:
         queued = [
             (r.answered_at or 0.0, k)
             for k, r in self._rows.items()
-            if self._status(r) == "answered"
+            if r.queue == lane and self._status(r) == "answered"
         ]
         if not queued:
             return None
@@ -290,6 +299,10 @@ class InMemoryRunStore:
         row = self._held(claim)
         row.checkpoint = text
         row.entry = pending_entry(checkpoint)
+        row.queue = checkpoint.queue
+        row.recorded = True  # the answer has been applied: it is the one this run goes on with
+        if row.answered_at is None:
+            row.answered_at = self._now()
 
     async def complete(
         self,
@@ -304,6 +317,8 @@ class InMemoryRunStore:
         if row is None:
             raise UnknownRequest(f'no halted run waits on request "{rid}"')
         if claim is not None:
+            if claim.request_id != rid:
+                raise LeaseLost(f'the claim is on request "{claim.request_id}", not "{rid}"')
             row = self._held(claim)
         now = self._now()
         row.status = "expired" if row.answered_by == EXPIRED_BY else "done"
@@ -453,3 +468,27 @@ class InMemoryRunStore:
     def _signal_queued(self) -> None:
         if self._queued is not None:
             self._queued.set()
+
+
+class InMemoryStore(InMemoryRunStore):
+    """Conversations and halted runs in one process-lifetime object, like the durable stores.
+
+    Example:
+        >>> store = InMemoryStore()          # create_client(..., store=store)
+    """
+
+    def __init__(self, clock: Clock | None = None) -> None:
+        super().__init__(clock)
+        self._conversations = InMemoryConversationStore()
+
+    async def get(self, id: str) -> list[Message] | None:
+        """The transcript stored under ``id`` (a copy), or ``None``."""
+        return await self._conversations.get(id)
+
+    async def save(self, id: str, messages: list[Message]) -> None:
+        """Store a copy of ``messages`` under ``id``."""
+        await self._conversations.save(id, messages)
+
+    async def delete(self, id: str) -> bool:
+        """Forget ``id``; True when it was stored."""
+        return await self._conversations.delete(id)

@@ -5,16 +5,18 @@ webhook landing on any worker can resume any run, and two workers racing on one 
 resolve to exactly one resume. Built on psycopg 3 (async) with a `psycopg_pool` connection
 pool; both come with the ``postgres`` extra and are imported only when a store is created.
 
-- Each operation is one statement on a pooled autocommit connection (prepared by psycopg
-  after a few uses). ``claim`` and ``post_answer`` are one ``INSERT … ON CONFLICT DO UPDATE
-  … WHERE`` that takes a pending (or lease-expired) request and does nothing otherwise, so
-  PostgreSQL's row lock decides every race.
+- Each operation runs on a pooled autocommit connection (its statements prepared by psycopg
+  after a few uses). The run store's statements are in `toolnexus.stores.postgres_runs`:
+  the request states of `toolnexus.stores.requests` (T1–T12) with the in-memory store's
+  semantics, the racing ones (``claim``, ``take``, the fenced writes of a claim's holder)
+  one statement each, so PostgreSQL's row lock decides every race.
 - Migrations (`toolnexus.stores.postgres_schema`) run when the pool opens, under an advisory
   lock.
-- `wait_for_answer` uses ``LISTEN toolnexus_answers`` on one dedicated connection per
-  store; ``post_answer`` and ``complete`` ``NOTIFY`` in the same statement that records the
-  answer, so the notification is sent exactly when the answer is committed. The payload is
-  the hex of the request's key (ids may be longer than a payload or hold U+0000).
+- `wait_for_answer` and `wait_for_queued` use ``LISTEN toolnexus_answers`` on one dedicated
+  connection per store; whatever records, settles or requeues an answer ``NOTIFY``s in the
+  statement or transaction that commits it, so the notification is sent exactly when the
+  change is visible. The payload is the hex of the request's key (ids may be longer than a
+  payload or hold U+0000).
 - An agent runtime's handle table is one row per handle; `PostgresStore.save_handles` upserts
   the rows it is given in one statement (``INSERT … SELECT FROM unnest(…) ON CONFLICT DO
   UPDATE``), so a save costs what changed, whatever the size of the tree.
@@ -28,31 +30,36 @@ store belongs to the event loop that first used it, like the pool under it.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, LiteralString, Self
+from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar
 
 from .._types import Message
-from ..errors import StoreError, UnknownRequest, UsageError
+from ..errors import StoreError, UsageError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
+from . import postgres_runs as runs
 from ._codec import check_id, decode_messages, encode_messages
 from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
-from ._runrows import answer_record, halt_row, load_checkpoint, pending, stored_digest
+from ._runrows import halt_row, load_checkpoint, pending
 from .checks import (
+    check_answer,
     check_filters,
     check_limit,
     check_optional_text,
     check_request_id,
     check_seconds,
-    conflict,
     encode_answer,
+    encode_outcome,
 )
+from .postgres_runs import CHANNEL, Listener
+from .postgres_schema import from_bytea as _s
 from .postgres_schema import migrate
-from .requests import DEFAULT_LEASE_S, AnswerRecord, PendingEntry
+from .postgres_schema import row_key as _key
+from .postgres_schema import to_bytea as _b
+from .requests import DEFAULT_LEASE_S, AnswerRecord, Claim, PendingEntry
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -60,8 +67,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CHANNEL", "PostgresStore"]
 
-CHANNEL = "toolnexus_answers"
-"""The ``LISTEN/NOTIFY`` channel that announces answered requests."""
+T = TypeVar("T")
 
 _GET = "SELECT messages FROM toolnexus_conversations WHERE key = %s"
 _SAVE = (
@@ -82,51 +88,17 @@ _LOAD_HANDLES = (
     " ORDER BY handle_id"
 )
 _DELETE_HANDLES = "DELETE FROM toolnexus_runtime_handles WHERE runtime_key = %s"
+# T1: saving again replaces the checkpoint and its index columns and keeps the status.
 _SAVE_HALT = (
     "INSERT INTO toolnexus_halts (key, request_id, status, checkpoint, kind, tool,"
-    " conversation_id, created_at, expires_at, prompt)"
-    " VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s)"
+    " conversation_id, created_at, expires_at, prompt, queue_key)"
+    " VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT (key) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
     " kind = EXCLUDED.kind, tool = EXCLUDED.tool, conversation_id = EXCLUDED.conversation_id,"
     " created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,"
-    " prompt = EXCLUDED.prompt"
+    " prompt = EXCLUDED.prompt, queue_key = EXCLUDED.queue_key"
 )
 _LOAD_HALT = "SELECT checkpoint FROM toolnexus_halts WHERE key = %s"
-# Takes a request in one statement: inserts a row for an unknown request, or updates a row
-# that is pending or whose lease ran out; any other row is locked, left alone, not returned.
-_TAKE = (
-    "INSERT INTO toolnexus_halts AS h (key, request_id, status, answer, answered_by, digest,"
-    " lease_until, answered_at) VALUES (%(key)s, %(id)s, %(status)s, %(answer)s, %(by)s,"
-    " %(digest)s, %(lease)s, %(at)s)"
-    " ON CONFLICT (key) DO UPDATE SET status = EXCLUDED.status,"
-    " answer = EXCLUDED.answer, answered_by = EXCLUDED.answered_by,"
-    " digest = EXCLUDED.digest, lease_until = EXCLUDED.lease_until,"
-    " answered_at = EXCLUDED.answered_at"
-    " WHERE h.status = 'pending' OR (h.status = 'claimed' AND h.lease_until <= %(now)s)"
-    " RETURNING 1"
-)
-_POST = f"WITH taken AS ({_TAKE}) SELECT pg_notify('{CHANNEL}', %(note)s) FROM taken"
-_HOLDER = "SELECT answered_by, status, lease_until FROM toolnexus_halts WHERE key = %s"
-_COMPLETE = (
-    "WITH done AS (UPDATE toolnexus_halts SET status = 'answered',"
-    " answered_at = coalesce(answered_at, %s), lease_until = NULL, checkpoint = NULL"
-    f" WHERE key = %s RETURNING 1) SELECT pg_notify('{CHANNEL}', %s) FROM done"
-)
-_RELEASE = (
-    "WITH gone AS (DELETE FROM toolnexus_halts WHERE key = %(key)s"
-    " AND status = 'claimed' AND checkpoint IS NULL RETURNING 1)"
-    " UPDATE toolnexus_halts SET status = 'pending', lease_until = NULL, answer = NULL,"
-    " answered_by = NULL, digest = '' WHERE key = %(key)s AND status = 'claimed'"
-    " AND checkpoint IS NOT NULL"
-)
-_ANSWER = (
-    "SELECT answer, answered_at, answered_by, digest FROM toolnexus_halts"
-    " WHERE key = %s AND status = 'answered' AND answer IS NOT NULL"
-)
-_PENDING = (
-    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
-    " FROM toolnexus_halts WHERE status = 'pending' AND checkpoint IS NOT NULL"
-)
 
 
 def _import() -> tuple[Any, Any]:
@@ -140,31 +112,18 @@ def _import() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-def _b(text: str | None) -> bytes | None:
-    return None if text is None else text.encode()
-
-
-def _s(value: object) -> Any:
-    return bytes(value).decode() if isinstance(value, bytes | memoryview) else value  # pyright: ignore[reportUnknownArgumentType]
-
-
-def _key(id: str) -> bytes:
-    """The primary key for an id: its sha256 (see `toolnexus.stores.postgres_schema`)."""
-    return hashlib.sha256(id.encode()).digest()
-
-
 class PostgresStore:
     """A `ConversationStore`, `RunStore`, `AnswerChannel` and `RuntimeStore` in PostgreSQL.
 
     Example:
         >>> store = PostgresStore("postgresql://app@db.internal/app", max_size=20)
-        >>> # async with store: await store.save("c1", [...]); await store.claim(...)
+        >>> # async with store: await store.save("c1", [...]); await store.take()
 
     Args:
         url: a libpq connection string or URL (``postgresql://user@host:port/db``).
         min_size: connections the pool keeps open.
         max_size: the most connections the pool opens (plus one for ``LISTEN``, opened by
-            the first `wait_for_answer`).
+            the first `wait_for_answer` or `wait_for_queued`).
         timeout: seconds to wait for the server at open, and for a free pooled connection.
         clock: the time source for leases, ``answered_at`` and ages (default `time.time`).
 
@@ -206,7 +165,8 @@ class PostgresStore:
         self._now = clock or time.time
         self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
         self._opening: asyncio.Lock | None = None
-        self._listener: _Listener | None = None
+        self._listener: Listener | None = None
+        self._heard = -1  # the listener's count when wait_for_queued last returned
         self._closed = False
 
     def __repr__(self) -> str:
@@ -284,10 +244,10 @@ class PostgresStore:
             cur = await conn.execute(_DELETE_HANDLES, (_key(rid),))
             return cur.rowcount > 0
 
-    # -- the run store --------------------------------------------------------------------
+    # -- the run store: T1 and reads ------------------------------------------------------
 
     async def save_halt(self, checkpoint: Checkpoint) -> None:
-        """Insert or replace the halted run waiting on ``checkpoint.pending.id``.
+        """T1: insert or replace the halted run waiting on ``checkpoint.pending.id``.
 
         Replacing keeps the row's status (a claimed run stays claimed).
         """
@@ -302,6 +262,7 @@ class PostgresStore:
             row.created_at,
             _b(row.expires_at),
             row.prompt.encode(),
+            _key(checkpoint.queue),
         )
         async with self._connection() as conn:
             await conn.execute(_SAVE_HALT, values)
@@ -318,129 +279,15 @@ class PostgresStore:
             return None
         return load_checkpoint(row[0], rid, self._where)
 
-    async def claim(
-        self,
-        request_id: str,
-        answer: Answer,
-        *,
-        answered_by: str | None = None,
-        digest: str = "",
-        lease_s: float = DEFAULT_LEASE_S,
-    ) -> None:
-        """Atomically take ``request_id`` for resuming with ``answer`` (see `RunStore.claim`).
-
-        Raises:
-            AnswerConflict: already answered, or claimed under a live lease, by any worker.
-        """
-        rid = check_request_id(request_id)
-        values: dict[str, Any] = {
-            "key": _key(rid),
-            "id": rid.encode(),
-            "status": "claimed",
-            "answer": encode_answer(answer),
-            "by": _b(check_optional_text(answered_by, "answered_by")),
-            "digest": check_optional_text(digest, "digest") or "",
-            "at": None,
-        }
-        now = self._now()
-        values["lease"] = now + check_seconds(lease_s, "lease_s", positive=True)
-        values["now"] = now
-        await self._take(_TAKE, rid, values)
-
-    async def post_answer(
-        self,
-        request_id: str,
-        answer: Answer,
-        *,
-        answered_by: str | None = None,
-        digest: str | None = None,
-    ) -> None:
-        """Record ``answer`` exactly once and NOTIFY the parked run (see `AnswerChannel`)."""
-        rid = check_request_id(request_id)
-        text = encode_answer(answer)
-        who = check_optional_text(answered_by, "answered_by")
-        if check_optional_text(digest, "digest") is None:
-            row = await self._one(_LOAD_HALT, (_key(rid),))
-            digest = stored_digest(None if row is None else row[0], rid, self._where)
-        now = self._now()
-        key = _key(rid)
-        values: dict[str, Any] = {
-            "key": key,
-            "id": rid.encode(),
-            "status": "answered",
-            "answer": text,
-            "by": _b(who),
-            "digest": digest,
-            "lease": None,
-            "at": now,
-            "now": now,
-            "note": key.hex(),
-        }
-        await self._take(_POST, rid, values)
-
-    async def complete(self, request_id: str) -> None:
-        """Mark ``request_id`` answered, drop its checkpoint, and NOTIFY waiters.
-
-        Raises:
-            UnknownRequest: no row for ``request_id``.
-        """
-        rid = check_request_id(request_id)
-        async with self._connection() as conn:
-            key = _key(rid)
-            cur = await conn.execute(_COMPLETE, (self._now(), key, key.hex()))
-            if cur.rowcount == 0:
-                raise UnknownRequest(f'no halted run waits on request "{request_id}"')
-
-    async def release(self, request_id: str) -> None:
-        """Give a claimed request back (the resume failed): it can be claimed again."""
-        rid = check_request_id(request_id)
-        async with self._connection() as conn:
-            await conn.execute(_RELEASE, {"key": _key(rid)})
-
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
-        """The accepted answer for ``request_id`` once it is answered, else ``None``."""
-        rid = check_request_id(request_id)
-        row = await self._one(_ANSWER, (_key(rid),))
-        if row is None:
-            return None
-        return answer_record(rid, row[0], row[1], _s(row[2]), row[3], self._where)
-
-    async def wait_for_answer(
-        self, request_id: str, *, timeout: float | None
-    ) -> AnswerRecord | None:
-        """Wait until ``request_id`` is answered; ``None`` after ``timeout`` seconds.
-
-        The store LISTENs before it reads the row, so an answer committed at any moment is
-        either read or announced. A lost ``LISTEN`` connection wakes every waiter, which
-        re-reads its row and listens again on a new connection.
+        """The recorded answer and status of ``request_id``; ``None`` while pending/unknown.
 
         Raises:
-            StoreError: the database is unreachable.
+            StoreError: the stored answer or outcome was hand-edited into something else.
         """
         rid = check_request_id(request_id)
-        limit = None if timeout is None else check_seconds(timeout, "timeout")
-        loop = asyncio.get_running_loop()
-        deadline = None if limit is None else loop.time() + limit
-        note = _key(rid).hex()
-        listener = self._listener
-        if listener is None:
-            listener = self._listener = _Listener(self._url, self._listen_kwargs)
-        while True:
-            waiter = listener.register(note)
-            try:
-                async with self._translated():
-                    await listener.start()
-                record = await self.answer_record(rid)
-                if record is not None:
-                    return record
-                if deadline is not None and loop.time() >= deadline:
-                    return None
-                async with asyncio.timeout_at(deadline):
-                    await waiter
-            except TimeoutError:
-                return None
-            finally:
-                listener.unregister(note, waiter)
+        async with self._connection() as conn:
+            return await runs.answer_of(conn, rid, self._now(), self._where)
 
     async def list_pending(
         self,
@@ -452,14 +299,17 @@ class PostgresStore:
         newer_than: float | None = None,
         limit: int = 100,
     ) -> list[PendingEntry]:
-        """Requests still waiting (status ``pending``), oldest first (see `RunStore`)."""
+        """Requests waiting for a human (``pending``, or T10 back to pending), oldest first.
+
+        ``older_than`` / ``newer_than`` are ages in seconds (see `RunStore.list_pending`).
+        """
         kind, tool, conversation_id, older_than, newer_than = check_filters(
             kind, tool, conversation_id, older_than, newer_than
         )
         size = check_limit(limit)
         now = self._now()
-        sql: list[LiteralString] = [_PENDING]
-        args: list[object] = []
+        sql: list[LiteralString] = [runs.PENDING]
+        args: list[object] = [now]
         if kind is not None:
             sql.append(" AND kind = %s")
             args.append(kind.encode())
@@ -482,6 +332,255 @@ class PostgresStore:
             cur = await conn.execute("".join(sql), args)
             rows = await cur.fetchall()
         return [pending(*(_s(value) for value in row)) for row in rows]
+
+    # -- answering: T2, T3, T11 -----------------------------------------------------------
+
+    async def post_answer(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str | None = None,
+    ) -> AnswerRecord:
+        """T2/T3: record ``answer`` exactly once, queue it and NOTIFY (see `RunStore`).
+
+        Raises:
+            UnknownRequest: no halted run waits on ``request_id``.
+            AnswerMismatch: ``answer.id`` is not ``request_id``.
+            UsageError: ``answer`` is not a well-typed `Answer` (or its wire dict).
+            AnswerConflict: already answered, claimed under a live lease, or cancelled.
+            RequestExpired: past its ``expiresAt``; the expired decline was recorded instead.
+        """
+        rid = check_request_id(request_id)
+        text = encode_answer(check_answer(answer, rid))
+        who = check_optional_text(answered_by, "answered_by")
+        tag = check_optional_text(digest, "digest")
+        async with self._connection() as conn:
+            return await runs.post_answer(conn, rid, text, who, tag, self._now(), self._where)
+
+    async def expire(self, request_id: str) -> AnswerRecord:
+        """T3: record the expired decline for a pending request (answered by `EXPIRED_BY`).
+
+        Raises:
+            UnknownRequest: no halted run waits on ``request_id``.
+            AnswerConflict: it was answered or cancelled first.
+        """
+        rid = check_request_id(request_id)
+        async with self._connection() as conn:
+            return await runs.expire(conn, rid, self._now(), self._where)
+
+    async def cancel(
+        self,
+        request_id: str,
+        *,
+        reason: str | None = None,
+        answered_by: str | None = None,
+    ) -> AnswerRecord:
+        """T11: end the halted run without resuming it, and NOTIFY its waiters.
+
+        Raises:
+            UnknownRequest: no halted run waits on ``request_id``.
+            AnswerConflict: it was answered, claimed under a live lease, or settled first.
+        """
+        rid = check_request_id(request_id)
+        note = check_optional_text(reason, "reason")
+        who = check_optional_text(answered_by, "answered_by")
+        async with self._connection() as conn:
+            return await runs.cancel(conn, rid, note, who, self._now(), self._where)
+
+    # -- resuming: T4–T10 -----------------------------------------------------------------
+
+    async def claim(
+        self,
+        request_id: str,
+        answer: Answer,
+        *,
+        answered_by: str | None = None,
+        digest: str = "",
+        lease_s: float = DEFAULT_LEASE_S,
+    ) -> Claim:
+        """T4: atomically take ``request_id`` for resuming with ``answer``, by any worker.
+
+        A request with no row is recorded too (a resume from a host-held transcript).
+
+        Raises:
+            AnswerConflict: answered, claimed under a live lease, or cancelled.
+        """
+        rid = check_request_id(request_id)
+        text = encode_answer(answer)
+        who = check_optional_text(answered_by, "answered_by")
+        tag = check_optional_text(digest, "digest") or ""
+        lease = check_seconds(lease_s, "lease_s", positive=True)
+        now = self._now()
+        async with self._connection() as conn:
+            return await runs.claim(conn, rid, text, who, tag, now, now + lease)
+
+    async def take(
+        self,
+        request_id: str | None = None,
+        *,
+        lease_s: float = DEFAULT_LEASE_S,
+        queue: str = "",
+    ) -> Claim | None:
+        """T5: take an answered request for resuming: ``request_id``, or the oldest one
+        answered in ``queue`` (the checkpoint's `Checkpoint.queue`).
+
+        ``None`` when there is nothing to take. Without an id, concurrent workers skip the
+        rows others are taking (``FOR UPDATE SKIP LOCKED``): nobody waits, nobody doubles.
+        """
+        lease = check_seconds(lease_s, "lease_s", positive=True)
+        lane = check_optional_text(queue, "queue") or ""
+        rid = None if request_id is None else check_request_id(request_id)
+        now = self._now()
+        async with self._connection() as conn:
+            return await runs.take(conn, rid, lane, now, now + lease, self._where)
+
+    async def renew(self, claim: Claim, *, lease_s: float = DEFAULT_LEASE_S) -> Claim:
+        """T6: extend the lease; the returned `Claim` carries the new ``lease_until``.
+
+        Raises:
+            LeaseLost: the claim is no longer the request's current one.
+        """
+        lease = check_seconds(lease_s, "lease_s", positive=True)
+        held = _check_claim(claim)
+        async with self._connection() as conn:
+            return await runs.renew(conn, held, self._now() + lease)
+
+    async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
+        """T7: replace the claimed run's checkpoint (the calls the resume resolved).
+
+        From here the claim's answer counts as recorded: a lapse or a release returns the
+        request to ``answered``, never to ``pending``.
+
+        Raises:
+            LeaseLost: the claim is no longer the request's current one.
+        """
+        row = halt_row(checkpoint)
+        held = _check_claim(claim)
+        async with self._connection() as conn:
+            await runs.save_progress(conn, row, checkpoint.queue, held, self._now())
+
+    async def complete(
+        self,
+        request_id: str,
+        claim: Claim | None = None,
+        *,
+        outcome: dict[str, Any] | None = None,
+    ) -> None:
+        """T8: settle the request ``done`` (``expired`` for the expired decline) and NOTIFY.
+
+        Without ``claim`` the write is not fenced (for callers that hold no claim).
+
+        Raises:
+            UnknownRequest: no row for ``request_id``.
+            LeaseLost: ``claim`` is no longer the request's current one.
+        """
+        rid = check_request_id(request_id)
+        kept = encode_outcome(outcome)
+        held = None if claim is None else _check_claim(claim)
+        async with self._connection() as conn:
+            await runs.complete(conn, rid, held, kept, self._now())
+
+    async def release(self, request_id: str, claim: Claim | None = None) -> None:
+        """T9: the resume failed before finishing: give the request back.
+
+        A stale ``claim`` (or a request that is not claimed) changes nothing.
+        """
+        rid = check_request_id(request_id)
+        held = None if claim is None else _check_claim(claim)
+        if held is not None and held.request_id != rid:
+            return
+        async with self._connection() as conn:
+            await runs.release(conn, rid, None if held is None else held.token)
+
+    # -- retention: T12 -------------------------------------------------------------------
+
+    async def purge(self, *, older_than: float) -> int:
+        """T12: delete requests settled more than ``older_than`` seconds ago; the count."""
+        age = check_seconds(older_than, "older_than")
+        async with self._connection() as conn:
+            return await runs.purge(conn, self._now() - age)
+
+    # -- waiting --------------------------------------------------------------------------
+
+    async def wait_for_answer(
+        self, request_id: str, *, timeout: float | None
+    ) -> AnswerRecord | None:
+        """Wait until ``request_id`` leaves ``pending``; ``None`` after ``timeout`` seconds.
+
+        The store LISTENs before it reads the row, so an answer committed at any moment is
+        either read or announced. A lost ``LISTEN`` connection wakes every waiter, which
+        re-reads its row and listens again on a new connection. A cancel is raised at once
+        in every phase (see `_promptly`), and the waiter is always unregistered.
+
+        Raises:
+            StoreError: the database is unreachable, or the store was closed.
+        """
+        rid = check_request_id(request_id)
+        limit = None if timeout is None else check_seconds(timeout, "timeout")
+        loop = asyncio.get_running_loop()
+        deadline = None if limit is None else loop.time() + limit
+        note = _key(rid).hex()
+        while True:
+            listener = self._listening()
+            waiter = listener.register(note)
+            try:
+                record = await _promptly(self._look(listener, rid))
+                if record is not None:
+                    return record
+                if deadline is not None and loop.time() >= deadline:
+                    return None
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        await waiter
+                except TimeoutError:
+                    return None
+            finally:
+                listener.unregister(note, waiter)
+
+    async def wait_for_queued(self, *, timeout: float) -> None:
+        """Return when an answer may have been queued for a resumer, or after ``timeout``.
+
+        Any notification on the channel wakes it (a spurious return is harmless: the worker
+        drains again); a lease running out (T10) is noticed at the next drain. It returns at
+        once when it could have missed one: on the first wait, when LISTEN was not active
+        (first use, a lost connection), or when a notification came since the last wait
+        returned (while the worker was draining).
+
+        Raises:
+            StoreError: the database is unreachable, or the store was closed.
+        """
+        limit = check_seconds(timeout, "timeout")
+        deadline = asyncio.get_running_loop().time() + limit
+        listener = self._listening()
+        waiter = listener.register(None)
+        try:
+            started = await _promptly(self._listen(listener))
+            if started or listener.heard != self._heard:
+                return
+            async with asyncio.timeout_at(deadline):
+                await waiter
+        except TimeoutError:
+            return
+        finally:
+            listener.unregister(None, waiter)
+            self._heard = listener.heard
+
+    def _listening(self) -> Listener:
+        if self._closed:
+            raise StoreError(f"the store for {self._where} is closed")
+        if self._listener is None:
+            self._listener = Listener(self._url, self._listen_kwargs)
+        return self._listener
+
+    async def _listen(self, listener: Listener) -> bool:
+        async with self._translated():
+            return await listener.start()
+
+    async def _look(self, listener: Listener, request_id: str) -> AnswerRecord | None:
+        await self._listen(listener)
+        return await self.answer_record(request_id)
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -509,16 +608,6 @@ class PostgresStore:
         await self.aclose()
 
     # -- plumbing -------------------------------------------------------------------------
-
-    async def _take(self, sql: LiteralString, rid: str, values: dict[str, Any]) -> None:
-        async with self._connection() as conn:
-            cur = await conn.execute(sql, values)
-            if cur.rowcount == 0:
-                cur = await conn.execute(_HOLDER, (values["key"],))
-                row = await cur.fetchone()
-                if row is None:
-                    raise conflict(rid, None)
-                raise conflict(rid, _s(row[0]), row[1], row[2])
 
     async def _one(self, sql: LiteralString, args: tuple[object, ...]) -> tuple[Any, ...] | None:
         async with self._connection() as conn:
@@ -572,78 +661,39 @@ class PostgresStore:
             return pool
 
 
-class _Listener:
-    """One LISTEN connection and the waiters parked on it, keyed by NOTIFY payload."""
+def _check_claim(claim: object) -> Claim:
+    """``claim`` when it is a `Claim` this store handed out, else `UsageError`."""
+    if not isinstance(claim, Claim):
+        raise UsageError(f"a claim must be the Claim claim() or take() returned, got {claim!r}")
+    check_request_id(claim.request_id)
+    if isinstance(claim.token, bool) or not isinstance(claim.token, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UsageError(f"the claim's token must be an int, got {claim.token!r}")
+    return claim
 
-    __slots__ = ("_conn", "_kwargs", "_starting", "_task", "_url", "_waiters")
 
-    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
-        self._url = url
-        self._kwargs = kwargs
-        self._waiters: dict[str, set[asyncio.Future[None]]] = {}
-        self._conn: AsyncConnection[Any] | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._starting = asyncio.Lock()
+async def _promptly(work: Coroutine[Any, Any, T]) -> T:
+    """Await ``work`` in a task of its own, so that a cancel of the caller is raised at once.
 
-    def register(self, key: str) -> asyncio.Future[None]:
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(key, set()).add(waiter)
-        return waiter
+    psycopg_pool waits with `asyncio.wait_for`, which on Python 3.11 swallows a cancel that
+    arrives just as the awaited event completes (the pool opening, a connection handed over):
+    awaited inline, such a read returns normally and the cancelled `wait_for_answer` then
+    parks until its timeout, for ever without one. Here the caller awaits `asyncio.wait`,
+    which never swallows a cancel; the orphaned work is cancelled and its result dropped.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        await asyncio.wait((task,))
+    except BaseException:
+        task.cancel()
+        task.add_done_callback(_drop)
+        raise
+    return task.result()
 
-    def unregister(self, key: str, waiter: asyncio.Future[None]) -> None:
-        waiters = self._waiters.get(key)
-        if waiters is not None:
-            waiters.discard(waiter)
-            if not waiters:
-                del self._waiters[key]
 
-    async def start(self) -> None:
-        """Make sure LISTEN is active (connecting again after a lost connection)."""
-        if self._task is not None and not self._task.done():
-            return
-        async with self._starting:
-            if self._task is not None and not self._task.done():
-                return
-            psycopg, _ = _import()
-            conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
-                self._url, **self._kwargs
-            )
-            try:
-                await conn.execute(f"LISTEN {CHANNEL}")
-            except BaseException:
-                await conn.close()
-                raise
-            self._conn = conn
-            self._task = asyncio.create_task(self._listen(conn), name="toolnexus-pg-listen")
-
-    async def _listen(self, conn: AsyncConnection[Any]) -> None:
-        psycopg, _ = _import()
-        try:
-            async for note in conn.notifies():
-                self._wake(self._waiters.get(note.payload, ()))
-        except psycopg.Error:
-            pass  # the connection is gone: every waiter re-reads and listens anew
-        finally:
-            self._wake([w for ws in self._waiters.values() for w in ws])
-            await conn.close()
-
-    def _wake(self, waiters: Any) -> None:
-        for waiter in list(waiters):
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                if (current := asyncio.current_task()) is not None and current.cancelling():
-                    raise
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await conn.close()
+def _drop(task: asyncio.Future[Any]) -> None:
+    """Retrieve an abandoned task's outcome, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _describe(params: dict[str, Any]) -> str:

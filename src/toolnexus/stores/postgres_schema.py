@@ -27,10 +27,26 @@ Versions:
       runtime, keyed by the sha256 of the runtime id and of the handle id. Handle tables kept
       by earlier versions as one conversation document are moved into it (a document that
       cannot be read is left where it is).
+    4 ``request_states``: the request state machine of `toolnexus.stores.requests`. New
+      columns on ``toolnexus_halts``: ``token`` (the fencing token, raised by every claim,
+      take, answer and cancel), ``recorded`` (the answer was recorded before the claim or
+      applied under it, so a released or lapsed claim goes back to ``answered``, not
+      ``pending``), ``settled_at``, ``outcome`` (the resumed run's outcome as JSON text) and
+      ``queue_key`` (the sha256 of the checkpoint's `Checkpoint.queue`: which resumers may
+      take it; a queue name may be as long as a runtime id). ``status`` now holds
+      ``pending``, ``answered``, ``claimed``, ``done``, ``expired`` or ``cancelled``. Before,
+      ``answered`` meant finished once the checkpoint was dropped: those rows become
+      ``done`` (``expired`` for the expired decline) with ``settled_at = answered_at``; an
+      ``answered`` row that still holds its checkpoint was posted but never resumed, and
+      stays ``answered`` (now recorded, queued for a resumer of the default queue). Three
+      partial indexes keep the hot queries index-driven however many settled rows pile up:
+      the pending index (``list_pending``), the worker queues (``take()``) and retention
+      (``purge``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, LiteralString, cast
@@ -41,7 +57,7 @@ from .sqlite_schema import Migration
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["ADVISORY_LOCK", "MIGRATIONS", "migrate"]
+__all__ = ["ADVISORY_LOCK", "MIGRATIONS", "from_bytea", "migrate", "row_key", "to_bytea"]
 
 ADVISORY_LOCK = 0x746F6F6C6E657875
 """The ``pg_advisory_xact_lock`` key migrations hold ("toolnexu" in ASCII)."""
@@ -121,8 +137,67 @@ MIGRATIONS: tuple[Migration, ...] = (
             " END; END LOOP; END $$",
         ),
     ),
+    Migration(
+        version=4,
+        name="request_states",
+        statements=(
+            "ALTER TABLE toolnexus_halts"
+            " ADD COLUMN token BIGINT NOT NULL DEFAULT 0,"
+            " ADD COLUMN recorded BOOLEAN NOT NULL DEFAULT false,"
+            " ADD COLUMN settled_at DOUBLE PRECISION,"
+            " ADD COLUMN outcome TEXT,"
+            " ADD COLUMN queue_key BYTEA NOT NULL DEFAULT sha256(''::bytea),"
+            " DROP CONSTRAINT toolnexus_halts_status_check",
+            # Finished runs (their checkpoint dropped by complete) are settled; the expired
+            # decline was recorded as answered by "toolnexus:expired".
+            "UPDATE toolnexus_halts SET settled_at = answered_at, status = CASE"
+            " WHEN answered_by = convert_to('toolnexus:expired', 'UTF8') THEN 'expired'"
+            " ELSE 'done' END WHERE status = 'answered' AND checkpoint IS NULL",
+            "UPDATE toolnexus_halts SET recorded = true WHERE status = 'answered'",
+            # Every claimed row has a lease, so a lapsed one is found by comparing it.
+            "UPDATE toolnexus_halts SET lease_until = 0"
+            " WHERE status = 'claimed' AND lease_until IS NULL",
+            "ALTER TABLE toolnexus_halts ADD CONSTRAINT toolnexus_halts_status_check CHECK"
+            " (status IN ('pending', 'answered', 'claimed', 'done', 'expired', 'cancelled'))",
+            # What the inbox lists: pending rows and host claims (which become pending again
+            # when their lease runs out), in age order; ties are sorted on the few rows that
+            # share a created_at, and the filters are checked on the rows read. A pending row
+            # always has its checkpoint and is never recorded, so only the claims test those:
+            # one condition per status keeps the planner's row estimate right.
+            "DROP INDEX toolnexus_halts_pending",
+            "CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at)"
+            " WHERE status = 'pending'"
+            " OR (status = 'claimed' AND NOT recorded AND checkpoint IS NOT NULL)",
+            # The worker queues: recorded answers (and taken claims, which are queued again
+            # when their lease runs out), per queue, oldest answer first. An answered row is
+            # always recorded.
+            "CREATE INDEX toolnexus_halts_queue ON toolnexus_halts (queue_key, answered_at)"
+            " WHERE status = 'answered' OR (status = 'claimed' AND recorded)",
+            # Retention: settled rows by when they settled.
+            "CREATE INDEX toolnexus_halts_settled ON toolnexus_halts (settled_at)"
+            " WHERE status IN ('done', 'expired', 'cancelled')",
+        ),
+    ),
 )
 """Every migration, oldest first. Append only."""
+
+
+def row_key(id: str) -> bytes:
+    """The primary key for an id: its sha256 (see Keys above)."""
+    return hashlib.sha256(id.encode()).digest()
+
+
+def to_bytea(text: str | None) -> bytes | None:
+    """A user string as its ``BYTEA`` column value (UTF-8; see Column types above)."""
+    return None if text is None else text.encode()
+
+
+def from_bytea(value: object) -> Any:
+    """A ``BYTEA`` column value back to its string; anything else as it is."""
+    if isinstance(value, bytes | memoryview):
+        return bytes(value).decode()  # pyright: ignore[reportUnknownArgumentType]
+    return value
+
 
 _CREATE_LEDGER = (
     "CREATE TABLE IF NOT EXISTS toolnexus_schema_migrations ("

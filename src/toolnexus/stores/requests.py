@@ -24,7 +24,10 @@ it implements by the row number of this table:
  T5   ``answered``           ``take(id?)`` → Claim        ``claimed``: a resumer takes the
                                                           recorded answer; new token; lease
  T6   ``claimed`` (token)    ``renew(claim)``             ``claimed``: the lease extended
- T7   ``claimed`` (token)    ``save_progress(cp, claim)`` ``claimed``: resolved calls recorded
+ T7   ``claimed`` (token)    ``save_progress(cp, claim)`` ``claimed``: resolved calls recorded;
+                                                          the answer now counts as recorded
+                                                          (a T4 claim's lapse or release then
+                                                          returns it to ``answered``)
  T8   ``claimed`` (token)    ``complete(id, claim, ...)`` ``done`` (``expired`` for the expired
                                                           decline): outcome kept, checkpoint
                                                           dropped, ``settled_at`` set
@@ -221,9 +224,15 @@ class RunStore(Protocol):
         ...
 
     async def take(
-        self, request_id: str | None = None, *, lease_s: float = DEFAULT_LEASE_S
+        self,
+        request_id: str | None = None,
+        *,
+        lease_s: float = DEFAULT_LEASE_S,
+        queue: str = "",
     ) -> Claim | None:
-        """T5: take an answered request for resuming: ``request_id``, or the oldest queued.
+        """T5: take an answered request for resuming: ``request_id``, or the oldest one
+        answered in ``queue`` (the checkpoint's `Checkpoint.queue`: ``""`` for a client's
+        runs, ``agents/<runtime id>`` for an agent tree's).
 
         Returns ``None`` when there is nothing to take (not answered yet, held by a live
         lease, settled, unknown). Two takers never get the same request under live leases.
@@ -240,6 +249,10 @@ class RunStore(Protocol):
 
     async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
         """T7: replace the claimed run's checkpoint (the calls the resume resolved).
+
+        From here the claim's answer is recorded (``answered_at`` set if it was not): the
+        approved call has run with it, so a lapse or a release returns the request to
+        ``answered`` — to be finished with the same answer — never to ``pending``.
 
         Raises:
             LeaseLost: the claim is no longer the request's current one.

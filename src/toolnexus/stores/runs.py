@@ -12,7 +12,7 @@ The pieces live in modules named for what they hold:
 from __future__ import annotations
 
 from .checks import call_digest, conflict, halted_call, halted_request, pending_entry
-from .memory_runs import InMemoryRunStore, expired_decline
+from .memory_runs import InMemoryRunStore, InMemoryStore, expired_decline
 from .requests import (
     DEFAULT_LEASE_S,
     EXPIRED_BY,
@@ -35,6 +35,7 @@ __all__ = [
     "Claim",
     "HaltStatus",
     "InMemoryRunStore",
+    "InMemoryStore",
     "PendingEntry",
     "RequestStatus",
     "RunStore",

@@ -7,8 +7,8 @@ foreign keys on, and brought up to date by the migrations in
 Two connections, one rule: **the event loop never waits for a lock or a disk flush**.
 
 * The hot operations of a halt and a resume (a transcript read or write, ``save_halt``,
-  ``load_halt``, ``claim``, ``complete``, ``release``, ``answer_record``, the agent
-  runtime's handle rows) run *inline*, on a
+  ``load_halt``, ``claim``, ``take``, ``renew``, ``save_progress``, ``complete``,
+  ``release``, ``answer_record``, the agent runtime's handle rows) run *inline*, on a
   connection owned by the event loop's thread, opened with a busy timeout of zero. Each is one
   indexed statement or one short ``BEGIN IMMEDIATE`` transaction: ≈ 5-30 µs of SQL, against
   ≈ 60-170 µs for a hop to a thread and back (measured here). Under WAL with
@@ -19,22 +19,24 @@ Two connections, one rule: **the event loop never waits for a lock or a disk flu
 * When the inline attempt meets a lock held by anyone else (``SQLITE_BUSY``: another process,
   or this store's own worker mid-write), nothing was changed, and the same operation is handed
   to the worker, which waits for the lock up to ``busy_timeout_ms``. Everything else — the
-  first open and the migrations, ``list_pending``, ``post_answer``, the
-  parked waits and their polling — always runs on the worker: one dedicated thread per store,
-  owning its own connection, serialising its jobs, reusing sqlite3's cache of prepared
-  statements. A multi-statement operation is one job (see `SqliteStore._call`), never a chain
-  of awaits. The worker is a bare thread and queue rather than a ``ThreadPoolExecutor``, which
-  measured ≈ 20 % slower per hop.
+  first open and the migrations, ``list_pending``, ``purge``, ``post_answer``, ``expire``,
+  ``cancel``, the parked waits and their polling — always runs on the worker: one dedicated
+  thread per store, owning its own connection, serialising its jobs, reusing sqlite3's cache
+  of prepared statements. A multi-statement operation is one job (see `SqliteStore._call`),
+  never a chain of awaits. The worker is a bare thread and queue rather than a
+  ``ThreadPoolExecutor``, which measured ≈ 20 % slower per hop.
 
 ``inline=False`` sends every operation to the worker (for a database on a network file
 system, where even an uncontended statement may stall); ``":memory:"`` always does, since a
 second connection would open a second, empty database.
 
-The run store (`toolnexus.stores.runs.RunStore` and `AnswerChannel`) lives in the ``halts``
-table; its jobs are in `toolnexus.stores.sqlite_runs`. The agent runtime's handle table
+The run store (`toolnexus.stores.requests.RunStore` and `AnswerChannel`, the request state
+machine T1–T12) lives in the ``halts`` table; its methods are in
+`toolnexus.stores.sqlite_runstore`, its jobs in `toolnexus.stores.sqlite_runs`, and the parked
+waits in `toolnexus.stores.sqlite_watch`. The agent runtime's handle table
 (`toolnexus.agents.RuntimeStore`) lives in ``runtime_handles``, one row per handle: a save
 upserts the rows it is given in one transaction, so its cost follows what changed. Parked
-runs waiting for an answer from another process are found by polling on the worker thread
+runs waiting for a move made by another process are found by polling on the worker thread
 between jobs, never by a timer loop on the event loop.
 
 Every sqlite3 failure surfaces as a `StoreError` that names the file and says what happened
@@ -60,23 +62,12 @@ from typing import Any, Self, TypeVar
 
 from .._types import Message
 from ..errors import StoreError, UsageError
-from ..loop.checkpoint import Checkpoint
-from ..suspension import Answer
-from . import sqlite_runs
 from ._codec import check_id, decode_messages, encode_messages
 from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
-from ._runrows import answer_record, halt_row, load_checkpoint, pending
-from .checks import (
-    check_filters,
-    check_limit,
-    check_optional_text,
-    check_request_id,
-    check_seconds,
-    encode_answer,
-)
-from .requests import DEFAULT_LEASE_S, AnswerRecord, PendingEntry
-from .sqlite_runs import AnswerRow, AnswerWatch
-from .sqlite_schema import MIGRATIONS, immediate, migrate
+from .checks import check_seconds
+from .sqlite_runstore import SqliteRunStore
+from .sqlite_schema import MIGRATIONS, immediate, migrate, wal_pages
+from .sqlite_watch import AnswerWatch
 
 __all__ = ["CHECKPOINT_PAGES", "INLINE_PAGES_MAX", "SqliteStore"]
 
@@ -86,7 +77,6 @@ what each commit wrote) between two checkpoints, which the worker thread runs
 (see `_checkpoint`) so that the event loop never flushes. SQLite's own
 ``wal_autocheckpoint`` default is the same 1000 pages."""
 
-_PAGE = 4096
 INLINE_PAGES_MAX = 128
 """A write estimated larger than this many pages (512 KiB: a very long transcript) goes to
 the worker thread even when it could run inline: copying it into the WAL would hold the event
@@ -130,7 +120,7 @@ _READY = (
 _PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 11, 13, 14, 26
 
 
-class SqliteStore:
+class SqliteStore(SqliteRunStore):
     """A `ConversationStore`, `RunStore`, `AnswerChannel` and `RuntimeStore` in one SQLite file.
 
     The durable default. Any number of processes may open the same file: claims are
@@ -235,7 +225,7 @@ class SqliteStore:
         """
         key = check_id(id)
         text = encode_messages(messages)
-        await self._fast(partial(_upsert, key, text), _pages(text))
+        await self._fast(partial(_upsert, key, text), wal_pages(text))
 
     async def delete(self, id: str) -> bool:
         """Forget ``id``; True when a transcript was deleted."""
@@ -256,7 +246,7 @@ class SqliteStore:
         rid = check_runtime_id(runtime_id)
         encoded = encode_handle_rows(rows)
         if encoded:
-            pages = sum(_pages(data) for _, data in encoded)
+            pages = sum(wal_pages(data) for _, data in encoded)
             await self._fast(partial(_save_handles, rid, encoded, self._now()), pages)
 
     async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
@@ -274,144 +264,18 @@ class SqliteStore:
         """Forget the whole handle table of ``runtime_id``; True when rows were deleted."""
         return await self._fast(partial(_delete_handles, check_runtime_id(runtime_id)))
 
-    # -- the run store --------------------------------------------------------------------
+    # -- the hooks of the run store half (`SqliteRunStore`) -------------------------------
 
-    async def save_halt(self, checkpoint: Checkpoint) -> None:
-        """Insert or replace the halted run waiting on ``checkpoint.pending.id``.
+    def _watch(self) -> AnswerWatch:
+        return self._db.watch
 
-        Replacing keeps the row's status (a claimed run stays claimed).
-
-        Raises:
-            UsageError: not a `Checkpoint`, or not storable (see `encode_checkpoint`).
-            StoreError: the database failed; nothing changed.
-        """
-        row = halt_row(checkpoint)
-        await self._fast(partial(sqlite_runs.save_halt, row), _pages(row.checkpoint) + 1)
-
-    async def load_halt(self, request_id: str) -> Checkpoint | None:
-        """The checkpoint waiting on ``request_id`` (any status), or ``None``.
-
-        Raises:
-            CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus (the
-                row is left as it is).
-        """
-        rid = check_request_id(request_id)
-        text = await self._fast(partial(sqlite_runs.load_halt, rid))
-        return None if text is None else load_checkpoint(text, rid, self._path)
-
-    async def claim(
-        self,
-        request_id: str,
-        answer: Answer,
-        *,
-        answered_by: str | None = None,
-        digest: str = "",
-        lease_s: float = DEFAULT_LEASE_S,
-    ) -> None:
-        """Atomically take ``request_id`` for resuming with ``answer`` (see `RunStore.claim`).
-
-        Raises:
-            AnswerConflict: already answered, or claimed under a live lease (by anyone,
-                in any process); names ``answered_by``.
-        """
-        job = partial(
-            sqlite_runs.claim,
-            check_request_id(request_id),
-            encode_answer(answer),
-            check_optional_text(answered_by, "answered_by"),
-            check_optional_text(digest, "digest") or "",
-            self._now(),
-            check_seconds(lease_s, "lease_s", positive=True),
-        )
-        await self._fast(job)
-
-    async def post_answer(
-        self,
-        request_id: str,
-        answer: Answer,
-        *,
-        answered_by: str | None = None,
-        digest: str | None = None,
-    ) -> None:
-        """Record ``answer`` exactly once and wake the parked run (see `AnswerChannel`)."""
-        job = partial(
-            sqlite_runs.post_answer,
-            self._db.watch,
-            self._path,
-            check_request_id(request_id),
-            encode_answer(answer),
-            check_optional_text(answered_by, "answered_by"),
-            check_optional_text(digest, "digest"),
-            self._now(),
-        )
-        await self._call(job)
-
-    async def complete(self, request_id: str) -> None:
-        """Mark ``request_id`` answered and drop its checkpoint (the answer stays).
-
-        Raises:
-            UnknownRequest: no row for ``request_id``.
-        """
-        rid = check_request_id(request_id)
-        await self._fast(partial(sqlite_runs.complete, rid, self._now()))
+    def _post(self, job: Callable[[sqlite3.Connection], object]) -> None:
         worker = self._worker
-        if worker is not None and self._db.watch.waiting():
-            # Runs parked on this store wake now, not at the next poll. (A run parking at
-            # this very moment is not missed: its own first look finds the answer, or the
-            # next poll does, since this commit changed the file's data_version.)
-            worker.post(partial(self._db.run, partial(_wake, self._db.watch, rid)))
+        if worker is not None:
+            worker.post(partial(self._db.run_if_open, job))
 
-    async def release(self, request_id: str) -> None:
-        """Give a claimed request back (the resume failed): it can be claimed again."""
-        await self._fast(partial(sqlite_runs.release, check_request_id(request_id)))
-
-    async def answer_record(self, request_id: str) -> AnswerRecord | None:
-        """The accepted answer for ``request_id`` once it is answered, else ``None``."""
-        rid = check_request_id(request_id)
-        found = await self._fast(partial(sqlite_runs.answer_row, rid))
-        return None if found is None else answer_record(rid, *found, self._path)
-
-    async def wait_for_answer(
-        self, request_id: str, *, timeout: float | None
-    ) -> AnswerRecord | None:
-        """Wait until ``request_id`` is answered; ``None`` after ``timeout`` seconds.
-
-        The wait costs no thread and no timer: the waiter is parked on the worker, which
-        wakes it at once for an answer posted through this store, and within
-        ``poll_interval`` for one committed by another connection.
-        """
-        rid = check_request_id(request_id)
-        limit = None if timeout is None else check_seconds(timeout, "timeout")
-        loop = asyncio.get_running_loop()
-        waiter: asyncio.Future[AnswerRow] = loop.create_future()
-        found = await self._call(partial(self._db.watch.add, rid, waiter, loop))
-        if found is None:
-            try:
-                async with asyncio.timeout(limit):
-                    found = await waiter
-            except TimeoutError:
-                return None
-            except sqlite3.Error as exc:
-                raise _translate(exc, self._path, self._busy_timeout_ms) from exc
-            finally:
-                if waiter.cancelled() and self._worker is not None:
-                    self._worker.post(partial(self._db.watch.remove, rid, waiter))
-        return answer_record(rid, *found, self._path)
-
-    async def list_pending(
-        self,
-        *,
-        kind: str | None = None,
-        tool: str | None = None,
-        conversation_id: str | None = None,
-        older_than: float | None = None,
-        newer_than: float | None = None,
-        limit: int = 100,
-    ) -> list[PendingEntry]:
-        """Requests still waiting (status ``pending``), oldest first (see `RunStore`)."""
-        filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
-        job = partial(sqlite_runs.list_pending, *filters, check_limit(limit), self._now())
-        return [pending(*row) for row in await self._call(job)]
+    def _error(self, exc: sqlite3.Error) -> StoreError:
+        return _translate(exc, self._path, self._busy_timeout_ms)
 
     async def aclose(self) -> None:
         """Close the connection and stop the worker thread. Idempotent."""
@@ -578,15 +442,6 @@ def _ready(conn: sqlite3.Connection) -> None:
     """A job that does nothing: running it opens (and migrates) the worker's connection."""
 
 
-def _wake(watch: AnswerWatch, request_id: str, conn: sqlite3.Connection) -> None:
-    watch.wake(conn, request_id)
-
-
-def _pages(text: str) -> int:
-    """The WAL pages a row holding ``text`` costs to write: its table page(s) and an index."""
-    return 2 + len(text) // _PAGE
-
-
 def _checkpoint(conn: sqlite3.Connection) -> None:
     """Checkpoint the WAL (on the worker), so that it starts over instead of growing.
 
@@ -669,6 +524,12 @@ class _Database:
         if conn is None:
             conn = self.conn = self._open()
         return job(conn)
+
+    def run_if_open(self, job: Callable[[sqlite3.Connection], object]) -> None:
+        """Run ``job`` unless the connection is closed (a wake-up posted as the store
+        closes needs no new connection: nobody waits any more)."""
+        if self.conn is not None:
+            job(self.conn)
 
     def _open(self) -> sqlite3.Connection:
         conn = sqlite3.connect(

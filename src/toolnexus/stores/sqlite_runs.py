@@ -1,173 +1,202 @@
-"""The SQLite run store's jobs: each function is one logical operation, run on the worker.
+"""The SQLite run store's jobs: each function is one logical operation on one connection.
 
-`SqliteStore` hands each of these to its worker thread in one hop (see
-`toolnexus.stores.sqlite`); everything here runs on that thread with the store's one
-connection. Writes that read before they write run in one ``BEGIN IMMEDIATE`` transaction, so
-two processes racing on a request serialise on SQLite's write lock and exactly one wins.
+`SqliteStore` runs each of these inline on the event loop's connection or on its worker
+thread (see `toolnexus.stores.sqlite`), in one go. The transitions are those of the table in
+`toolnexus.stores.requests`; each statement names the row (T1–T12) it implements.
 
-`AnswerWatch` is the SQLite side of `toolnexus.stores.runs.AnswerChannel`: the requests that
-parked runs wait on, kept on the worker thread. An answer posted through this store wakes its
-waiters at once; an answer posted by another connection (another process) is found by
-polling, which the worker does between jobs every ``interval`` seconds while anyone waits. A
-poll costs one ``PRAGMA data_version`` read unless another connection committed since the
-last poll, so thousands of parked runs cost next to nothing while nothing happens.
+Two ways to be exactly once across processes:
+
+* The hot claims (T4, T5) are *optimistic*: read the row, then write it with one ``UPDATE``
+  whose ``WHERE`` repeats what was read (the token, and the state that allows the move). The
+  write matches no row when another connection wrote in between; the job then runs again in
+  one ``BEGIN IMMEDIATE`` transaction, where nobody can, so the loser gets a conflict that
+  names a consistent holder. The winner's path is one read and one commit.
+* The rarer writes that read a checkpoint or a deadline first (T2, T3, T11) and the give-back
+  (T9) run in one ``BEGIN IMMEDIATE`` transaction: two processes racing serialise on
+  SQLite's write lock.
+
+The holder's writes (T6–T9) are *fenced*: they match only ``status = 'claimed' AND token = ?``,
+so a stale holder changes nothing and gets `LeaseLost` (a stale release is simply ignored).
+A lapsed lease (T10) is nobody's write: every query compares ``lease_until`` with the
+caller's clock.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import sqlite3
-import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
-from ..errors import AnswerConflict, UnknownRequest
-from ._runrows import HaltRow, stored_digest
-from .checks import conflict
+from ..errors import AnswerConflict, LeaseLost, UnknownRequest
+from ..suspension import Answer
+from ._runrows import HaltRow, answer_record, lapsed_status, stored_digest
+from .checks import conflict, encode_answer
+from .memory_runs import expired_decline, is_past
+from .requests import EXPIRED_BY
 from .sqlite_schema import immediate
+from .sqlite_watch import AnswerRow, AnswerWatch, answer_row
 
 __all__ = [
     "AnswerRow",
     "AnswerWatch",
+    "ClaimRow",
     "answer_row",
+    "cancel",
     "claim",
     "complete",
+    "expire",
     "list_pending",
     "load_halt",
     "post_answer",
+    "purge",
     "release",
+    "renew",
     "save_halt",
+    "save_progress",
+    "take",
+    "take_next",
 ]
 
-AnswerRow = tuple[Any, Any, Any, Any]
-"""``(answer, answered_at, answered_by, digest)`` as stored."""
+T = TypeVar("T")
 
+
+class ClaimRow(NamedTuple):
+    """What a claim or take hands back: the new token, the answer, who gave it, the lease."""
+
+    token: int
+    answer: Answer
+    answered_by: str | None
+    lease_until: float
+
+
+# T1. Saving again replaces the checkpoint and its index columns, and keeps the status.
 _SAVE_HALT = (
     "INSERT INTO halts (request_id, status, checkpoint, kind, tool, conversation_id,"
-    " created_at, expires_at, prompt) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?)"
+    " created_at, expires_at, prompt, queue) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (request_id) DO UPDATE SET checkpoint = excluded.checkpoint,"
     " kind = excluded.kind, tool = excluded.tool, conversation_id = excluded.conversation_id,"
     " created_at = excluded.created_at, expires_at = excluded.expires_at,"
-    " prompt = excluded.prompt"
+    " prompt = excluded.prompt, queue = excluded.queue"
 )
-# Replacing a stored halt (a resume recording the calls it resolved) is a plain UPDATE: on a
-# fresh connection it prepares in a fraction of the upsert's time, and it runs faster too.
-_REPLACE_HALT = (
-    "UPDATE halts SET checkpoint = ?, kind = ?, tool = ?, conversation_id = ?,"
-    " created_at = ?, expires_at = ?, prompt = ? WHERE request_id = ?"
+# Replacing a stored halt is a plain UPDATE: on a fresh connection it prepares in a fraction of
+# the upsert's time, and it runs faster too.
+_CHECKPOINT_COLUMNS = (
+    "checkpoint = ?, kind = ?, tool = ?, conversation_id = ?, created_at = ?, expires_at = ?,"
+    " prompt = ?, queue = ?"
 )
+_REPLACE_HALT = f"UPDATE halts SET {_CHECKPOINT_COLUMNS} WHERE request_id = ?"
 _LOAD_HALT = "SELECT checkpoint FROM halts WHERE request_id = ?"
-# One statement takes a request: it inserts a row for an unknown request, or updates a row
-# that is pending or whose claim's lease ran out; any other row is left alone (0 changes).
-_TAKE = (
-    "INSERT INTO halts (request_id, status, answer, answered_by, digest, lease_until,"
-    " answered_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
-    " ON CONFLICT (request_id) DO UPDATE SET status = excluded.status,"
-    " answer = excluded.answer, answered_by = excluded.answered_by,"
-    " digest = excluded.digest, lease_until = excluded.lease_until,"
-    " answered_at = excluded.answered_at"
-    " WHERE halts.status = 'pending' OR (halts.status = 'claimed' AND halts.lease_until <= ?)"
+_STATE = (
+    "SELECT status, token, recorded, lease_until, answered_by, checkpoint IS NULL, expires_at"
+    " FROM halts WHERE request_id = ?"
 )
-# The common claim: a pending row (or one whose lease ran out) becomes claimed. A plain
-# UPDATE, cheaper than the upsert above, which only a miss needs.
-_CLAIM_PENDING = (
+_EXISTS = "SELECT 1 FROM halts WHERE request_id = ?"
+_WHO = "SELECT answered_by FROM halts WHERE request_id = ?"
+
+# T4 on a request with no row: a bare row, so that it is answered only once too.
+_INSERT_CLAIM = (
+    "INSERT INTO halts (request_id, status, answer, answered_by, digest, lease_until, token)"
+    " VALUES (?, 'claimed', ?, ?, ?, ?, 1) ON CONFLICT (request_id) DO NOTHING"
+)
+# T4 (and T10 for a claim made with its own answer): pending, or such a claim run out.
+_CLAIM = (
     "UPDATE halts SET status = 'claimed', answer = ?, answered_by = ?, digest = ?,"
-    " lease_until = ?, answered_at = NULL WHERE request_id = ?"
+    " answered_at = NULL, token = ?, lease_until = ?"
+    " WHERE request_id = ? AND token = ? AND recorded = 0"
     " AND (status = 'pending' OR (status = 'claimed' AND lease_until <= ?))"
 )
-_HOLDER = "SELECT answered_by, status, lease_until FROM halts WHERE request_id = ?"
+# T5 (and T10 for a take): a recorded answer, queued or taken by a claim that ran out. The
+# same terms as the partial index ``halts_queue``, so the queue's head is read from it.
+_IS_QUEUED = (
+    "recorded = 1 AND status IN ('answered', 'claimed')"
+    " AND (status = 'answered' OR lease_until <= ?)"
+)
+_QUEUED = f"SELECT token, answer, answered_by FROM halts WHERE request_id = ? AND {_IS_QUEUED}"
+_QUEUE_HEAD = (
+    f"SELECT request_id, token, answer, answered_by FROM halts WHERE queue = ? AND {_IS_QUEUED}"
+    " ORDER BY answered_at, request_id LIMIT 1"
+)
+_TAKE = (
+    "UPDATE halts SET status = 'claimed', token = ?, lease_until = ?"
+    f" WHERE request_id = ? AND token = ? AND {_IS_QUEUED}"
+)
+# T6–T9 write only while the row is claimed under the holder's token.
+_FENCE = " AND status = 'claimed' AND token = ?"
+_RENEW = f"UPDATE halts SET lease_until = ? WHERE request_id = ?{_FENCE}"
+# T7 also records the answer: the approved call ran with it, so a lapse or a release returns
+# the request to ``answered``, to be finished with the same answer.
+_PROGRESS = (
+    f"UPDATE halts SET {_CHECKPOINT_COLUMNS}, recorded = 1,"
+    f" answered_at = coalesce(answered_at, ?) WHERE request_id = ?{_FENCE}"
+)
+# T8: done, or expired for the expired decline; the checkpoint goes, the outcome stays.
 _COMPLETE = (
-    "UPDATE halts SET status = 'answered', answered_at = coalesce(answered_at, ?),"
-    " lease_until = NULL, checkpoint = NULL WHERE request_id = ?"
+    "UPDATE halts SET status = CASE WHEN answered_by = ? THEN 'expired' ELSE 'done' END,"
+    " answered_at = coalesce(answered_at, ?), settled_at = ?, lease_until = NULL,"
+    " checkpoint = NULL, outcome = ? WHERE request_id = ?"
 )
-_RELEASE_BARE = (
-    "DELETE FROM halts WHERE request_id = ? AND status = 'claimed' AND checkpoint IS NULL"
+_COMPLETE_HELD = _COMPLETE + _FENCE
+# T9: the claimed row, to give it back.
+_HELD = (
+    "SELECT token, recorded, checkpoint IS NULL FROM halts"
+    " WHERE request_id = ? AND status = 'claimed'"
 )
-_RELEASE = (
+_FORGET = "DELETE FROM halts WHERE request_id = ?"
+_REQUEUE = "UPDATE halts SET status = 'answered', lease_until = NULL WHERE request_id = ?"
+_UNCLAIM = (
     "UPDATE halts SET status = 'pending', lease_until = NULL, answer = NULL,"
-    " answered_by = NULL, digest = '' WHERE request_id = ? AND status = 'claimed'"
+    " answered_by = NULL, digest = '' WHERE request_id = ?"
 )
-_ANSWER = (
-    "SELECT answer, answered_at, answered_by, digest FROM halts"
-    " WHERE request_id = ? AND status = 'answered' AND answer IS NOT NULL"
+# T2/T3: the answer recorded and queued; any stale holder fenced out by the new token.
+_RECORD = (
+    "UPDATE halts SET status = 'answered', answer = ?, answered_by = ?, digest = ?,"
+    " answered_at = ?, lease_until = NULL, token = token + 1, recorded = 1"
+    " WHERE request_id = ?"
 )
+# T11.
+_CANCEL = (
+    "UPDATE halts SET status = 'cancelled', answer = ?, answered_by = ?, answered_at = ?,"
+    " settled_at = ?, checkpoint = NULL, lease_until = NULL, token = token + 1, recorded = 1"
+    " WHERE request_id = ?"
+)
+# T12, by the partial index ``halts_settled``.
+_PURGE = "DELETE FROM halts WHERE status IN ('done', 'expired', 'cancelled') AND settled_at <= ?"
+# What waits for a human: pending, or a claim made with its own answer that ran out (T10).
+# The same terms as the partial index ``halts_pending``, which holds every filter column.
 _PENDING = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
-    " FROM halts WHERE status = 'pending' AND checkpoint IS NOT NULL"
+    " FROM halts WHERE recorded = 0 AND status IN ('pending', 'claimed')"
+    " AND checkpoint IS NOT NULL AND (status = 'pending' OR lease_until <= ?)"
 )
-_ANSWERED_AMONG = (
-    "SELECT request_id, answer, answered_at, answered_by, digest FROM halts"
-    " WHERE status = 'answered' AND answer IS NOT NULL AND request_id IN ({})"
-)
-_CHUNK = 500  # well under SQLite's bound-parameter limit
 
 
-def save_halt(row: HaltRow, conn: sqlite3.Connection) -> None:
-    if conn.execute(_REPLACE_HALT, (*row[1:], row[0])).rowcount == 0:
-        conn.execute(_SAVE_HALT, row)  # new (the upsert: a racing insert is replaced)
+class _Overtaken(Exception):
+    """An optimistic write matched no row: another connection wrote in between."""
+
+
+class _State(NamedTuple):
+    """A row as the answering and claiming jobs read it."""
+
+    status: str
+    token: int
+    recorded: int
+    lease_until: float | None
+    answered_by: str | None
+    bare: int  # no checkpoint: a claim made for a request that had no row
+    expires_at: str | None
+
+
+# -- T1 and reads -------------------------------------------------------------------------
+
+
+def save_halt(row: HaltRow, queue: str, conn: sqlite3.Connection) -> None:
+    if conn.execute(_REPLACE_HALT, (*row[1:], queue, row[0])).rowcount == 0:
+        conn.execute(_SAVE_HALT, (*row, queue))  # new (the upsert: a racing insert is replaced)
 
 
 def load_halt(request_id: str, conn: sqlite3.Connection) -> object:
     found = conn.execute(_LOAD_HALT, (request_id,)).fetchone()
     return None if found is None else found[0]
-
-
-def claim(
-    request_id: str,
-    answer: str,
-    answered_by: str | None,
-    digest: str,
-    now: float,
-    lease_s: float,
-    conn: sqlite3.Connection,
-) -> None:
-    # One statement, atomic on its own: the winner's path is a single commit.
-    pending = (answer, answered_by, digest, now + lease_s, request_id, now)
-    if conn.execute(_CLAIM_PENDING, pending).rowcount == 1:
-        return
-    values = (request_id, "claimed", answer, answered_by, digest, now + lease_s, None, now)
-    # Lost (or no row could be taken): look at the holder and try once more in one
-    # transaction, so the conflict names a consistent holder — or the take succeeds after
-    # all, if the holder gave the request back in between.
-    with immediate(conn):
-        if conn.execute(_TAKE, values).rowcount == 0:
-            raise _conflict(conn, request_id)
-
-
-def post_answer(
-    watch: AnswerWatch,
-    where: str,
-    request_id: str,
-    answer: str,
-    answered_by: str | None,
-    digest: str | None,
-    now: float,
-    conn: sqlite3.Connection,
-) -> None:
-    with immediate(conn):
-        if digest is None:
-            digest = stored_digest(load_halt(request_id, conn), request_id, where)
-        values = (request_id, "answered", answer, answered_by, digest, None, now, now)
-        if conn.execute(_TAKE, values).rowcount == 0:
-            raise _conflict(conn, request_id)
-    watch.wake(conn, request_id)
-
-
-def complete(request_id: str, now: float, conn: sqlite3.Connection) -> None:
-    """Mark the request answered (its waiters are woken separately, on the worker)."""
-    if conn.execute(_COMPLETE, (now, request_id)).rowcount == 0:
-        raise UnknownRequest(f'no halted run waits on request "{request_id}"')
-
-
-def release(request_id: str, conn: sqlite3.Connection) -> None:
-    with immediate(conn):
-        conn.execute(_RELEASE_BARE, (request_id,))
-        conn.execute(_RELEASE, (request_id,))
-
-
-def answer_row(request_id: str, conn: sqlite3.Connection) -> AnswerRow | None:
-    return conn.execute(_ANSWER, (request_id,)).fetchone()
 
 
 def list_pending(
@@ -181,7 +210,7 @@ def list_pending(
     conn: sqlite3.Connection,
 ) -> list[tuple[Any, ...]]:
     sql = [_PENDING]
-    args: list[object] = []
+    args: list[object] = [now]
     for column, value in (("kind", kind), ("tool", tool), ("conversation_id", conversation_id)):
         if value is not None:
             sql.append(f" AND {column} = ?")
@@ -198,114 +227,297 @@ def list_pending(
     return conn.execute("".join(sql), args).fetchall()
 
 
-def _conflict(conn: sqlite3.Connection, request_id: str) -> AnswerConflict:
-    found = conn.execute(_HOLDER, (request_id,)).fetchone()
-    if found is None:
-        return conflict(request_id, None)
-    who, status, lease_until = found
-    return conflict(request_id, who if isinstance(who, str) else None, status, lease_until)
+# -- answering: T2, T3, T11 (on the worker, which wakes the parked runs) ------------------
 
 
-Waiter = tuple["asyncio.Future[Any]", asyncio.AbstractEventLoop]
+def post_answer(
+    watch: AnswerWatch,
+    where: str,
+    request_id: str,
+    answer: str,
+    answered_by: str | None,
+    digest: str | None,
+    now: float,
+    conn: sqlite3.Connection,
+) -> tuple[AnswerRow, bool]:
+    """T2, or T3 past the deadline: the recorded row, and whether it was the expired decline.
+
+    Raises:
+        UnknownRequest, AnswerConflict: see `RunStore.post_answer`; nothing was written.
+        CheckpointError: ``digest`` is None and the stored checkpoint cannot be read.
+    """
+    with immediate(conn):
+        state = _halted(conn, request_id, now)
+        if digest is None:
+            digest = stored_digest(load_halt(request_id, conn), request_id, where)
+        expired = is_past(state.expires_at, now)
+        if expired:
+            answer, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
+        conn.execute(_RECORD, (answer, answered_by, digest, now, request_id))
+        found = _recorded(conn, request_id)
+    watch.wake(conn, request_id)
+    watch.wake_queued()
+    return found, expired
 
 
-class AnswerWatch:
-    """The requests parked runs wait on. Every method but `waiting` runs on the worker thread
-    only."""
+def expire(
+    watch: AnswerWatch, where: str, request_id: str, now: float, conn: sqlite3.Connection
+) -> AnswerRow:
+    """T3: record the expired decline for a pending request."""
+    with immediate(conn):
+        _halted(conn, request_id, now)
+        digest = stored_digest(load_halt(request_id, conn), request_id, where)
+        decline = encode_answer(expired_decline(request_id))
+        conn.execute(_RECORD, (decline, EXPIRED_BY, digest, now, request_id))
+        found = _recorded(conn, request_id)
+    watch.wake(conn, request_id)
+    watch.wake_queued()
+    return found
 
-    __slots__ = ("_next_poll", "_version", "_waiters", "interval")
 
-    def __init__(self, interval: float) -> None:
-        self.interval = interval
-        self._waiters: dict[str, list[Waiter]] = {}
-        self._version: int | None = None
-        self._next_poll = 0.0
+def cancel(
+    watch: AnswerWatch,
+    request_id: str,
+    answer: str,
+    answered_by: str | None,
+    now: float,
+    conn: sqlite3.Connection,
+) -> AnswerRow:
+    """T11: settle a pending request as cancelled, its checkpoint dropped."""
+    with immediate(conn):
+        _halted(conn, request_id, now)
+        conn.execute(_CANCEL, (answer, answered_by, now, now, request_id))
+        found = _recorded(conn, request_id)
+    watch.wake(conn, request_id)
+    return found
 
-    def add(
-        self,
-        request_id: str,
-        future: asyncio.Future[Any],
-        loop: asyncio.AbstractEventLoop,
-        conn: sqlite3.Connection,
-    ) -> AnswerRow | None:
-        """The answer when there is one already; else park ``future`` until it arrives."""
-        found = answer_row(request_id, conn)
-        if found is not None:
-            return found
-        if not self._waiters:
-            self._next_poll = time.monotonic() + self.interval
-        self._waiters.setdefault(request_id, []).append((future, loop))
-        return None
 
-    def remove(self, request_id: str, future: asyncio.Future[Any]) -> None:
-        waiters = self._waiters.get(request_id)
-        if waiters is None:
-            return
-        waiters[:] = [w for w in waiters if w[0] is not future]
-        if not waiters:
-            del self._waiters[request_id]
+# -- resuming: T4–T10 (inline when they can be) -------------------------------------------
 
-    def renewed(self) -> AnswerWatch:
-        """An empty watch with the same polling interval (for a forked child)."""
-        return AnswerWatch(self.interval)
 
-    def waiting(self) -> bool:
-        """Whether any run is parked (a plain read, safe from any thread)."""
-        return bool(self._waiters)
+def claim(
+    request_id: str,
+    answer: str,
+    answered_by: str | None,
+    digest: str,
+    now: float,
+    lease_s: float,
+    conn: sqlite3.Connection,
+) -> int:
+    """T4: take a pending (or unknown) request with the host's own answer; the new token.
 
-    def due_in(self) -> float | None:
-        """Seconds until the next poll is due; ``None`` while nobody waits."""
-        if not self._waiters:
+    Raises:
+        AnswerConflict: answered, claimed under a live lease, or settled (names who).
+    """
+    until = now + lease_s
+
+    def attempt() -> int:
+        state = _state(conn, request_id)
+        if state is None:
+            values = (request_id, answer, answered_by, digest, until)
+            if conn.execute(_INSERT_CLAIM, values).rowcount == 0:
+                raise _Overtaken
+            return 1
+        _refuse_unless_pending(request_id, state, now)
+        token = state.token + 1
+        values = (answer, answered_by, digest, token, until, request_id, state.token, now)
+        if conn.execute(_CLAIM, values).rowcount == 0:
+            raise _Overtaken
+        return token
+
+    return _optimistic(conn, attempt)
+
+
+def take(
+    where: str, request_id: str, now: float, lease_s: float, conn: sqlite3.Connection
+) -> ClaimRow | None:
+    """T5 for one request: ``None`` unless its answer is recorded and nobody holds it."""
+    until = now + lease_s
+
+    def attempt() -> ClaimRow | None:
+        found = conn.execute(_QUEUED, (request_id, now)).fetchone()
+        return None if found is None else _hold(conn, where, request_id, found, now, until)
+
+    return _optimistic(conn, attempt)
+
+
+def take_next(
+    where: str, queue: str, now: float, lease_s: float, conn: sqlite3.Connection
+) -> tuple[str, ClaimRow] | None:
+    """T5 for the head of ``queue``: its oldest recorded answer nobody holds, or ``None``."""
+    until = now + lease_s
+
+    def attempt() -> tuple[str, ClaimRow] | None:
+        found = conn.execute(_QUEUE_HEAD, (queue, now)).fetchone()
+        if found is None:
             return None
-        return self._next_poll - time.monotonic()
+        request_id, *held = found
+        return request_id, _hold(conn, where, request_id, held, now, until)
 
-    def wake(self, conn: sqlite3.Connection, request_id: str) -> None:
-        """Deliver ``request_id``'s answer to its waiters (after a local post/complete)."""
-        if request_id in self._waiters:
-            found = answer_row(request_id, conn)
-            if found is not None:
-                self._deliver(request_id, found)
-
-    def poll(self, conn: sqlite3.Connection | None) -> None:
-        """Look for answers committed by other connections since the last poll."""
-        self._next_poll = time.monotonic() + self.interval
-        if conn is None or not self._waiters:
-            return
-        try:
-            version = conn.execute("PRAGMA data_version").fetchone()[0]
-            if version == self._version:
-                return
-            self._version = version
-            ids = list(self._waiters)
-            for start in range(0, len(ids), _CHUNK):
-                chunk = ids[start : start + _CHUNK]
-                sql = _ANSWERED_AMONG.format(", ".join("?" * len(chunk)))
-                for request_id, *found in conn.execute(sql, chunk).fetchall():
-                    self._deliver(request_id, (found[0], found[1], found[2], found[3]))
-        except sqlite3.Error as exc:
-            self.fail(lambda exc=exc: exc)
-
-    def fail(self, error: Callable[[], BaseException]) -> None:
-        """Wake every waiter with a fresh ``error()`` (the database failed, the store closed)."""
-        waiters, self._waiters = self._waiters, {}
-        for parked in waiters.values():
-            for future, loop in parked:
-                _settle(loop, future.set_exception, future, error())
-
-    def _deliver(self, request_id: str, found: AnswerRow) -> None:
-        for future, loop in self._waiters.pop(request_id, ()):
-            _settle(loop, future.set_result, future, found)
+    return _optimistic(conn, attempt)
 
 
-def _settle(
-    loop: asyncio.AbstractEventLoop,
-    setter: Callable[[Any], None],
-    future: asyncio.Future[Any],
-    value: object,
+def renew(request_id: str, token: int, until: float, conn: sqlite3.Connection) -> None:
+    """T6. Raises `LeaseLost` when the token is no longer the request's current one."""
+    if conn.execute(_RENEW, (until, request_id, token)).rowcount == 0:
+        raise _lease_lost(conn, request_id)
+
+
+def save_progress(
+    row: HaltRow,
+    queue: str,
+    request_id: str,
+    token: int,
+    now: float,
+    conn: sqlite3.Connection,
 ) -> None:
-    def settle() -> None:
-        if not future.done():
-            setter(value)
+    """T7: the claimed run's new checkpoint; its answer now counts as recorded.
 
-    with contextlib.suppress(RuntimeError):  # that loop is closed: nobody is waiting
-        loop.call_soon_threadsafe(settle)
+    Raises:
+        LeaseLost: ``token`` is no longer the request's current one.
+    """
+    values = (*row[1:], queue, now, request_id, token)
+    if conn.execute(_PROGRESS, values).rowcount == 0:
+        raise _lease_lost(conn, request_id)
+
+
+def complete(
+    request_id: str,
+    held: tuple[str, int] | None,
+    outcome: str | None,
+    now: float,
+    conn: sqlite3.Connection,
+) -> None:
+    """T8: settle the request; fenced by ``held`` (the claim's request id and token) if given.
+
+    Raises:
+        UnknownRequest: no row for ``request_id``.
+        LeaseLost: ``held`` is no longer the request's current claim, or is another
+            request's.
+    """
+    settle = (EXPIRED_BY, now, now, outcome)
+    if held is None:
+        if conn.execute(_COMPLETE, (*settle, request_id)).rowcount == 0:
+            raise _unknown(request_id)
+        return
+    holder, token = held
+    fenced = (*settle, request_id, token)
+    if holder == request_id and conn.execute(_COMPLETE_HELD, fenced).rowcount == 1:
+        return
+    if not _exists(conn, request_id):
+        raise _unknown(request_id)
+    if holder != request_id:
+        raise LeaseLost(f'the claim is on request "{holder}", not "{request_id}"')
+    raise _lease_lost(conn, request_id)
+
+
+def release(request_id: str, token: int | None, conn: sqlite3.Connection) -> bool:
+    """T9: give a claimed request back; True when its answer is queued again.
+
+    A claim made for a request with no row is forgotten; one made with its own answer goes
+    back to ``pending``, forgetting that answer. A stale ``token`` changes nothing.
+    """
+    with immediate(conn):
+        found = conn.execute(_HELD, (request_id,)).fetchone()
+        if found is None or (token is not None and found[0] != token):
+            return False
+        _, recorded, bare = found
+        if bare:
+            conn.execute(_FORGET, (request_id,))
+            return False
+        conn.execute(_REQUEUE if recorded else _UNCLAIM, (request_id,))
+        return bool(recorded)
+
+
+# -- retention: T12 -----------------------------------------------------------------------
+
+
+def purge(cutoff: float, conn: sqlite3.Connection) -> int:
+    """Delete the requests settled at or before ``cutoff``; how many."""
+    return conn.execute(_PURGE, (cutoff,)).rowcount
+
+
+# -- the rules ----------------------------------------------------------------------------
+
+
+def _optimistic(conn: sqlite3.Connection, attempt: Callable[[], T]) -> T:
+    """Run ``attempt`` as it is; when another connection wrote in between its read and its
+    write, run it again in one transaction, where it cannot lose."""
+    try:
+        return attempt()
+    except _Overtaken:
+        with immediate(conn):
+            return attempt()
+
+
+def _state(conn: sqlite3.Connection, request_id: str) -> _State | None:
+    found = conn.execute(_STATE, (request_id,)).fetchone()
+    return None if found is None else _State(*found)
+
+
+def _halted(conn: sqlite3.Connection, request_id: str, now: float) -> _State:
+    """The row of a halted run that is still pending (T10 applied), for T2, T3 and T11.
+
+    Raises:
+        UnknownRequest: no halted run waits on ``request_id``.
+        AnswerConflict: it was answered, is claimed under a live lease, or was settled.
+    """
+    state = _state(conn, request_id)
+    if state is None or (state.bare and state.status in ("pending", "claimed")):
+        raise _unknown(request_id)
+    _refuse_unless_pending(request_id, state, now)
+    return state
+
+
+def _refuse_unless_pending(request_id: str, state: _State, now: float) -> None:
+    status = lapsed_status(state.status, state.recorded, state.lease_until, now)
+    if status != "pending":
+        raise _conflict(request_id, state, status)
+
+
+def _conflict(request_id: str, state: _State, status: str) -> AnswerConflict:
+    who = state.answered_by if isinstance(state.answered_by, str) else None
+    return conflict(request_id, who, status, state.lease_until)
+
+
+def _hold(
+    conn: sqlite3.Connection,
+    where: str,
+    request_id: str,
+    found: Any,
+    now: float,
+    until: float,
+) -> ClaimRow:
+    """T5's write, for a row read as queued with ``(token, answer, answered_by)``.
+
+    The answer is decoded first, so a hand-edited one is a `StoreError` that takes nothing.
+    """
+    token, text, who = found
+    answer = answer_record(request_id, text, None, who, None, where).answer
+    if conn.execute(_TAKE, (token + 1, until, request_id, token, now)).rowcount == 0:
+        raise _Overtaken
+    return ClaimRow(token + 1, answer, who if isinstance(who, str) else None, until)
+
+
+def _recorded(conn: sqlite3.Connection, request_id: str) -> AnswerRow:
+    found = answer_row(request_id, conn)
+    assert found is not None  # just written, in this transaction
+    return found
+
+
+def _exists(conn: sqlite3.Connection, request_id: str) -> bool:
+    return conn.execute(_EXISTS, (request_id,)).fetchone() is not None
+
+
+def _unknown(request_id: str) -> UnknownRequest:
+    return UnknownRequest(f'no halted run waits on request "{request_id}"')
+
+
+def _lease_lost(conn: sqlite3.Connection, request_id: str) -> LeaseLost:
+    row = conn.execute(_WHO, (request_id,)).fetchone()
+    who = row[0] if row is not None and isinstance(row[0], str) else None
+    return LeaseLost(
+        f'the claim on request "{request_id}" was lost: another resume took it over after '
+        "its lease ran out (nothing was written)",
+        answered_by=who,
+    )

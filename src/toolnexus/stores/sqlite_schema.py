@@ -9,6 +9,9 @@ recorded or not at all, and two processes opening a fresh file at once apply it 
 A database whose recorded version is newer than the newest migration here was written by a
 newer toolnexus; it is refused with a `StoreError` rather than used (or "downgraded") blindly.
 
+Two helpers every SQLite job shares live here too: `immediate` (one write transaction) and
+`wal_pages` (what a write costs the WAL, for the checkpoint schedule).
+
 Versions:
     1 ``conversations``: one row per conversation, its transcript as JSON text.
     2 ``run_store``: ``halts``, one row per Request id: the halted checkpoint (JSON text,
@@ -22,6 +25,17 @@ Versions:
       handle table kept by earlier versions as one conversation document (id
       ``__toolnexus_runtime__/<runtime id>``) is moved into it; a document that cannot be read
       is left where it is.
+    4 ``request_states``: ``halts`` rebuilt for the request state machine of
+      `toolnexus.stores.requests` (T1–T12): status ``pending``, ``answered`` (recorded, queued
+      for a resumer), ``claimed``, ``done``, ``expired``, ``cancelled``; the fencing ``token``
+      every claim and take increments; ``recorded`` (the answer was recorded before the claim,
+      so a claim given back or run out returns to ``answered``, not ``pending``); ``settled_at``
+      and the resumed run's ``outcome``; ``queue``, the checkpoint's `Checkpoint.queue`
+      (which resumers may take it). Rows of version 2/3 with status ``answered`` were
+      finished runs: they become ``done`` (``expired`` when answered by
+      ``toolnexus:expired``) with ``settled_at = answered_at``. Three partial indexes: the
+      pending index (``list_pending``), the worker queues (``take()``, oldest answer first)
+      and the settled rows by ``settled_at`` (``purge``).
 """
 
 from __future__ import annotations
@@ -35,7 +49,9 @@ from dataclasses import dataclass
 from ..errors import StoreError
 from ._handlerows import LEGACY_PREFIX, legacy_rows
 
-__all__ = ["MIGRATIONS", "Migration", "immediate", "migrate", "schema_version"]
+__all__ = ["MIGRATIONS", "Migration", "immediate", "migrate", "schema_version", "wal_pages"]
+
+_PAGE = 4096
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -134,6 +150,65 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         data_step=_move_legacy_runtime_tables,
     ),
+    Migration(
+        version=4,
+        name="request_states",
+        statements=(
+            # A CHECK constraint cannot be altered in place: the table is rebuilt.
+            "CREATE TABLE halts_v4 ("
+            " request_id TEXT PRIMARY KEY,"
+            " status TEXT NOT NULL CHECK (status IN"
+            " ('pending', 'answered', 'claimed', 'done', 'expired', 'cancelled')),"
+            " checkpoint TEXT,"
+            " kind TEXT,"
+            " tool TEXT,"
+            " conversation_id TEXT,"
+            " created_at REAL,"
+            " expires_at TEXT,"
+            " prompt TEXT,"
+            " lease_until REAL,"
+            " answer TEXT,"
+            " answered_by TEXT,"
+            " answered_at REAL,"
+            " digest TEXT NOT NULL DEFAULT '',"
+            " token INTEGER NOT NULL DEFAULT 0,"
+            " recorded INTEGER NOT NULL DEFAULT 0,"
+            " settled_at REAL,"
+            " outcome TEXT,"
+            " queue TEXT NOT NULL DEFAULT ''"
+            ")",
+            # Version 2's ``answered`` meant finished. (The literal is `EXPIRED_BY` as it was
+            # when this migration was released: a migration never changes.)
+            "INSERT INTO halts_v4 (request_id, status, checkpoint, kind, tool, conversation_id,"
+            " created_at, expires_at, prompt, lease_until, answer, answered_by, answered_at,"
+            " digest, settled_at)"
+            " SELECT request_id,"
+            " CASE WHEN status <> 'answered' THEN status"
+            " WHEN answered_by = 'toolnexus:expired' THEN 'expired' ELSE 'done' END,"
+            " checkpoint, kind, tool, conversation_id, created_at, expires_at, prompt,"
+            " lease_until, answer, answered_by, answered_at, digest,"
+            " CASE WHEN status = 'answered' THEN answered_at END"
+            " FROM halts",
+            "DROP TABLE halts",
+            "ALTER TABLE halts_v4 RENAME TO halts",
+            # The pending index: what waits for a human, and the claims made with their own
+            # answer (T4), which T10 lists again once their lease runs out; in list order,
+            # with every column list_pending filters on, so a filter never reads the table
+            # for a row it drops.
+            "CREATE INDEX halts_pending ON halts"
+            " (created_at, request_id, kind, tool, conversation_id, status, lease_until)"
+            " WHERE recorded = 0 AND status IN ('pending', 'claimed')"
+            " AND checkpoint IS NOT NULL",
+            # The worker queues: recorded answers waiting for a resumer, and the takes (T5)
+            # T10 queues again once their lease runs out; per queue, oldest answer first.
+            "CREATE INDEX halts_queue ON halts"
+            " (queue, answered_at, request_id, status, lease_until)"
+            " WHERE recorded = 1 AND status IN ('answered', 'claimed')",
+            # What purge deletes, by age.
+            "CREATE INDEX halts_settled ON halts (settled_at)"
+            " WHERE status IN ('done', 'expired', 'cancelled')",
+        ),
+    ),
 )
 """Every migration, oldest first. Append only."""
 
@@ -166,6 +241,11 @@ def immediate(conn: sqlite3.Connection) -> Generator[sqlite3.Connection]:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+
+
+def wal_pages(text: str) -> int:
+    """The WAL pages a row holding ``text`` costs to write: its table page(s) and an index."""
+    return 2 + len(text) // _PAGE
 
 
 def schema_version(conn: sqlite3.Connection) -> int:

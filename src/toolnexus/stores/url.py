@@ -25,7 +25,6 @@ from .._types import Message
 from ..errors import UsageError
 from .base import ConversationStore
 from .memory import InMemoryConversationStore
-from .sqlite import SqliteStore
 
 __all__ = ["resolve_store"]
 
@@ -80,6 +79,8 @@ def _from_url(url: str) -> ConversationStore:
     if scheme != "sqlite" or not sep:
         raise UsageError(f"store must be one of: {_FORMS}; got {url!r}")
     if rest == "":
+        from .sqlite import SqliteStore
+
         return SqliteStore(":memory:")
     if "?" in rest:
         raise UsageError(f"sqlite store URLs take no query options yet: {url!r}")
@@ -91,6 +92,8 @@ def _from_url(url: str) -> ConversationStore:
     path = rest[1:]
     if not path:
         raise UsageError(f"the sqlite URL names no file: {url!r}")
+    from .sqlite import SqliteStore
+
     return SqliteStore(path)
 
 

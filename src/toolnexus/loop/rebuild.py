@@ -1,62 +1,22 @@
-"""Resuming a halted run: the guards, and a checkpoint rebuilt from a host-held transcript.
+"""A halted turn rebuilt from a transcript the host kept, when no store holds its checkpoint.
 
-Everything here is pure. The client loads the checkpoint that the halt stored (so sibling
-results are never executed twice); when the host kept only ``RunResult.messages`` and
-``pending`` and no store holds the checkpoint, `checkpoint_from_transcript` rebuilds one from
-the transcript: the last assistant turn with tool calls, its recorded results, the placeholder
-of the halted call (replaced, never duplicated) and the calls that never ran.
+Pure: the last assistant turn with tool calls, its recorded results, the placeholder of the
+halted call (replaced, never duplicated) and the calls that never ran. A transcript that still
+carries the halt note (``toolnexus_halt``) is read from the note, which is exact.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
-from .._types import Message, Tool, ToolResult, empty_usage
-from ..errors import AnswerMismatch, CheckpointError, ResumeError
+from .._types import Message, ToolResult, empty_usage
+from ..errors import CheckpointError, ResumeError
 from ..llm.convert import normalize_history
-from ..suspension import Answer, Request, is_relay_request, relay_calls_of, relay_output_for
+from ..suspension import Request, is_relay_request, relay_calls_of
 from .checkpoint import Checkpoint, Outstanding
 
-__all__ = [
-    "as_answer",
-    "as_request",
-    "check_echo",
-    "check_relay_payload",
-    "check_tools",
-    "checkpoint_from_transcript",
-]
-
-
-def as_request(value: Request | Mapping[str, Any]) -> Request:
-    """Accept a `Request` or its wire dict."""
-    if isinstance(value, Request):
-        return value
-    try:
-        return Request.from_dict(value)
-    except (TypeError, ValueError) as exc:
-        raise ResumeError(
-            f"toolnexus: cannot resume — the pending request is malformed: {exc}"
-        ) from exc
-
-
-def as_answer(value: Answer | Mapping[str, Any]) -> Answer:
-    """Accept an `Answer` or its wire dict."""
-    if isinstance(value, Answer):
-        return value
-    try:
-        return Answer.from_dict(value)
-    except (TypeError, ValueError) as exc:
-        raise ResumeError(f"toolnexus: cannot resume — the answer is malformed: {exc}") from exc
-
-
-def check_echo(pending: Request, answer: Answer) -> None:
-    """The Answer must echo the pending Request's id."""
-    if answer.id != pending.id:
-        raise AnswerMismatch(
-            f'toolnexus: cannot resume — answer id "{answer.id}" does not echo the pending '
-            f'request id "{pending.id}"'
-        )
+__all__ = ["checkpoint_from_transcript"]
 
 
 def _content(message: Message) -> str:
@@ -156,33 +116,3 @@ def _call_id(call: Any) -> str:
     if not isinstance(call, dict):
         return ""
     return str(cast(dict[str, Any], call).get("id") or "")
-
-
-def check_tools(checkpoint: Checkpoint, tools: Mapping[str, Tool]) -> None:
-    """Every call that must still run has to exist in the toolkit used to resume."""
-    missing = sorted(
-        {o.name for o in checkpoint.outstanding if o.state != "done" and o.name not in tools}
-    )
-    if missing:
-        raise ResumeError(
-            "toolnexus: cannot resume — the toolkit lacks the halted tool(s): " + ", ".join(missing)
-        )
-
-
-def check_relay_payload(checkpoint: Checkpoint, answer: Answer, tools: Mapping[str, Tool]) -> None:
-    """An ``ok`` answer to relayed calls must carry an output for every one of them."""
-    if not answer.ok:
-        return
-    targets = [
-        o
-        for o in checkpoint.outstanding
-        if o.state == "suspended" and o.request is not None and o.request.id == answer.id
-    ]
-    relayed = [o for o in targets if (t := tools.get(o.name)) is not None and t.source == "relay"]
-    for position, slot in enumerate(relayed):
-        if relay_output_for(answer, slot.call_id, first=position == 0) is None:
-            raise ResumeError(
-                f"toolnexus: cannot resume — the answer carries no result for relayed call "
-                f'{slot.name} ("{slot.call_id}"): supply data.results[] with its id, or '
-                "data.output for a single call (use answer_output / relay_answer)"
-            )

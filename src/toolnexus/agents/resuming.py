@@ -1,0 +1,336 @@
+"""The agent runtime's durable resume: the cascade, on the one resumption.
+
+`Resuming` is the base of `toolnexus.agents.AgentRuntime`. A resume delivers the Answer to the
+deepest suspended handle and cascades up through each suspended ancestor's ``task`` call; every
+level goes through `toolnexus.resumption.Resumption` (guards → claim → restore → apply → record
+→ continue), the request is claimed once and settled once, fenced. A tree's halted requests
+wait in their own queue of the run store (``agents/<runtime id>``), so a runtime's worker takes
+only its own and a client's worker never takes a tree's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from .._types import Tool
+from ..errors import AnswerMismatch, ResumeError
+from ..loop.checkpoint import Checkpoint
+from ..loop.engine import Engine, RunState
+from ..loop.guards import as_answer
+from ..resumption import Resumption
+from ..stores.runs import Claim, RunStore, conflict
+from ..suspension import Answer, Request
+from .budget import BudgetGuard
+from .clock import Clock
+from .engines import EngineFactory
+from .handle import Handle
+from .types import AgentDef, HandleState, TaskResult
+
+if TYPE_CHECKING:
+    from ..worker import Worker
+
+__all__ = ["Resuming", "restamp", "stamp_path"]
+
+log = logging.getLogger("toolnexus.agents")
+
+
+class Resuming:
+    """Resume a suspended tree (the base of `AgentRuntime`, which provides what is declared)."""
+
+    root: Handle
+    registry: dict[str, AgentDef]
+    runtime_id: str
+    clock: Clock
+    _runs: RunStore
+    _resumption: Resumption
+    _engines: EngineFactory
+    _hooks: Any
+
+    def _move(self, h: Handle, to: HandleState) -> None:
+        raise NotImplementedError
+
+    def _def(self, h: Handle) -> AgentDef:
+        raise NotImplementedError
+
+    def _tools_for(self, h: Handle) -> list[Tool]:
+        raise NotImplementedError
+
+    def _conv_id(self, h: Handle) -> str:
+        raise NotImplementedError
+
+    async def _drive(
+        self,
+        h: Handle,
+        engine: Engine,
+        state: RunState,
+        guard: BudgetGuard,
+        resumed: list[Any] | None,
+    ) -> TaskResult:
+        raise NotImplementedError
+
+    async def _settle(self, h: Handle, result: TaskResult) -> None:
+        raise NotImplementedError
+
+    async def _persist(self, *handles: Handle) -> None:
+        raise NotImplementedError
+
+    # -- resume -------------------------------------------------------------------------------
+
+    def _deepest_suspended(self, node: Handle, request_id: str | None = None) -> Handle | None:
+        """Depth-first, children before self: the deepest suspended handle (waiting on
+        ``request_id`` when given)."""
+        for child in node.children:
+            found = self._deepest_suspended(child, request_id)
+            if found is not None:
+                return found
+        if node is self.root or node.state != "suspended":
+            return None
+        if request_id is not None and (node.pending is None or node.pending.id != request_id):
+            return None
+        return node
+
+    async def resume(
+        self, answer: Answer | Mapping[str, Any], *, answered_by: str | None = None
+    ) -> None:
+        """Deliver ``answer`` to the deepest suspended handle, then cascade up.
+
+        The deepest handle's halted call is re-executed with ``ctx.answer`` (retry-with-answer
+        from its checkpoint: no model call is repeated); each suspended ancestor then resumes
+        its own halted ``task`` call, which reattaches to the finished child. Every level goes
+        through the one resumption (`toolnexus.resumption`): the request is claimed once, and
+        each level's resolved calls are recorded — in the run store, fenced by the claim, and
+        in the handle's row — before its model is called again, so a process that dies
+        mid-cascade and is resumed again never runs an approved call twice. Call `wait`
+        afterwards for the results.
+
+        Raises:
+            ResumeError: nothing is suspended.
+            AnswerMismatch: the answer does not echo the pending request id.
+            InvalidAnswer: the answer's fields have the wrong types.
+            AnswerConflict: the request was already answered (here or in another process),
+                also when the tree has finished since.
+        """
+        reply = as_answer(answer)
+        deepest = self._deepest_suspended(self.root, reply.id) or self._deepest_suspended(self.root)
+        if deepest is None or deepest.pending is None or deepest.checkpoint is None:
+            await self._refuse_if_answered(reply.id)
+            raise ResumeError("no suspended handle to resume")
+        if reply.id != deepest.pending.id:
+            await self._refuse_if_answered(reply.id)
+            raise AnswerMismatch(
+                f'answer id "{reply.id}" does not echo the pending request id '
+                f'"{deepest.pending.id}"'
+            )
+        await self._cascade(deepest, reply, None, answered_by)
+
+    async def resume_claim(
+        self, claim: Claim, resumption: Resumption | None = None
+    ) -> TaskResult | None:
+        """Resume the tree with a request taken from the store (`RunStore.take`): what the
+        runtime's worker does with each answered request of this tree.
+
+        Returns the result of the highest handle the cascade reached, or ``None`` when no
+        handle waits on the request any more: its cascade ran to the end and only settling it
+        failed (the store was down, the process died just before) — it is settled now, and
+        nothing runs again.
+        """
+        using = resumption or self._resumption
+        deepest = self._deepest_suspended(self.root, claim.request_id)
+        if deepest is None or deepest.checkpoint is None:
+            log.warning(
+                "toolnexus: no handle of runtime %r waits on request %s any more; settling it",
+                self.runtime_id,
+                claim.request_id,
+            )
+            outcome = {"status": "done", "text": "", "note": "settled after the tree moved on"}
+            await self._runs.complete(claim.request_id, claim, outcome=outcome)
+            return None
+        return await self._cascade(deepest, claim.answer, claim, claim.answered_by, using)
+
+    def worker(self, **options: Any) -> Worker:
+        """A worker that resumes this tree whenever one of its requests is answered, from any
+        process sharing the store: typically ``AgentRuntime.restore(...)`` then
+        ``async with rt.worker(): ...``.
+
+        ``options``: ``lease_s``, ``poll_interval``, ``retry_s``, ``concurrency``,
+        ``on_result`` (see `toolnexus.worker.Worker`); it takes only this tree's requests
+        (its `queue`).
+        """
+        from ..worker import Worker
+
+        return Worker(self._runs, self.resume_claim, queue=self.queue, **options)
+
+    @property
+    def queue(self) -> str:
+        """The run-store queue this tree's halted requests wait in (``agents/<runtime id>``)."""
+        return f"agents/{self.runtime_id}"
+
+    async def _cascade(
+        self,
+        deepest: Handle,
+        answer: Answer,
+        claim: Claim | None,
+        answered_by: str | None,
+        resumption: Resumption | None = None,
+    ) -> TaskResult | None:
+        """Resume ``deepest`` and then each suspended ancestor; settle the request once."""
+        using = resumption or self._resumption
+        node: Handle | None = deepest
+        result: TaskResult | None = None
+        try:
+            while node is not None and node is not self.root and node.state == "suspended":
+                result, claim = await self._resume_level(node, answer, claim, answered_by, using)
+                answer = claim.answer
+                if result.status == "pending":
+                    self._restamp_ancestors(node, result.pending)
+                    break
+                node = node.parent
+            if claim is not None:
+                await self._runs.complete(claim.request_id, claim, outcome=_outcome(result))
+        except BaseException:
+            if claim is not None:
+                await using.abandon(claim)
+            raise
+        return result
+        outcome: dict[str, Any] = {"status": "done", "text": ""}
+        if result is not None:
+            outcome = {"status": result.status, "text": result.text, "turns": result.turns}
+            if result.pending is not None:
+                outcome["pending"] = result.pending.id
+        await self._runs.complete(claim.request_id, claim, outcome=outcome)
+        return result
+
+    async def _resume_level(
+        self,
+        h: Handle,
+        answer: Answer,
+        claim: Claim | None,
+        answered_by: str | None,
+        resumption: Resumption,
+    ) -> tuple[TaskResult, Claim]:
+        """One level of the cascade: begin (guards, claim, restore, apply, record), then drive
+        the handle's turn on."""
+        checkpoint = h.checkpoint
+        assert checkpoint is not None
+        engine = self._engines.engine_for(self._def(h), self._hooks)
+        tools = self._tools_for(h)
+        cancel = asyncio.Event()
+        state = engine.new_state(None, tools, engine.cfg.dialect.render_tools(tools), cancel=cancel)
+        resumption.check(state, checkpoint, claim.answer if claim is not None else answer)
+        self._move(h, "idle")
+        self._move(h, "running")
+        h.cancel = cancel
+        h.task = None
+        try:
+            resumed = await resumption.begin(
+                engine,
+                state,
+                checkpoint,
+                answer,
+                claim=claim,
+                answered_by=answered_by,
+                record=functools.partial(self._record, h),
+            )
+        except BaseException:
+            self._move(h, "suspended")  # nothing was resumed: the handle still waits
+            raise
+        state.conversation_id = self._conv_id(h)
+        try:
+            guard = BudgetGuard(h, self.clock.now)
+            result = await self._drive(h, engine, state, guard, resumed=resumed.slots)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
+        await self._settle(h, result)
+        return result, resumed.claim
+
+    async def _record(self, h: Handle, progress: Checkpoint, claim: Claim) -> None:
+        """A level's resolved calls: into the run store (fenced) and the handle's row."""
+        indexed = Checkpoint.loads(progress.dumps())
+        indexed.conversation_id = h.id
+        indexed.queue = self.queue
+        await self._runs.save_progress(indexed, claim)
+        h.checkpoint = progress
+        await self._persist(h)
+
+    async def _refuse_if_answered(self, request_id: str) -> None:
+        record = await self._runs.answer_record(request_id)
+        if record is not None:
+            raise conflict(request_id, record.answered_by, record.status)
+
+    def _restamp_ancestors(self, h: Handle, request: Request | None) -> None:
+        """A re-suspended child: every suspended ancestor now waits on the new request."""
+        if request is None:
+            return
+        node = h.parent
+        while node is not None and node is not self.root and node.state == "suspended":
+            if node.checkpoint is not None and node.pending is not None:
+                stamped = stamp_path(request, node)
+                node.checkpoint = restamp(node.checkpoint, node.pending.id, stamped)
+                node.pending = stamped
+                if node.result is not None:
+                    node.result = replace(node.result, pending=stamped, text=stamped.prompt)
+            node = node.parent
+
+    async def resume_handle(self, h: Handle, answer: Answer) -> TaskResult:
+        """Resume ``h``'s halted turn with ``answer`` inline (retry-with-answer from its
+        checkpoint): the ``task`` tool's path when a ``wait_for`` up the chain answered.
+
+        This traces the inline shape (suspended→running); the durable `resume` goes through the
+        one resumption and traces idle→running."""
+        checkpoint = h.checkpoint
+        request = h.pending
+        if checkpoint is None or request is None:
+            raise ResumeError(f"{h.id} has no halted turn to resume")
+        self._move(h, "running")
+        h.cancel = asyncio.Event()
+        h.task = None
+        try:
+            engine = self._engines.engine_for(self._def(h), self._hooks)
+            tools = self._tools_for(h)
+            state = engine.new_state(
+                None, tools, engine.cfg.dialect.render_tools(tools), cancel=h.cancel
+            )
+            slots = engine.restore(state, checkpoint)
+            state.conversation_id = self._conv_id(h)
+            await engine.apply_answer(state, slots, request, answer)
+            guard = BudgetGuard(h, self.clock.now)
+            result = await self._drive(h, engine, state, guard, resumed=slots)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
+        await self._settle(h, result)
+        return result
+
+
+def _outcome(result: TaskResult | None) -> dict[str, Any]:
+    """What a settled tree request keeps: the highest resumed handle's result."""
+    if result is None:
+        return {"status": "done", "text": ""}
+    out: dict[str, Any] = {"status": result.status, "text": result.text, "turns": result.turns}
+    if result.pending is not None:
+        out["pending"] = result.pending.id
+    return out
+
+
+def stamp_path(request: Request, h: Handle) -> Request:
+    data = dict(request.data or {})
+    data["path"] = h.path()
+    return replace(request, data=data)
+
+
+def restamp(checkpoint: Checkpoint, old_id: str, request: Request) -> Checkpoint:
+    """The checkpoint with its pending (and the matching suspended calls) set to ``request``."""
+    fresh = Checkpoint.loads(checkpoint.dumps())
+    for slot in fresh.outstanding:
+        if slot.request is not None and slot.request.id == old_id:
+            slot.request = request
+    fresh.pending = request
+    return fresh

@@ -1,0 +1,585 @@
+"""The PostgreSQL run store's statements, and the ``LISTEN`` connection its waiters park on.
+
+`PostgresStore` validates every argument, then hands one of these functions a pooled
+autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of the table in
+`toolnexus.stores.requests` (T1–T12) with the semantics of the in-memory reference
+(`toolnexus.stores.memory_runs`), and says which:
+
+- The racing paths are one statement each, so PostgreSQL's row lock decides every race:
+  ``claim`` is an ``INSERT … ON CONFLICT DO UPDATE … WHERE`` that takes a pending (or lapsed)
+  request and does nothing otherwise; ``take`` is an ``UPDATE`` of the oldest queued row
+  found with ``FOR UPDATE SKIP LOCKED``, so any number of workers in any number of processes
+  never wait on each other and never get the same row; the holder's writes (T6–T9) match
+  ``status = 'claimed' AND token = …`` (fencing).
+- Answering (T2, T3, T11) decides in Python what the SQL cannot (the digest of the stored
+  call, a passed ``expiresAt``), so it reads the row ``FOR UPDATE`` and writes it in one short
+  transaction: the order of refusals is the reference's (unknown, conflict, expiry).
+- A lapsed lease (T10) is not swept: every statement compares ``lease_until`` with the
+  caller's clock, the rule `toolnexus.stores._runrows.lapsed_status` applies to a row read.
+- Whatever moves a request out of waiting (T2, T3, T8, T9 back to ``answered``, T11)
+  ``NOTIFY``s `CHANNEL` in the statement or transaction that commits it, so the notification
+  is sent exactly when the change is visible. The payload is the hex of the request's key.
+
+When a guarded statement changes nothing, the row is read again to say why (unknown, held by
+whom until when, lease lost); a row that became claimable in between is tried again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterable
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final, LiteralString
+
+from ..errors import LeaseLost, RequestExpired, UnknownRequest
+from ..suspension import Answer
+from ._runrows import HaltRow, answer_record, lapsed_status, request_record, stored_digest
+from .checks import conflict, encode_answer
+from .memory_runs import cancelled_answer, expired_decline, is_past
+from .postgres_schema import from_bytea, row_key, to_bytea
+from .requests import EXPIRED_BY, AnswerRecord, Claim
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = [
+    "CHANNEL",
+    "Listener",
+    "answer_of",
+    "cancel",
+    "claim",
+    "complete",
+    "expire",
+    "post_answer",
+    "purge",
+    "release",
+    "renew",
+    "save_progress",
+    "take",
+]
+
+CHANNEL: Final = "toolnexus_answers"
+"""The ``LISTEN/NOTIFY`` channel that announces answered, settled and requeued requests."""
+
+_RETRIES = 3
+"""How often a refused claim is tried again when the row turned claimable in between."""
+
+# A request still waiting for its answer: pending, or a host claim whose lease ran out (T10).
+_CLAIMABLE: LiteralString = (
+    "(h.status = 'pending' OR (h.status = 'claimed' AND NOT h.recorded"
+    " AND h.lease_until <= %(now)s))"
+)
+# The worker queue: a recorded answer, or a taken claim whose lease ran out (T10).
+_QUEUED: LiteralString = (
+    "(h.status = 'answered' OR (h.status = 'claimed' AND h.recorded AND h.lease_until <= %(now)s))"
+)
+_NOTIFY: LiteralString = f"SELECT pg_notify('{CHANNEL}', %(note)s)"
+
+# The row an answer is recorded on, locked until the transaction ends (T2, T3, T11).
+_LOCK = (
+    "SELECT status, recorded, lease_until, answered_by, expires_at,"
+    " checkpoint IS NOT NULL, CASE WHEN %(want)s THEN checkpoint END"
+    " FROM toolnexus_halts WHERE key = %(key)s FOR UPDATE"
+)
+# T2/T3: recorded and queued; a new token fences out a holder whose lease lapsed.
+_RECORD = (
+    "WITH r AS (UPDATE toolnexus_halts SET status = 'answered', answer = %(answer)s,"
+    " answered_by = %(by)s, digest = %(digest)s, answered_at = %(now)s, lease_until = NULL,"
+    " token = token + 1, recorded = true WHERE key = %(key)s RETURNING 1) " + _NOTIFY + " FROM r"
+)
+# T11: the run is abandoned; who, when and why are kept.
+_CANCEL = (
+    "WITH c AS (UPDATE toolnexus_halts SET status = 'cancelled', answer = %(answer)s,"
+    " answered_by = %(by)s, answered_at = %(now)s, settled_at = %(now)s, checkpoint = NULL,"
+    " lease_until = NULL, token = token + 1, recorded = true WHERE key = %(key)s"
+    " RETURNING digest) SELECT c.digest, pg_notify('" + CHANNEL + "', %(note)s) FROM c"
+)
+# T4: a host resumes with its own answer; a request with no row gets a bare one (token 1).
+_CLAIM = (
+    "INSERT INTO toolnexus_halts AS h (key, request_id, status, answer, answered_by, digest,"
+    " lease_until, token) VALUES (%(key)s, %(id)s, 'claimed', %(answer)s, %(by)s,"
+    " %(digest)s, %(lease)s, 1)"
+    " ON CONFLICT (key) DO UPDATE SET status = 'claimed', answer = EXCLUDED.answer,"
+    " answered_by = EXCLUDED.answered_by, digest = EXCLUDED.digest,"
+    " lease_until = EXCLUDED.lease_until, answered_at = NULL, recorded = false,"
+    " token = h.token + 1 WHERE " + _CLAIMABLE + " RETURNING h.token"
+)
+_HOLDER = "SELECT answered_by, status, recorded, lease_until FROM toolnexus_halts WHERE key = %s"
+_TAKEN: LiteralString = (
+    "UPDATE toolnexus_halts AS h SET status = 'claimed', token = h.token + 1,"
+    " lease_until = %(lease)s WHERE "
+)
+_RETURN_CLAIM: LiteralString = " RETURNING h.request_id, h.token, h.answer, h.answered_by"
+# T5 (and T10): a resumer takes the recorded answer of one request.
+_TAKE_ONE = _TAKEN + "h.key = %(key)s AND " + _QUEUED + _RETURN_CLAIM
+# T5 (and T10): a worker takes the oldest answer of its queue, skipping rows other takers
+# hold (in the subquery, ``h`` is the candidate row).
+_TAKE_OLDEST = (
+    _TAKEN
+    + "h.key = (SELECT h.key FROM toolnexus_halts AS h WHERE h.queue_key = %(queue)s AND "
+    + _QUEUED
+    + " ORDER BY h.answered_at, h.request_id LIMIT 1 FOR UPDATE SKIP LOCKED)"
+    + _RETURN_CLAIM
+)
+_FENCE: LiteralString = " AND status = 'claimed' AND token = %(token)s"
+# T6.
+_RENEW = "UPDATE toolnexus_halts SET lease_until = %(lease)s WHERE key = %(key)s" + _FENCE
+# T7: the answer has been applied, so from here it counts as recorded (a lapse or release
+# returns the request to the queue, to be finished with the same answer).
+_PROGRESS = (
+    "UPDATE toolnexus_halts SET checkpoint = %(checkpoint)s, kind = %(kind)s, tool = %(tool)s,"
+    " conversation_id = %(conversation)s, created_at = %(created)s, expires_at = %(expires)s,"
+    " prompt = %(prompt)s, queue_key = %(queue)s, recorded = true,"
+    " answered_at = coalesce(answered_at, %(now)s) WHERE key = %(key)s" + _FENCE
+)
+# T8: settled with the outcome; the checkpoint is dropped, the answer kept.
+_SETTLE: LiteralString = (
+    "WITH s AS (UPDATE toolnexus_halts SET status = CASE WHEN answered_by = %(expired)s"
+    " THEN 'expired' ELSE 'done' END, answered_at = coalesce(answered_at, %(now)s),"
+    " settled_at = %(now)s, lease_until = NULL, checkpoint = NULL, outcome = %(outcome)s"
+    " WHERE key = %(key)s"
+)
+_COMPLETE = _SETTLE + " RETURNING 1) " + _NOTIFY + " FROM s"
+_COMPLETE_HELD = _SETTLE + _FENCE + " RETURNING 1) " + _NOTIFY + " FROM s"
+# T9: a bare claim (no checkpoint: a host-held transcript) is forgotten; a host claim goes
+# back to pending without its answer; a taken claim goes back to the queue with its answer.
+_RELEASE = (
+    "WITH gone AS (DELETE FROM toolnexus_halts WHERE key = %(key)s AND status = 'claimed'"
+    " AND checkpoint IS NULL AND token = coalesce(%(token)s, token) RETURNING 1),"
+    " back AS (UPDATE toolnexus_halts SET lease_until = NULL,"
+    " status = CASE WHEN recorded THEN 'answered' ELSE 'pending' END,"
+    " answer = CASE WHEN recorded THEN answer END,"
+    " answered_by = CASE WHEN recorded THEN answered_by END,"
+    " digest = CASE WHEN recorded THEN digest ELSE '' END"
+    " WHERE key = %(key)s AND status = 'claimed' AND checkpoint IS NOT NULL"
+    " AND token = coalesce(%(token)s, token) RETURNING recorded) "
+    + _NOTIFY
+    + " FROM back WHERE recorded"
+)
+# T12.
+_PURGE = (
+    "DELETE FROM toolnexus_halts WHERE status IN ('done', 'expired', 'cancelled')"
+    " AND settled_at <= %s"
+)
+_ANSWER = (
+    "SELECT answer, answered_at, answered_by, digest, status, recorded, lease_until,"
+    " settled_at, outcome FROM toolnexus_halts WHERE key = %s AND answer IS NOT NULL"
+)
+# A pending row always has its checkpoint and no recorded answer (T1, T9), so only a claim
+# needs those tested: one condition per status keeps the planner's row estimate right.
+PENDING: LiteralString = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
+    " FROM toolnexus_halts WHERE (status = 'pending' OR (status = 'claimed' AND NOT recorded"
+    " AND checkpoint IS NOT NULL AND lease_until <= %s))"
+)
+"""The pending index (T1, T9, T10), for `PostgresStore.list_pending` to add its filters to."""
+
+
+def _unknown(request_id: str) -> UnknownRequest:
+    return UnknownRequest(f'no halted run waits on request "{request_id}"')
+
+
+def _lost(request_id: str, answered_by: object) -> LeaseLost:
+    return LeaseLost(
+        f'the claim on request "{request_id}" was lost: another resume took it over after '
+        "its lease ran out (nothing was written)",
+        answered_by=from_bytea(answered_by),
+    )
+
+
+def _note(request_id: str) -> str:
+    return row_key(request_id).hex()
+
+
+# -- answering: T2, T3, T11 ------------------------------------------------------------------
+
+
+async def _lock_waiting(
+    conn: AsyncConnection[Any], request_id: str, now: float, *, want_checkpoint: bool
+) -> tuple[Any, Any]:
+    """Lock the halted run waiting on ``request_id``; its ``(expires_at, checkpoint)``.
+
+    Raises:
+        UnknownRequest: no halted run waits on it (no row, or a bare claim's row).
+        AnswerConflict: it was answered, is claimed under a live lease, or is settled.
+    """
+    cur = await conn.execute(_LOCK, {"key": row_key(request_id), "want": want_checkpoint})
+    row = await cur.fetchone()
+    if row is None:
+        raise _unknown(request_id)
+    status, recorded, lease_until, by, expires_at, halted, text = row
+    if not halted and status in ("pending", "claimed"):
+        raise _unknown(request_id)
+    current = lapsed_status(status, recorded, lease_until, now)
+    if current != "pending":
+        raise conflict(request_id, from_bytea(by), current, lease_until)
+    return from_bytea(expires_at), text
+
+
+async def post_answer(
+    conn: AsyncConnection[Any],
+    request_id: str,
+    text: str,
+    answered_by: str | None,
+    digest: str | None,
+    now: float,
+    where: str,
+) -> AnswerRecord:
+    """T2, or T3 past ``expiresAt``: record the answer (``text``, already encoded).
+
+    Raises:
+        UnknownRequest, AnswerConflict: see `_lock_waiting`; nothing changed.
+        CheckpointError: ``digest`` is ``None`` and the stored checkpoint cannot be read.
+        RequestExpired: the expired decline was recorded (and committed) instead.
+    """
+    async with conn.transaction():
+        expires_at, stored = await _lock_waiting(
+            conn, request_id, now, want_checkpoint=digest is None
+        )
+        tag = digest if digest is not None else stored_digest(stored, request_id, where)
+        expired = is_past(expires_at, now)
+        if expired:
+            text, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
+        await _record(conn, request_id, text, answered_by, tag, now)
+    if expired:
+        raise RequestExpired(
+            f'request "{request_id}" expired before it was answered; it was settled with the '
+            "expired decline"
+        )
+    return replace(answer_record(request_id, text, now, answered_by, tag, where), status="answered")
+
+
+async def expire(
+    conn: AsyncConnection[Any], request_id: str, now: float, where: str
+) -> AnswerRecord:
+    """T3: record the expired decline for a pending request, by `EXPIRED_BY`."""
+    async with conn.transaction():
+        _, stored = await _lock_waiting(conn, request_id, now, want_checkpoint=True)
+        tag = stored_digest(stored, request_id, where)
+        text = encode_answer(expired_decline(request_id))
+        await _record(conn, request_id, text, EXPIRED_BY, tag, now)
+    return replace(answer_record(request_id, text, now, EXPIRED_BY, tag, where), status="answered")
+
+
+async def _record(
+    conn: AsyncConnection[Any], request_id: str, text: str, by: str | None, tag: str, now: float
+) -> None:
+    values = {
+        "key": row_key(request_id),
+        "answer": text,
+        "by": to_bytea(by),
+        "digest": tag,
+        "now": now,
+        "note": _note(request_id),
+    }
+    await conn.execute(_RECORD, values)
+
+
+async def cancel(
+    conn: AsyncConnection[Any],
+    request_id: str,
+    reason: str | None,
+    answered_by: str | None,
+    now: float,
+    where: str,
+) -> AnswerRecord:
+    """T11: end the halted run without resuming it."""
+    text = encode_answer(cancelled_answer(request_id, reason))
+    values = {
+        "key": row_key(request_id),
+        "answer": text,
+        "by": to_bytea(answered_by),
+        "now": now,
+        "note": _note(request_id),
+    }
+    async with conn.transaction():
+        await _lock_waiting(conn, request_id, now, want_checkpoint=False)
+        cur = await conn.execute(_CANCEL, values)
+        row = await cur.fetchone()
+    assert row is not None  # the row is locked: the update cannot miss
+    found = answer_record(request_id, text, now, answered_by, row[0], where)
+    return replace(found, status="cancelled", settled_at=now)
+
+
+# -- resuming: T4–T10 ------------------------------------------------------------------------
+
+
+async def claim(
+    conn: AsyncConnection[Any],
+    request_id: str,
+    text: str,
+    answered_by: str | None,
+    digest: str,
+    now: float,
+    lease_until: float,
+) -> Claim:
+    """T4: take ``request_id`` for resuming with the host's own answer.
+
+    Raises:
+        AnswerConflict: answered, claimed under a live lease, or settled.
+    """
+    key = row_key(request_id)
+    values: dict[str, Any] = {
+        "key": key,
+        "id": request_id.encode(),
+        "answer": text,
+        "by": to_bytea(answered_by),
+        "digest": digest,
+        "lease": lease_until,
+        "now": now,
+    }
+    for attempt in range(_RETRIES):
+        cur = await conn.execute(_CLAIM, values)
+        row = await cur.fetchone()
+        if row is not None:
+            parsed = Answer.from_dict(json.loads(text))
+            return Claim(request_id, row[0], parsed, answered_by, lease_until)
+        cur = await conn.execute(_HOLDER, (key,))
+        held = await cur.fetchone()
+        if held is not None:
+            by, status, recorded, lease = held
+            current = lapsed_status(status, recorded, lease, now)
+            if current != "pending" or attempt == _RETRIES - 1:
+                raise conflict(request_id, from_bytea(by), current, lease)
+    raise conflict(request_id, None)
+
+
+async def take(
+    conn: AsyncConnection[Any],
+    request_id: str | None,
+    queue: str,
+    now: float,
+    lease_until: float,
+    where: str,
+) -> Claim | None:
+    """T5: take ``request_id``'s recorded answer, or the oldest one answered in ``queue``;
+    ``None`` when there is none."""
+    values: dict[str, Any] = {"now": now, "lease": lease_until}
+    if request_id is None:
+        cur = await conn.execute(_TAKE_OLDEST, {**values, "queue": row_key(queue)})
+    else:
+        values["key"] = row_key(request_id)
+        cur = await conn.execute(_TAKE_ONE, values)
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    rid: str = from_bytea(row[0])
+    found = answer_record(rid, row[2], 0.0, from_bytea(row[3]), "", where)
+    return Claim(rid, row[1], found.answer, found.answered_by, lease_until)
+
+
+async def renew(conn: AsyncConnection[Any], claim: Claim, lease_until: float) -> Claim:
+    """T6: extend the lease of the request's current claim.
+
+    Raises:
+        LeaseLost: ``claim`` is no longer the request's current one.
+    """
+    key = row_key(claim.request_id)
+    cur = await conn.execute(_RENEW, {"key": key, "token": claim.token, "lease": lease_until})
+    if cur.rowcount == 0:
+        raise await _lease_lost(conn, claim.request_id)
+    return replace(claim, lease_until=lease_until)
+
+
+async def save_progress(
+    conn: AsyncConnection[Any], row: HaltRow, queue: str, claim: Claim, now: float
+) -> None:
+    """T7: replace the claimed run's checkpoint (stored under the claim's request).
+
+    Raises:
+        LeaseLost: ``claim`` is no longer the request's current one.
+    """
+    values: dict[str, Any] = {
+        "key": row_key(claim.request_id),
+        "token": claim.token,
+        "checkpoint": row.checkpoint,
+        "kind": row.kind.encode(),
+        "tool": row.tool.encode(),
+        "conversation": to_bytea(row.conversation_id),
+        "created": row.created_at,
+        "expires": to_bytea(row.expires_at),
+        "prompt": row.prompt.encode(),
+        "queue": row_key(queue),
+        "now": now,
+    }
+    cur = await conn.execute(_PROGRESS, values)
+    if cur.rowcount == 0:
+        raise await _lease_lost(conn, claim.request_id)
+
+
+async def complete(
+    conn: AsyncConnection[Any],
+    request_id: str,
+    claim: Claim | None,
+    outcome: str | None,
+    now: float,
+) -> None:
+    """T8: settle the request ``done`` (``expired`` for the expired decline).
+
+    Raises:
+        UnknownRequest: no row for ``request_id``.
+        LeaseLost: ``claim`` is no longer the request's current one.
+    """
+    values: dict[str, Any] = {
+        "key": row_key(request_id),
+        "expired": EXPIRED_BY.encode(),
+        "now": now,
+        "outcome": outcome,
+        "note": _note(request_id),
+    }
+    if claim is None:
+        cur = await conn.execute(_COMPLETE, values)
+    elif claim.request_id == request_id:
+        cur = await conn.execute(_COMPLETE_HELD, {**values, "token": claim.token})
+    else:
+        cur = None  # a claim on another request is not this request's current one
+    if cur is None or cur.rowcount == 0:
+        cur = await conn.execute(_HOLDER, (row_key(request_id),))
+        held = await cur.fetchone()
+        if held is None:
+            raise _unknown(request_id)
+        raise _lost(request_id, held[0])
+
+
+async def release(conn: AsyncConnection[Any], request_id: str, token: int | None) -> None:
+    """T9: give a claimed request back; a stale ``token`` (or no claim) changes nothing."""
+    values = {"key": row_key(request_id), "token": token, "note": _note(request_id)}
+    await conn.execute(_RELEASE, values)
+
+
+async def _lease_lost(conn: AsyncConnection[Any], request_id: str) -> LeaseLost:
+    cur = await conn.execute(_HOLDER, (row_key(request_id),))
+    held = await cur.fetchone()
+    return _lost(request_id, None if held is None else held[0])
+
+
+# -- retention and reads -----------------------------------------------------------------------
+
+
+async def purge(conn: AsyncConnection[Any], cutoff: float) -> int:
+    """T12: delete the requests settled at or before ``cutoff``; how many."""
+    cur = await conn.execute(_PURGE, (cutoff,))
+    return cur.rowcount
+
+
+async def answer_of(
+    conn: AsyncConnection[Any], request_id: str, now: float, where: str
+) -> AnswerRecord | None:
+    """The recorded answer and status of ``request_id``; ``None`` while it waits.
+
+    A host claim's own answer (T4) counts as recorded only once it settles.
+
+    Raises:
+        StoreError: the stored answer or outcome is not readable JSON (hand-edited).
+    """
+    cur = await conn.execute(_ANSWER, (row_key(request_id),))
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    text, answered_at, by, digest, status, recorded, lease_until, settled_at, kept = row
+    current = lapsed_status(status, recorded, lease_until, now)
+    if current == "pending" or (current == "claimed" and not recorded):
+        return None
+    by = from_bytea(by)
+    return request_record(
+        request_id, text, answered_at, by, digest, current, settled_at, kept, where
+    )
+
+
+# -- the LISTEN connection -----------------------------------------------------------------------
+
+
+class Listener:
+    """One ``LISTEN`` connection and the waiters parked on it.
+
+    A waiter registered for a key wakes on a notification with that payload; a waiter
+    registered for ``None`` (`PostgresStore.wait_for_queued`) wakes on any notification.
+    Losing the connection wakes every waiter, so each re-reads and listens anew. ``heard``
+    counts the notifications (and lost connections), so a worker can tell that something
+    happened between two of its waits.
+    """
+
+    __slots__ = ("_conn", "_kwargs", "_starting", "_task", "_url", "_waiters", "heard")
+
+    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
+        self._url = url
+        self._kwargs = kwargs
+        self._waiters: dict[str | None, set[asyncio.Future[None]]] = {}
+        self._conn: AsyncConnection[Any] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
+        self.heard = 0
+
+    def register(self, key: str | None) -> asyncio.Future[None]:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(key, set()).add(waiter)
+        return waiter
+
+    def unregister(self, key: str | None, waiter: asyncio.Future[None]) -> None:
+        waiters = self._waiters.get(key)
+        if waiters is not None:
+            waiters.discard(waiter)
+            if not waiters:
+                del self._waiters[key]
+
+    async def start(self) -> bool:
+        """Make sure LISTEN is active (connecting again after a lost connection).
+
+        Returns True when it was not: notifications sent until now were not heard.
+
+        Raises:
+            psycopg.Error: the server cannot be reached.
+        """
+        if self._task is not None and not self._task.done():
+            return False
+        async with self._starting:
+            if self._task is not None and not self._task.done():
+                return False
+            import psycopg
+
+            conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
+                self._url, **self._kwargs
+            )
+            try:
+                await conn.execute(f"LISTEN {CHANNEL}")
+            except BaseException:
+                await conn.close()
+                raise
+            self._conn = conn
+            self._task = asyncio.create_task(self._listen(conn), name="toolnexus-pg-listen")
+            return True
+
+    async def _listen(self, conn: AsyncConnection[Any]) -> None:
+        import psycopg
+
+        try:
+            async for note in conn.notifies():
+                self.heard += 1
+                self._wake(self._waiters.get(note.payload, ()))
+                self._wake(self._waiters.get(None, ()))
+        except psycopg.Error:
+            pass  # the connection is gone: every waiter re-reads and listens anew
+        finally:
+            self.heard += 1
+            self._wake([w for ws in self._waiters.values() for w in ws])
+            await conn.close()
+
+    @staticmethod
+    def _wake(waiters: Iterable[asyncio.Future[None]]) -> None:
+        for waiter in list(waiters):
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def aclose(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                if (current := asyncio.current_task()) is not None and current.cancelling():
+                    raise
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()

@@ -1,0 +1,216 @@
+"""Workers: resume every answered run of a store, from any process on any machine.
+
+::
+
+    async with create_client(..., store="postgresql://…") as client:
+        async with client.worker(toolkit) as worker:   # runs until the block ends
+            await stop_signal.wait()
+
+An answer recorded anywhere (``client.answer``, ``store.post_answer`` — a webhook, the inbox,
+the CLI) queues its run. A worker takes queued runs one at a time per slot (`RunStore.take`,
+under a lease with a fencing token) and resumes each through the one resumption
+(`toolnexus.resumption`). It drains what was answered before it started and what is answered
+while it runs: woken by Postgres ``LISTEN/NOTIFY`` or, on SQLite, by polling every
+``poll_interval`` seconds.
+
+Any number of workers may share a store. A worker killed mid-resume is replaced by another once
+its lease runs out; one that stalls past its lease and wakes up cannot write a second outcome
+(its token is stale: `LeaseLost`). While a resume runs, the worker renews its lease every
+third of ``lease_s``.
+
+A run that cannot be resumed here (its tool is missing from this worker's toolkit, the model
+fails, …) is not retried in a hot loop: the worker keeps holding it for ``retry_s`` seconds, logs
+the error once, and reports it in `Worker.errors`; then it is queued again, for this worker or
+another one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any, cast
+
+from .errors import LeaseLost, UsageError
+from .resumption import Resumption
+from .stores.checks import check_optional_text, check_seconds
+from .stores.requests import DEFAULT_LEASE_S, AnswerChannel, Claim, RunStore
+
+__all__ = ["Worker"]
+
+log = logging.getLogger("toolnexus.worker")
+
+
+ResumeClaim = Callable[[Claim, Resumption], Awaitable[Any]]
+"""Resumes the run of a taken request with the given resumption (a client's or a tree's)."""
+
+
+class Worker:
+    """Resumes the answered runs of one queue of a store. Build with `Client.worker` or
+    `toolnexus.agents.AgentRuntime.worker`.
+
+    Args:
+        runs: the store (it must also be an `AnswerChannel`).
+        resume: resumes one taken request (``client.resume_claim`` bound to a toolkit, or a
+            runtime's ``resume_claim``).
+        queue: which runs this worker takes (`toolnexus.loop.checkpoint.Checkpoint.queue`).
+        lease_s: how long a taken run is held before another worker may take it over.
+        poll_interval: the longest sleep between looks at the queue (SQLite has no
+            notifications; on Postgres a notification wakes the worker at once).
+        retry_s: how long a run that failed here is held before it is queued again.
+        concurrency: how many runs this worker resumes at once.
+        on_result: called with ``(request_id, result)`` after each settled run (sync or
+            async); what it raises is logged.
+    """
+
+    def __init__(
+        self,
+        runs: RunStore,
+        resume: ResumeClaim,
+        *,
+        queue: str = "",
+        lease_s: float = DEFAULT_LEASE_S,
+        poll_interval: float = 1.0,
+        retry_s: float = 60.0,
+        concurrency: int = 4,
+        on_result: Callable[[str, Any], Any] | None = None,
+    ) -> None:
+        if not isinstance(runs, AnswerChannel):
+            raise UsageError(
+                "a worker needs a store with an answer channel (memory, SQLite, Postgres)"
+            )
+        count = cast(object, concurrency)  # checked as the caller may pass anything
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise UsageError(f"concurrency must be an int >= 1, got {concurrency!r}")
+        self._runs: RunStore = runs
+        self._channel: AnswerChannel = runs
+        self._resume_claim = resume
+        self._queue = check_optional_text(queue, "queue") or ""
+        self._lease_s = check_seconds(lease_s, "lease_s", positive=True)
+        self._poll = check_seconds(poll_interval, "poll_interval", positive=True)
+        retry = check_seconds(retry_s, "retry_s", positive=True)
+        self.resumption = Resumption(runs, lease_s=self._lease_s, hold_on_failure=retry)
+        """The resumption this worker resumes with (it holds a failed run for ``retry_s``)."""
+        self._slots = asyncio.Semaphore(concurrency)
+        self._on_result = on_result
+        self._held: dict[str, Claim] = {}
+        self._runner: asyncio.Task[None] | None = None
+        self.resumed = 0
+        """Runs this worker resumed and settled."""
+        self.failed = 0
+        """Resumes that failed here (each is retried after ``retry_s``)."""
+        self.errors: dict[str, str] = {}
+        """The last error per request id that failed here (cleared when it settles)."""
+
+    # -- one pass ----------------------------------------------------------------------------
+
+    async def drain(self, *, max_runs: int | None = None) -> int:
+        """Resume what is queued now, up to ``max_runs``; returns how many were taken.
+
+        Returns when the queue is empty and every run it took has finished (settled,
+        halted again, or failed and held for ``retry_s``).
+        """
+        taken = 0
+        async with asyncio.TaskGroup() as group:
+            while max_runs is None or taken < max_runs:
+                await self._slots.acquire()
+                try:
+                    claim = await self._runs.take(lease_s=self._lease_s, queue=self._queue)
+                except BaseException:
+                    self._slots.release()
+                    raise
+                if claim is None:
+                    self._slots.release()
+                    break
+                taken += 1
+                group.create_task(self._resume(claim))
+        return taken
+
+    async def _resume(self, claim: Claim) -> None:
+        rid = claim.request_id
+        self._held[rid] = claim
+        try:
+            result = await self._resume_claim(claim, self.resumption)
+        except LeaseLost as exc:
+            self.failed += 1
+            log.warning("toolnexus: worker lost request %s to another resumer: %s", rid, exc)
+        except Exception as exc:
+            self.failed += 1
+            text = f"{type(exc).__name__}: {exc}"
+            if self.errors.get(rid) != text:
+                log.error("toolnexus: worker could not resume request %s: %s", rid, text)
+            self.errors[rid] = text
+        else:
+            self.resumed += 1
+            self.errors.pop(rid, None)
+            await self._report(rid, result)
+        finally:
+            self._held.pop(rid, None)
+            self._slots.release()
+
+    async def _report(self, rid: str, result: Any) -> None:
+        if self._on_result is None:
+            return
+        try:
+            value = self._on_result(rid, result)
+            if inspect.isawaitable(value):
+                await value
+        except Exception:
+            log.warning("toolnexus: the worker's on_result raised", exc_info=True)
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Drain, then wait for new answers, for ever (cancel the task or use ``async with``)."""
+        beat = asyncio.ensure_future(self._heartbeat())
+        try:
+            while True:
+                await self.drain()
+                await self._channel.wait_for_queued(timeout=self._poll)
+        finally:
+            beat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await beat
+
+    async def _heartbeat(self) -> None:
+        """Renew the lease of every run in flight, every third of ``lease_s``."""
+        while True:
+            await asyncio.sleep(self._lease_s / 3)
+            for rid, claim in list(self._held.items()):
+                try:
+                    self._held[rid] = await self._runs.renew(claim, lease_s=self._lease_s)
+                except LeaseLost:
+                    log.warning("toolnexus: worker's lease on request %s was lost", rid)
+                except Exception:
+                    log.warning("toolnexus: worker could not renew request %s", rid, exc_info=True)
+
+    def start(self) -> asyncio.Task[None]:
+        """Run the worker in the background; `stop` ends it."""
+        if self._runner is None or self._runner.done():
+            self._runner = asyncio.ensure_future(self.run())
+        return self._runner
+
+    async def stop(self) -> None:
+        """Stop taking runs and wait for the ones in flight to be cancelled (their claims run
+        out and another worker finishes them)."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        runner.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await runner
+
+    async def __aenter__(self) -> Worker:
+        self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

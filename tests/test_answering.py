@@ -1,0 +1,363 @@
+"""Answering is separate from resuming: client.answer / cancel / purge / worker / resume(id).
+
+One process, the memory store and a scripted model on loopback; the process-crossing and
+crash cases live in tests/test_resume_chaos.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from test_resume import Ledger, gate_tool, plain_tool
+from toolnexus import (
+    Answer,
+    AnswerConflict,
+    AnswerMismatch,
+    CallbackError,
+    ResumeError,
+    RunCancelled,
+    UnknownRequest,
+    create_client,
+    create_toolkit,
+)
+from toolnexus.errors import InvalidAnswer, LeaseLost
+from toolnexus.resumption import Resumption
+from toolnexus.stores.runs import InMemoryStore
+from toolnexus.testing import ScriptedModel, call, text, tool_calls
+from toolnexus.waiting import store_wait_for
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_700_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class WatchedStore(InMemoryStore):
+    """The memory store, telling the test when a run has saved its halt."""
+
+    def __init__(self, clock: Any = None) -> None:
+        super().__init__(clock)
+        self.halted = asyncio.Event()
+
+    async def save_halt(self, checkpoint: Any) -> None:
+        await super().save_halt(checkpoint)
+        self.halted.set()
+
+
+async def halted_run(client: Any, toolkit: Any, conversation: str | None = "conv-1") -> Any:
+    result = await client.ask("go", toolkit, id=conversation)
+    assert result.status == "pending"
+    assert result.pending is not None
+    return result.pending
+
+
+async def test_an_answer_is_recorded_and_a_worker_finishes_the_run_once() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    script = [tool_calls(call("gate", {}, id="c1")), text("shipped")]
+    async with ScriptedModel(script) as model:
+        store = InMemoryStore()
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            request = await halted_run(client, tk)
+            record = await client.answer(request.id, Answer(request.id, True), answered_by="ana")
+            assert (record.status, record.answered_by) == ("answered", "ana")
+            assert ledger.runs["gate"] == 1  # answering ran nothing
+            assert len(model.requests) == 1
+            results: list[tuple[str, Any]] = []
+            worker = client.worker(tk, on_result=lambda rid, r: results.append((rid, r)))
+            assert await worker.drain() == 1
+            assert await worker.drain() == 0
+            transcript = await client.conversation_store.get("conv-1")
+    assert ledger.runs["gate"] == 2
+    assert [(rid, r.text) for rid, r in results] == [(request.id, "shipped")]
+    assert worker.resumed == 1
+    settled = await store.answer_record(request.id)
+    assert settled is not None
+    assert settled.status == "done"
+    assert settled.outcome is not None
+    assert settled.outcome["text"] == "shipped"
+    assert transcript is not None
+    assert transcript[-1] == {"role": "assistant", "content": "shipped"}
+
+
+async def test_a_host_resumes_itself_with_the_recorded_answer_by_request_id() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1")), text("ok")]) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as client:
+            request = await halted_run(client, tk)
+            await client.answer(request.id, {"id": request.id, "ok": True, "data": {"n": 1}})
+            done = await client.resume(tk, request.id)
+            with pytest.raises(AnswerConflict, match="already answered"):
+                await client.resume(tk, request.id)
+    assert done.text == "ok"
+    assert ledger.answers[-1] == Answer(request.id, True, {"n": 1})
+
+
+async def test_resume_by_id_of_an_unanswered_request_is_refused() -> None:
+    tk = await create_toolkit(extra_tools=[gate_tool(Ledger())], builtins=False)
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1"))]) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as client:
+            request = await halted_run(client, tk)
+            with pytest.raises(UnknownRequest, match="answered"):
+                await client.resume(tk, request.id)
+            assert [e.request_id for e in await client.list_pending()] == [request.id]
+
+
+BAD_ANSWERS: list[tuple[object, type[Exception]]] = [
+    (Answer("other", True), AnswerMismatch),
+    (Answer("{rid}", "false"), InvalidAnswer),  # pyright: ignore[reportArgumentType]
+    (Answer("{rid}", 1), InvalidAnswer),  # pyright: ignore[reportArgumentType]
+    (Answer("{rid}", True, "x"), InvalidAnswer),  # pyright: ignore[reportArgumentType]
+    ({"id": "{rid}", "ok": "false"}, InvalidAnswer),
+    ({"id": "{rid}", "ok": True, "data": "x"}, InvalidAnswer),
+]
+
+
+def _with_id(value: object, rid: str) -> object:
+    if isinstance(value, Answer):
+        return Answer(rid if value.id == "{rid}" else value.id, value.ok, value.data, value.reason)
+    assert isinstance(value, dict)
+    return {k: (rid if v == "{rid}" else v) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+
+
+@pytest.mark.parametrize(("bad", "error"), BAD_ANSWERS, ids=range(len(BAD_ANSWERS)))
+async def test_a_bad_answer_is_refused_on_every_path_and_changes_nothing(
+    bad: object, error: type[Exception]
+) -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1"))]) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as client:
+            request = await halted_run(client, tk)
+            answer: Any = _with_id(bad, request.id)
+            with pytest.raises(error):
+                await client.answer(request.id, answer)
+            with pytest.raises(error):
+                await client.resume(tk, answer) if error is not AnswerMismatch else (
+                    await client.run_with_answer(tk, None, request, answer)
+                )
+            with pytest.raises(error):
+                await client.ask_with_answer(tk, "conv-1", request, answer)
+            assert [e.request_id for e in await client.list_pending()] == [request.id]
+            assert await client.run_store.answer_record(request.id) is None
+    assert ledger.runs["gate"] == 1
+    assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Answer("r", "yes"),  # pyright: ignore[reportArgumentType]
+        Answer("r", True, "x"),  # pyright: ignore[reportArgumentType]
+        {"id": "r", "ok": 1},
+    ],
+    ids=["ok-str", "data-str", "dict-ok-int"],
+)
+async def test_an_inline_wait_for_returning_a_badly_typed_answer_is_a_callback_error(
+    bad: Any,
+) -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+
+    def wait_for(request: Any) -> Any:
+        if isinstance(bad, Answer):
+            return Answer(request.id, bad.ok, bad.data)
+        return {**bad, "id": request.id}
+
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1"))]) as model:
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", wait_for=wait_for
+        ) as client:
+            with pytest.raises(CallbackError, match="invalid Answer"):
+                await client.run("go", tk)
+    assert ledger.runs["gate"] == 1  # never re-executed with the bad answer
+
+
+async def test_a_pending_of_another_conversation_is_refused_and_nothing_changes() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    script = [tool_calls(call("gate", {}, id="x1")), tool_calls(call("gate", {}, id="y1"))]
+    async with ScriptedModel(script) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as client:
+            await halted_run(client, tk, "conv-x")
+            of_y = await halted_run(client, tk, "conv-y")
+            x_before = await client.conversation_store.get("conv-x")
+            with pytest.raises(ResumeError, match='belongs to conversation "conv-y"'):
+                await client.ask_with_answer(tk, "conv-x", of_y, Answer(of_y.id, True))
+            assert await client.conversation_store.get("conv-x") == x_before
+            assert len(await client.list_pending()) == 2
+    assert ledger.runs["gate"] == 2
+
+
+async def test_cancel_ends_the_run_without_calling_the_model_and_refuses_later_answers() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1"))]) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as client:
+            request = await halted_run(client, tk)
+            record = await client.cancel(request.id, reason="order withdrawn", answered_by="ops")
+            assert record.status == "cancelled"
+            assert record.answer.data == {"note": "order withdrawn"}
+            assert await client.list_pending() == []
+            with pytest.raises(AnswerConflict, match="cancelled by ops"):
+                await client.answer(request.id, Answer(request.id, True))
+            with pytest.raises(AnswerConflict, match="cancelled by ops"):
+                await client.resume(tk, Answer(request.id, True))
+            assert await client.worker(tk).drain() == 0
+            with pytest.raises(AnswerConflict):
+                await client.cancel(request.id)
+    assert len(model.requests) == 1
+    assert ledger.runs["gate"] == 1
+
+
+async def test_purge_forgets_settled_requests_by_age() -> None:
+    clock = Clock()
+    tk = await create_toolkit(extra_tools=[gate_tool(Ledger())], builtins=False)
+    script = [tool_calls(call("gate", {}, id="a")), text("done"), tool_calls(call("gate", {}))]
+    async with ScriptedModel(script) as model:
+        store = InMemoryStore(clock)
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            first = await halted_run(client, tk, "a")
+            await client.resume(tk, Answer(first.id, True))
+            second = await halted_run(client, tk, "b")
+            clock.now += 7 * 86400
+            assert await client.purge(older_than=86400) == 1
+            assert await store.answer_record(first.id) is None
+            assert [e.request_id for e in await client.list_pending()] == [second.id]
+
+
+async def test_a_worker_without_the_halted_tool_holds_the_run_logs_once_and_does_not_spin(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    lacking = await create_toolkit(extra_tools=[plain_tool(ledger)], builtins=False)
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1")), text("done")]) as model:
+        store = InMemoryStore(clock)
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            request = await halted_run(client, tk)
+            await client.answer(request.id, Answer(request.id, True))
+            wrong = client.worker(lacking, retry_s=60)
+            with caplog.at_level(logging.ERROR, logger="toolnexus.worker"):
+                assert await wrong.drain() == 1
+                assert await wrong.drain() == 0  # held: not retried in a hot loop
+                clock.now += 61
+                assert await wrong.drain() == 1  # retried once the hold ran out
+            assert "lacks the halted tool" in wrong.errors[request.id]
+            assert wrong.failed == 2
+            logged = [r for r in caplog.records if "could not resume" in r.getMessage()]
+            assert len(logged) == 1
+            assert await client.worker(tk).drain() == 0  # still held by the failed attempt
+            clock.now += 61
+            right = client.worker(tk)
+            assert await right.drain() == 1
+    assert right.resumed == 1
+    assert ledger.runs == {"gate": 2}
+    record = await store.answer_record(request.id)
+    assert record is not None
+    assert record.status == "done"
+
+
+async def test_a_resume_overtaken_after_its_lease_cannot_settle_a_second_outcome() -> None:
+    clock = Clock()
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    gate = asyncio.Event()
+
+    in_call = asyncio.Event()
+
+    async def slow(_request: Any) -> Any:
+        in_call.set()
+        await gate.wait()
+        return text("late")
+
+    script = [tool_calls(call("gate", {}, id="c1")), slow, text("first")]
+    async with ScriptedModel(script) as model:
+        store = InMemoryStore(clock)
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            request = await halted_run(client, tk)
+            await client.answer(request.id, Answer(request.id, True))
+            stalled_claim = await store.take(request.id, lease_s=10)
+            assert stalled_claim is not None
+            short = Resumption(store, lease_s=10)
+            stalled = asyncio.ensure_future(
+                client.resume_claim(tk, stalled_claim, resumption=short)
+            )
+            await asyncio.wait_for(in_call.wait(), 10)  # the stalled resume is in its model call
+            clock.now += 11
+            assert await client.worker(tk, lease_s=10).drain() == 1
+            gate.set()
+            with pytest.raises(LeaseLost):
+                await stalled
+            transcript = await store.get("conv-1")
+    assert transcript is not None
+    assert transcript[-1] == {"role": "assistant", "content": "first"}  # not the loser's "late"
+    record = await store.answer_record(request.id)
+    assert record is not None
+    assert record.outcome is not None
+    assert record.outcome["text"] == "first"
+    # The approved call ran once per resumer that got past the fence: the stalled one had
+    # already recorded it, so the takeover spliced it and did not run it again.
+    assert ledger.runs["gate"] == 2
+
+
+async def test_a_run_parked_on_the_store_resumes_through_the_store_once_answered() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    store = WatchedStore()
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1")), text("done")]) as model:
+        async with create_client(
+            base_url=model.openai_base_url,
+            model="m",
+            api_key="k",
+            store=store,
+            wait_for=store_wait_for(store),
+        ) as client:
+            running = asyncio.ensure_future(client.ask("go", tk, id="conv-1"))
+            await asyncio.wait_for(store.halted.wait(), 10)
+            [entry] = await store.list_pending()
+            await store.post_answer(entry.request_id, Answer(entry.request_id, True))
+            result = await asyncio.wait_for(running, 10)
+    assert result.status == "done"
+    assert result.text == "done"
+    assert ledger.runs["gate"] == 2
+    record = await store.answer_record(entry.request_id)
+    assert record is not None
+    assert record.status == "done"
+
+
+async def test_a_parked_run_whose_request_is_cancelled_ends_with_run_cancelled() -> None:
+    tk = await create_toolkit(extra_tools=[gate_tool(Ledger())], builtins=False)
+    store = WatchedStore()
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1"))]) as model:
+        async with create_client(
+            base_url=model.openai_base_url,
+            model="m",
+            api_key="k",
+            store=store,
+            wait_for=store_wait_for(store),
+        ) as client:
+            running = asyncio.ensure_future(client.run("go", tk))
+            await asyncio.wait_for(store.halted.wait(), 10)
+            [entry] = await store.list_pending()
+            await client.cancel(entry.request_id, reason="no", answered_by="ops")
+            with pytest.raises(RunCancelled, match="cancelled by ops: no"):
+                await asyncio.wait_for(running, 10)
+    assert len(model.requests) == 1
