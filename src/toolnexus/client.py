@@ -353,7 +353,7 @@ class Client(Answering):
             declared = []
         else:
             declared = OpenAIDialect().render_tools(list(toolkit))
-        from .translate_call import translate_once  # loaded on the first translate
+        from .translate_io import translate_once  # loaded on the first translate
 
         return await translate_once(
             self._engine,

@@ -39,9 +39,8 @@ from .loop.engine import Engine, RunState, Slot
 from .loop.guards import check_echo, check_relay_payload, check_tools
 from .stores.base import ConversationStore
 from .stores.checks import call_digest, conflict, halted_call, halted_request
-from .stores.memory_runs import expired_decline
 from .stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, Claim, RunStore
-from .suspension import Answer, Request, is_expired
+from .suspension import Answer, Request, expired_decline, is_expired
 
 __all__ = ["Recorder", "Resumed", "Resumption", "outcome_of"]
 

@@ -136,6 +136,15 @@ class Answer:
         return cls(**fields)
 
 
+def expired_decline(request_id: str) -> Answer:
+    """The answer a request past its ``expiresAt`` is resolved with — the one builder of it.
+
+    ``Answer(id=request_id, ok=False, reason="expired")``: the tool sees a decline, the store
+    records it (answered by ``"toolnexus:expired"``).
+    """
+    return Answer(id=request_id, ok=False, reason="expired")
+
+
 def answer_problem(answer: Answer) -> str:
     """What is wrong with an `Answer`'s field types, or ``""`` when nothing is.
 

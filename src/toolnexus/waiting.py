@@ -35,9 +35,8 @@ from datetime import UTC, datetime
 from .errors import AnswerConflict, UsageError
 from .loop.checkpoint import Checkpoint, Outstanding
 from .loop.engine import ParkingWaitFor
-from .stores.memory_runs import expired_decline
 from .stores.requests import EXPIRED_BY, SETTLED, AnswerChannel, AnswerRecord, RunStore
-from .suspension import Answer, Request, is_expired
+from .suspension import Answer, Request, expired_decline, is_expired
 
 __all__ = ["EXPIRED_BY", "ParkingWaitFor", "StoreWaitFor", "store_wait_for"]
 

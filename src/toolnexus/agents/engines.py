@@ -1,8 +1,12 @@
 """The engines the runtime drives: one per agent definition, sharing one gated transport.
 
-Each agent runs the same loop engine as `Client`, configured from the runtime's LLM settings
-and the definition's soul, model and seams (``hooks`` / ``on_metric`` resolved per field,
-definition over runtime, never merged). Every model call passes the runtime's global turn gate.
+Each agent runs the same loop engine as `Client`, built from a client made by the same validated
+constructor as ``create_client`` — from the runtime's ``llm`` settings (any `create_client`
+option), or by the host's client factory — so a missing API key or a bad option fails the same
+way. On top of that client the agent gets its soul, model, ``wait_for`` and the runtime's turn
+gate; ``hooks`` / ``on_metric`` resolve per field (definition, then runtime, then the client's
+own, never merged); everything else the client was built with (``request_params``,
+``body_transform``, retries, timeouts, ``max_turns``) is kept.
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from typing import Any
 
 from ..client import Client
 from ..errors import UsageError
+from ..factory import create_client
 from ..llm.base import SSEEvent, Transport
-from ..llm.dialects import api_key_from_env, dialect_for
-from ..llm.retry import RetryPolicy
+from ..llm.dialects import dialect_for
+from ..llm.retry import OnError
 from ..llm.transport import as_transport
-from ..loop.engine import Engine, EngineConfig
+from ..loop.engine import Engine
 from ..loop.hooks import as_hooks
 from .types import AgentDef
 
@@ -34,7 +39,11 @@ _MANY_TURNS = 1_000_000  # the runtime's budget guard enforces the real (lifetim
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LlmConfig:
-    """Where the runtime's agents talk to a model."""
+    """Where the runtime's agents talk to a model: the options of `create_client`.
+
+    ``model`` is the default for agents whose definition names none. ``max_turns`` caps the
+    model calls of one wake of an agent (``None``: only the agent's budget caps them).
+    """
 
     base_url: str = "http://127.0.0.1"
     style: str = "openai"
@@ -44,6 +53,13 @@ class LlmConfig:
     retries: int = 2
     retry_base_ms: int = 500
     timeout_ms: float | None = None
+    max_turns: int | None = None
+    hooks: Any = None
+    on_metric: Callable[[dict[str, Any]], Any] | None = None
+    request_params: Mapping[str, Any] | None = None
+    body_transform: Callable[[dict[str, Any]], Any] | None = None
+    on_error: OnError | None = None
+    pending_ttl: float | None = None
 
 
 class GatedTransport:
@@ -90,6 +106,7 @@ class EngineFactory:
         transport: Any,
         gate: Gate,
         emit: Emit,
+        runtime_metric: bool = False,
     ) -> None:
         self._gate = gate
         self._factory: ClientFactory | None = None
@@ -108,8 +125,10 @@ class EngineFactory:
                 raise UsageError(f"unknown llm option(s): {', '.join(unknown)}")
             self.llm = LlmConfig(**dict(llm))
         self.dialect = dialect_for(self.llm.style)
-        self.transport = GatedTransport(as_transport(transport), gate)
+        self._inner = as_transport(transport)
+        self.transport = GatedTransport(self._inner, gate)
         self._emit = emit
+        self._runtime_metric = runtime_metric
         self._cache: dict[str, Engine] = {}
 
     def engine_for(self, agent: AgentDef, runtime_hooks: Any) -> Engine:
@@ -117,65 +136,73 @@ class EngineFactory:
         if cached is not None:
             return cached
         if self._factory is not None:
-            return self._from_client(agent, runtime_hooks)
+            client = self._factory(agent)
+            if not isinstance(client, Client):  # pyright: ignore[reportUnnecessaryIsInstance]
+                got = type(client).__name__
+                raise UsageError(
+                    f"the llm client factory must return a toolnexus Client, got {got}"
+                )
+            self._clients.append(client)
+            cap = client.engine_config.max_turns
+        else:
+            client = self._client_for(agent)
+            cap = self.llm.max_turns or _MANY_TURNS
+        engine = self._engine(client, agent, runtime_hooks, cap)
+        self._cache[agent.name] = engine
+        return engine
+
+    def _client_for(self, agent: AgentDef) -> Client:
+        """The client of ``agent`` from the runtime's settings, through `create_client`.
+
+        Raises:
+            UsageError: no model for the agent, no API key, or a bad option — what
+                `create_client` says.
+        """
         llm = self.llm
         model = agent.model if agent.model and agent.model != "inherit" else llm.model
         if not model:
             raise UsageError(f"agent {agent.name!r} has no model: set AgentDef.model or llm.model")
-        headers = {
-            **self.dialect.auth_headers(llm.api_key or api_key_from_env(self.dialect.style)),
-            **dict(llm.headers or {}),
-        }
-        on_metric = agent.on_metric
-
-        def emit(event: dict[str, Any]) -> None:
-            self._emit(event, on_metric)
-
-        config = EngineConfig(
-            dialect=self.dialect,
-            transport=self.transport,
-            url=self.dialect.endpoint(llm.base_url),
-            headers=headers,
+        style: Any = llm.style
+        return create_client(
+            base_url=llm.base_url,
+            style=style,
             model=model,
-            style=self.dialect.style,
-            system_prompt=agent.system_prompt or None,
-            max_turns=_MANY_TURNS,
-            hooks=as_hooks(agent.hooks if agent.hooks is not None else runtime_hooks),
-            retry=RetryPolicy(retries=llm.retries, base_ms=llm.retry_base_ms),
+            api_key=llm.api_key,
+            headers=llm.headers,
+            retries=llm.retries,
+            retry_base_ms=llm.retry_base_ms,
             timeout_ms=llm.timeout_ms,
-            wait_for=agent.wait_for,
+            hooks=llm.hooks,
+            on_metric=llm.on_metric,
+            request_params=llm.request_params,
+            body_transform=llm.body_transform,
+            on_error=llm.on_error,
+            pending_ttl=llm.pending_ttl,
+            http_transport=self._inner,
         )
-        engine = Engine(config, emit)
-        self._cache[agent.name] = engine
-        return engine
 
-    def _from_client(self, agent: AgentDef, runtime_hooks: Any) -> Engine:
-        """An engine on the endpoint, model and transport of the host's client for ``agent``;
-        the agent's soul, seams and ``wait_for`` and the runtime's turn gate on top."""
-        assert self._factory is not None
-        client = self._factory(agent)
-        if not isinstance(client, Client):  # pyright: ignore[reportUnnecessaryIsInstance]
-            got = type(client).__name__
-            raise UsageError(f"the llm client factory must return a toolnexus Client, got {got}")
-        self._clients.append(client)
+    def _engine(self, client: Client, agent: AgentDef, runtime_hooks: Any, cap: int) -> Engine:
+        """An engine on ``client``'s endpoint, model, transport and options; the agent's soul,
+        seams and ``wait_for`` and the runtime's turn gate on top."""
         base = client.engine_config
         on_metric = agent.on_metric
+        if on_metric is None and not self._runtime_metric:
+            on_metric = base.on_metric  # the client's own, when neither agent nor runtime has one
 
         def emit(event: dict[str, Any]) -> None:
             self._emit(event, on_metric)
 
+        hooks = agent.hooks if agent.hooks is not None else runtime_hooks
         config = replace(
             base,
             transport=GatedTransport(base.transport, self._gate),
             system_prompt=agent.system_prompt or None,
-            max_turns=_MANY_TURNS,
-            hooks=as_hooks(agent.hooks if agent.hooks is not None else runtime_hooks),
+            max_turns=cap,
+            hooks=as_hooks(hooks) if hooks is not None else base.hooks,
             wait_for=agent.wait_for,
             on_metric=None,
         )
-        engine = Engine(config, emit)
-        self._cache[agent.name] = engine
-        return engine
+        return Engine(config, emit)
 
     async def aclose(self) -> None:
         for client in self._clients:

@@ -129,11 +129,13 @@ class AgentRuntime(Resuming):
             transport=transport if transport is not None else http_transport,
             gate=self._gated,
             emit=self._emit,
+            runtime_metric=on_metric is not None,
         )
         self.root = Handle(ROOT_ID, "root", None, budget or Budget())
         self._handles: dict[str, Handle] = {ROOT_ID: self.root}
         self._queues: dict[str, list[Handle]] = {}
         self._background: set[asyncio.Task[None]] = set()
+        self._metric_tasks: set[asyncio.Future[Any]] = set()
 
     # -- class-level restore ------------------------------------------------------------------
 
@@ -214,7 +216,11 @@ class AgentRuntime(Resuming):
         sink = on_metric if on_metric is not None else self._on_metric
         if sink is not None:
             try:
-                sink(event)
+                value = sink(event)
+                if inspect.isawaitable(value):
+                    task = asyncio.ensure_future(value)
+                    self._metric_tasks.add(task)
+                    task.add_done_callback(self._metric_tasks.discard)
             except Exception:
                 log.warning("toolnexus: on_metric raised", exc_info=True)
 

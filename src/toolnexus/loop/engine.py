@@ -33,6 +33,7 @@ from ..suspension import (
     Answer,
     Request,
     WaitFor,
+    expired_decline,
     format_timestamp,
     is_expired,
     is_relay_request,
@@ -136,7 +137,12 @@ class Engine:
                     state.messages = list(change["messages"])  # pyright: ignore[reportUnknownArgumentType]
                 if change.get("tools") is not None:  # pyright: ignore[reportUnknownMemberType]
                     wire_tools = cast(list[dict[str, Any]], list(change["tools"]))  # pyright: ignore[reportUnknownArgumentType]
-        body = self._build_body(state, wire_tools, stream)
+        return await self.finish_body(self._build_body(state, wire_tools, stream))
+
+    async def finish_body(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The last touches of every request body: ``request_params``, then ``body_transform``
+        (the loop's calls and ``translate`` alike)."""
+        cfg = self.cfg
         if cfg.request_params:
             for key, value in cfg.request_params.items():
                 if key in _STRIPPED_PARAMS:
@@ -147,7 +153,7 @@ class Engine:
             changed = await call_callback("body_transform", cfg.body_transform, body)
             if isinstance(changed, dict):
                 body = changed  # pyright: ignore[reportUnknownVariableType]
-        return body  # pyright: ignore[reportUnknownVariableType]
+        return body
 
     def _build_body(
         self, state: RunState, tools: list[dict[str, Any]], stream: bool
@@ -203,12 +209,25 @@ class Engine:
         )
 
     async def call_model(self, state: RunState) -> ModelTurn:
-        """One non-streaming model call (retries, abort, hooks, metrics)."""
-        cfg = self.cfg
+        """One non-streaming model call of the loop (hooks, then `send`)."""
         body = await self._prepare(state, stream=False)
+        return await self.send(body, cancel=state.cancel, deadline=state.deadline, turn=state.turns)
+
+    async def send(
+        self,
+        body: dict[str, Any],
+        *,
+        cancel: asyncio.Event | None,
+        deadline: float | None,
+        turn: int,
+    ) -> ModelTurn:
+        """Post one finished body and parse the reply: retries with ``Retry-After``, abort on
+        ``cancel`` / ``deadline`` (loop time) / ``timeout_ms``, the ``llm`` metric and the
+        ``after_llm`` hook. The model-call step of the loop and of ``translate``."""
+        cfg = self.cfg
         started = time.perf_counter()
         try:
-            if state.cancel is None and state.deadline is None:
+            if cancel is None and deadline is None:
                 # Nothing can abort the call: the first attempt is awaited right here and the
                 # retry loop is entered only after a failure, so that a run in flight holds
                 # no more than it needs (thousands may be in flight at once).
@@ -221,16 +240,16 @@ class Engine:
                 attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
                 payload = await run_abortable(
                     call_with_retries(attempt, cfg.retry),
-                    cancel=state.cancel,
-                    deadline=state.deadline,
+                    cancel=cancel,
+                    deadline=deadline,
                     timeout_ms=cfg.timeout_ms,
                 )
-            turn = cfg.dialect.parse_reply(payload)
+            reply = cfg.dialect.parse_reply(payload)
         except BaseException:
             self.emit_llm_error(started)
             raise
-        await self.finish_call(turn, started, state.turns)
-        return turn
+        await self.finish_call(reply, started, turn)
+        return reply
 
     async def stream_model(self, state: RunState) -> AsyncIterator[Event | ModelTurn]:
         """One streaming model call: yields text events, then the assembled `ModelTurn`."""
@@ -508,7 +527,7 @@ class Engine:
         if is_expired(request):
             if isinstance(wait_for, ParkingWaitFor):  # the store records the expiry too
                 await wait_for.expire(request)
-            return Answer(id=request.id, ok=False, reason="expired")
+            return expired_decline(request.id)
         deadline = request.expires_at if request.expiresAt else None
         try:
             if deadline is not None:
@@ -519,7 +538,7 @@ class Engine:
                 value = await self._wait(state, request, wait_for)
         except TimeoutError:
             if deadline is not None and is_expired(request):
-                return Answer(id=request.id, ok=False, reason="expired")
+                return expired_decline(request.id)
             raise CallbackError("wait_for raised TimeoutError") from None
         except (CallbackError, asyncio.CancelledError):
             raise
@@ -534,7 +553,7 @@ class Engine:
                 f'id "{request.id}"'
             )
         if is_expired(request):
-            return Answer(id=request.id, ok=False, reason="expired")
+            return expired_decline(request.id)
         return answer
 
     def _wait(self, state: RunState, request: Request, wait_for: WaitFor) -> Awaitable[Any]:

@@ -22,11 +22,12 @@ from ..errors import (
     UsageError,
 )
 from ..loop.checkpoint import Checkpoint
-from ..suspension import Answer, answer_problem, format_timestamp
+from ..suspension import Answer, answer_problem, format_timestamp, parse_timestamp
 from .requests import PendingEntry, RequestStatus
 
 __all__ = [
     "call_digest",
+    "cancelled_answer",
     "check_answer",
     "check_filters",
     "check_limit",
@@ -40,6 +41,7 @@ __all__ = [
     "filter_entries",
     "halted_call",
     "halted_request",
+    "is_past",
     "load_checkpoint",
     "pending_entry",
 ]
@@ -88,6 +90,24 @@ def halted_request(checkpoint: Checkpoint, request_id: str) -> Any:
 
 
 _answer_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def cancelled_answer(request_id: str, reason: str | None) -> Answer:
+    """What a cancel records as the answer: a decline whose ``data.note`` says why."""
+    return Answer(
+        id=request_id, ok=False, reason="cancelled", data={"note": reason} if reason else None
+    )
+
+
+def is_past(expires_at: str | None, now: float) -> bool:
+    """Whether an ``expiresAt`` lies at or before ``now`` (an unreadable one counts as past)."""
+    if not expires_at:
+        return False
+    try:
+        deadline = parse_timestamp(expires_at)
+    except ValueError:
+        return True
+    return datetime.fromtimestamp(now, UTC) >= deadline
 
 
 def check_request_id(value: object) -> str:

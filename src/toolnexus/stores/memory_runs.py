@@ -12,15 +12,15 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from .._types import Message
 from ..errors import LeaseLost, RequestExpired, UnknownRequest
 from ..loop.checkpoint import Checkpoint
-from ..suspension import Answer, parse_timestamp
+from ..suspension import Answer, expired_decline
 from .checks import (
     call_digest,
+    cancelled_answer,
     check_answer,
     check_filters,
     check_limit,
@@ -33,6 +33,7 @@ from .checks import (
     encode_outcome,
     filter_entries,
     halted_call,
+    is_past,
     load_checkpoint,
     pending_entry,
 )
@@ -47,34 +48,11 @@ from .requests import (
     RequestStatus,
 )
 
-__all__ = ["Clock", "InMemoryRunStore", "InMemoryStore", "expired_decline", "is_past"]
+__all__ = ["Clock", "InMemoryRunStore", "InMemoryStore"]
 
 
 class Clock(Protocol):
     def __call__(self) -> float: ...
-
-
-def expired_decline(request_id: str) -> Answer:
-    """The answer a request past its ``expiresAt`` is settled with (one builder for all)."""
-    return Answer(id=request_id, ok=False, reason="expired")
-
-
-def cancelled_answer(request_id: str, reason: str | None) -> Answer:
-    """What a cancel records as the answer: a decline whose ``data.note`` says why."""
-    return Answer(
-        id=request_id, ok=False, reason="cancelled", data={"note": reason} if reason else None
-    )
-
-
-def is_past(expires_at: str | None, now: float) -> bool:
-    """Whether an ``expiresAt`` lies at or before ``now`` (an unreadable one counts as past)."""
-    if not expires_at:
-        return False
-    try:
-        deadline = parse_timestamp(expires_at)
-    except ValueError:
-        return True
-    return datetime.fromtimestamp(now, UTC) >= deadline
 
 
 @dataclass(slots=True)

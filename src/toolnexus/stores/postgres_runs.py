@@ -33,10 +33,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, LiteralString
 
 from ..errors import LeaseLost, RequestExpired, UnknownRequest
-from ..suspension import Answer
+from ..suspension import Answer, expired_decline
 from ._runrows import HaltRow, answer_record, lapsed_status, request_record, stored_digest
-from .checks import conflict, encode_answer
-from .memory_runs import cancelled_answer, expired_decline, is_past
+from .checks import cancelled_answer, conflict, encode_answer, is_past
 from .postgres_schema import from_bytea, row_key, to_bytea
 from .requests import EXPIRED_BY, AnswerRecord, Claim
 

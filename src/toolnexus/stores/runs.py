@@ -11,8 +11,9 @@ The pieces live in modules named for what they hold:
 
 from __future__ import annotations
 
+from ..suspension import expired_decline
 from .checks import call_digest, conflict, halted_call, halted_request, pending_entry
-from .memory_runs import InMemoryRunStore, InMemoryStore, expired_decline
+from .memory_runs import InMemoryRunStore, InMemoryStore
 from .requests import (
     DEFAULT_LEASE_S,
     EXPIRED_BY,

@@ -28,10 +28,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, TypeVar
 
 from ..errors import AnswerConflict, LeaseLost, UnknownRequest
-from ..suspension import Answer
+from ..suspension import Answer, expired_decline
 from ._runrows import HaltRow, answer_record, lapsed_status, stored_digest
-from .checks import conflict, encode_answer
-from .memory_runs import expired_decline, is_past
+from .checks import conflict, encode_answer, is_past
 from .requests import EXPIRED_BY
 from .sqlite_schema import immediate
 from .sqlite_watch import AnswerRow, AnswerWatch, answer_row

@@ -19,7 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from ..suspension import Answer, Request, WaitFor, is_expired, new_request_id
+from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired, new_request_id
 
 if TYPE_CHECKING:
     from mcp_types import ElicitResult
@@ -127,7 +127,7 @@ async def ask_inline(wait_for: WaitFor, request: Request) -> Answer:
     treated as ``cancelled``, so the server is never left waiting on a broken host callback.
     """
     if is_expired(request):
-        return Answer(id=request.id, ok=False, reason="expired")
+        return expired_decline(request.id)
     try:
         value: Any = wait_for(request)
         if inspect.isawaitable(value):

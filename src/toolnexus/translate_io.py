@@ -1,17 +1,17 @@
-"""Single-turn translation (§11): one provider call, no loop, nothing executed."""
+"""Single-turn translation (§11), the I/O half: one provider call through the engine's own
+model-call step (`Engine.finish_body`, `Engine.send`), no loop, nothing executed. The pure half
+(the result type, tool merging, the system prompt) is `toolnexus.translate`.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from ._types import Message
-from .llm.abort import run_abortable
 from .llm.anthropic import tools_from_openai
 from .llm.convert import normalize_history
-from .llm.retry import call_with_retries
 from .loop.engine import Engine
 from .loop.hooks import call_callback
 from .translate import TranslateResult, merge_tools, to_translate_result, with_system
@@ -56,34 +56,9 @@ async def translate_once(
         max_tokens=max_tokens or None,
         tool_choice=tool_choice if wire_tools else None,
     )
-    if cfg.request_params:
-        for key, value in cfg.request_params.items():
-            if key not in ("messages", "tools", "stream"):
-                body[key] = value
-    if cfg.body_transform is not None:
-        changed = await call_callback("body_transform", cfg.body_transform, body)
-        if isinstance(changed, dict):
-            body = changed  # pyright: ignore[reportUnknownVariableType]
-    transport, url, headers = cfg.transport, cfg.url, cfg.headers
-    final_body: dict[str, Any] = body  # pyright: ignore[reportUnknownVariableType]
-
-    async def attempt() -> dict[str, Any]:
-        return await transport.post(url, headers, final_body, timeout=None)
-
-    started = time.perf_counter()
+    body = await engine.finish_body(body)
     deadline = None
     if cfg.timeout_ms is not None:
         deadline = asyncio.get_running_loop().time() + cfg.timeout_ms / 1000
-    try:
-        payload = await run_abortable(
-            call_with_retries(attempt, cfg.retry),
-            cancel=cancel,
-            deadline=deadline,
-            timeout_ms=cfg.timeout_ms,
-        )
-        turn = cfg.dialect.parse_reply(payload)
-    except BaseException:
-        engine.emit_llm_error(started)
-        raise
-    await engine.finish_call(turn, started, turn_index=0)
+    turn = await engine.send(body, cancel=cancel, deadline=deadline, turn=0)
     return to_translate_result(turn, cfg.model)
