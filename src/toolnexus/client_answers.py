@@ -29,7 +29,7 @@ from .loop.rebuild import checkpoint_from_transcript
 from .resumption import Resumed, Resumption
 from .stores.base import ConversationStore
 from .stores.checks import check_request_id, conflict
-from .stores.requests import AnswerRecord, Claim, RunStore
+from .stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
 from .suspension import Answer, Request
 from .waiting import StoreWaitFor
 
@@ -162,6 +162,12 @@ class Answering:
     def resumption(self) -> Resumption:
         """The resume protocol over this client's run store."""
         return Resumption(self._runs)
+
+    @functools.cached_property
+    def _parked_resumption(self) -> Resumption:
+        """The resumption of runs parked with ``store_wait_for`` (its ``lease_s``)."""
+        parking = self._parking()
+        return Resumption(self._runs, lease_s=parking.lease_s if parking else DEFAULT_LEASE_S)
 
     async def resume(
         self,
@@ -397,17 +403,20 @@ class Answering:
             raise
         return await self._park(result, toolkit, resumed.state)
 
-    async def _continue_stream(self, resumed: Resumed) -> AsyncIterator[dict[str, Any]]:
+    async def _continue_stream(
+        self, resumed: Resumed, resumption: Resumption | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
         """A resumed run as a stream of events, settled on ``done``."""
+        using = resumption or self.resumption
         try:
             async for event in self._drive(
                 resumed.state, stream=True, resumed=resumed.slots, started=resumed.started
             ):
                 if event["type"] == "done":
-                    await self.resumption.settle(resumed, event["result"], self._store)
+                    await using.settle(resumed, event["result"], self._store)
                 yield event
         except BaseException:
-            await self.resumption.abandon(resumed.claim)
+            await using.abandon(resumed.claim)
             raise
 
     # -- parking on the store (store_wait_for) ------------------------------------------------
@@ -425,11 +434,12 @@ class Answering:
             taken = await self._take_parked(result.pending, toolkit, state, result)
             if isinstance(taken, RunResult):
                 return taken
+            using = self._parked_resumption
             try:
                 result = await self._final(taken.state, taken.slots, taken.started)
-                await self.resumption.settle(taken, result, self._store)
+                await using.settle(taken, result, self._store)
             except BaseException:
-                await self.resumption.abandon(taken.claim)
+                await using.abandon(taken.claim)
                 raise
             state = taken.state
         return result
@@ -445,7 +455,7 @@ class Answering:
                 yield {"type": "done", "result": taken}
                 return
             halted_again: RunResult | None = None
-            async for event in self._continue_stream(taken):
+            async for event in self._continue_stream(taken, self._parked_resumption):
                 if event["type"] == "done" and event["result"].status == "pending":
                     halted_again = event["result"]
                     continue
@@ -464,21 +474,27 @@ class Answering:
         record = await parking.wait(request)
         if record.status == "cancelled":
             raise RunCancelled(_cancelled_text(record))
-        claim = await self._runs.take(request.id)
+        using = self._parked_resumption
+        claim = await self._runs.take(request.id, lease_s=using.lease_s)
         if claim is None:
             return await self._resumed_elsewhere(parking, request.id, state, halted)
         checkpoint = state.checkpoint
         if checkpoint is None or checkpoint.pending.id != request.id:
             checkpoint = await self._runs.load_halt(request.id)
         if checkpoint is None:
-            await self.resumption.abandon(claim)
+            await using.abandon(claim)
             raise UnknownRequest(f'no halted run waits on request "{request.id}"')
         try:
             return await self._begin(
-                toolkit, checkpoint, claim.answer, claim=claim, cancel=state.cancel
+                toolkit,
+                checkpoint,
+                claim.answer,
+                claim=claim,
+                cancel=state.cancel,
+                resumption=using,
             )
         except Exception:
-            await self.resumption.abandon(claim)
+            await using.abandon(claim)
             raise
 
     async def _resumed_elsewhere(

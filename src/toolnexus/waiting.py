@@ -35,7 +35,15 @@ from datetime import UTC, datetime
 from .errors import AnswerConflict, UsageError
 from .loop.checkpoint import Checkpoint, Outstanding
 from .loop.engine import ParkingWaitFor
-from .stores.requests import EXPIRED_BY, SETTLED, AnswerChannel, AnswerRecord, RunStore
+from .stores.checks import check_seconds
+from .stores.requests import (
+    DEFAULT_LEASE_S,
+    EXPIRED_BY,
+    SETTLED,
+    AnswerChannel,
+    AnswerRecord,
+    RunStore,
+)
 from .suspension import Answer, Request, expired_decline, is_expired
 
 __all__ = ["EXPIRED_BY", "ParkingWaitFor", "StoreWaitFor", "store_wait_for"]
@@ -46,7 +54,9 @@ _SETTLE_POLL_MAX = 1.0  # seconds between looks while another resumer finishes t
 class StoreWaitFor:
     """Parks a live run on a store until any process records the answer."""
 
-    def __init__(self, store: object, *, timeout: float | None = None) -> None:
+    def __init__(
+        self, store: object, *, timeout: float | None = None, lease_s: float = DEFAULT_LEASE_S
+    ) -> None:
         if not isinstance(store, AnswerChannel) or not isinstance(store, RunStore):
             raise UsageError(
                 "store_wait_for needs a store with an answer channel "
@@ -55,6 +65,9 @@ class StoreWaitFor:
         self._store: AnswerChannel = store
         self._runs: RunStore = store
         self._timeout = timeout
+        self.lease_s = check_seconds(lease_s, "lease_s", positive=True)
+        """How long the parked run holds its answer while it resumes (another process takes
+        over once it runs out, if this one died)."""
 
     @property
     def store(self) -> RunStore:
@@ -132,7 +145,7 @@ class StoreWaitFor:
             if is_expired(request):
                 await asyncio.shield(self.expire(request))
             raise
-        claim = await self._runs.take(request.id)
+        claim = await self._runs.take(request.id, lease_s=self.lease_s)
         if claim is None:
             raise AnswerConflict(
                 f'request "{request.id}" is being resumed elsewhere', answered_by=record.answered_by
@@ -154,11 +167,15 @@ class StoreWaitFor:
         return claim.answer
 
 
-def store_wait_for(store: object, *, timeout: float | None = None) -> StoreWaitFor:
+def store_wait_for(
+    store: object, *, timeout: float | None = None, lease_s: float = DEFAULT_LEASE_S
+) -> StoreWaitFor:
     """A ``wait_for`` that waits for an answer posted to ``store`` from any process.
 
     Args:
         store: a store with an answer channel (memory run store, SQLite, Postgres).
         timeout: the longest wait in seconds (the Request's ``expiresAt`` also ends it).
+        lease_s: how long the woken run holds the request while it resumes (default 300 s);
+            if its process dies, a worker takes over once the lease runs out.
     """
-    return StoreWaitFor(store, timeout=timeout)
+    return StoreWaitFor(store, timeout=timeout, lease_s=lease_s)
