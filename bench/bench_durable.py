@@ -28,12 +28,16 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
    pending index) is shown for information. Extra rows: the same cycle with conversation
    memory (``ask(id=…)`` / ``ask_with_answer``) and with the in-memory stores.
 3. **Two workers racing on Postgres**. N runs halted in one `PostgresStore`; two worker
-   processes each get the same N request ids at the same moment and ``client.resume`` every one
-   of them (8 at a time, same order, so they collide on each). Every request must be resumed
+   processes each get the same N request ids at the same moment and race to answer and resume
+   every one of them (8 at a time, same order, so they collide on each), two ways: **answer +
+   resume** (``client.answer`` — exactly one `post_answer` wins — then the winner
+   ``client.resume(toolkit, request_id)``: `take` and the resume) and **resume with answer**
+   (``client.resume(toolkit, answer)``: the claim decides). Every request must be resumed
    exactly once (the other worker gets `AnswerConflict` naming the winner) — checked in the
    workers' reports, in the store's answer records and in the model server's request log (one
    resumed model call per request, carrying the winner's tool output). The floor: two workers
    doing it by hand with bare psycopg (``UPDATE … WHERE status='pending' RETURNING``) and aiohttp.
+   Target: ours ≥ 0.8× the floor's answers/s. Also each side's CPU time per request.
 """
 
 from __future__ import annotations
@@ -803,6 +807,11 @@ def _cycle_row(metric: str, floor_side: list[Cycle], ours: list[Cycle], judged: 
 # == 3. two workers racing on Postgres ========================================================
 
 RACE_MODEL = "race"
+OURS_SIDES = ("ours", "ours-claim")
+"""``ours``: ``client.answer`` then ``client.resume(toolkit, request_id)`` (T2, then T5: the
+split API); ``ours-claim``: ``client.resume(toolkit, answer)`` (T4, answer and resume in one
+call)."""
+RACE_TARGET = 0.8
 WORKERS = ("A", "B")
 LANES = 8
 CLOSE_TICKET_DECLARATION: list[dict[str, Any]] = [
@@ -880,7 +889,7 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
     errors: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
         session = await stack.enter_async_context(floor.new_session())
-        if side == "ours":
+        if side in OURS_SIDES:
             store = tn.PostgresStore(pg_url, min_size=LANES, max_size=LANES + 1)
             client = tn.create_client(
                 base_url=model_url, model=RACE_MODEL, api_key=API_KEY, store=store
@@ -893,10 +902,20 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
 
             async def answer(rid: str, _lane: int) -> None:
                 try:
-                    result = await client.resume(toolkit, tn.Answer(rid, True), answered_by=name)
+                    if side == "ours":
+                        # The split API: record the answer (exactly one process wins), then
+                        # the winner takes its recorded answer and resumes the run.
+                        await client.answer(rid, tn.Answer(rid, True), answered_by=name)
+                    else:
+                        # Answer and resume in one call: the claim (T4) decides the winner.
+                        result = await client.resume(
+                            toolkit, tn.Answer(rid, True), answered_by=name
+                        )
                 except tn.AnswerConflict as exc:
                     lost[rid] = exc.answered_by
                     return
+                if side == "ours":
+                    result = await client.resume(toolkit, rid)
                 if result.status != "done":
                     errors.append(f"{rid}: ended {result.status}")
                 won.append(rid)
@@ -945,7 +964,7 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         ids: list[str] = orders["ids"]
         await asyncio.sleep(orders["at"] - time.time())  # both workers start together
         pending = iter(ids)
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
 
         async def lane(index: int) -> None:
             for rid in pending:
@@ -956,7 +975,15 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
 
         await asyncio.gather(*(lane(i) for i in range(LANES)))
         elapsed = time.perf_counter() - started
-    report = {"name": name, "won": won, "lost": lost, "errors": errors, "seconds": elapsed}
+        cpu = time.process_time() - cpu
+    report = {
+        "name": name,
+        "won": won,
+        "lost": lost,
+        "errors": errors,
+        "seconds": elapsed,
+        "cpu": cpu,
+    }
     print(json.dumps(report), flush=True)
 
 
@@ -984,6 +1011,7 @@ class Race:
     """One race: answers/s and everything checked about exactly-once."""
 
     seconds: float = 0.0
+    cpu: float = 0.0  # both workers' CPU time (time.process_time), seconds
     requests: int = 0
     duplicates: int = 0
     wins: dict[str, int] = field(default_factory=dict)
@@ -1066,7 +1094,11 @@ async def run_race(
         if proc.returncode != 0:
             raise RuntimeError(f"a {side} worker failed: {err.decode()[-2000:]}")
         reports.append(json.loads(out.decode().splitlines()[-1]))
-    race = Race(seconds=max(r["seconds"] for r in reports), requests=len(ids))
+    race = Race(
+        seconds=max(r["seconds"] for r in reports),
+        cpu=sum(r["cpu"] for r in reports),
+        requests=len(ids),
+    )
     winner: dict[str, str] = {}
     for report in reports:
         race.problems += report["errors"]
@@ -1086,7 +1118,7 @@ async def run_race(
         expected = f"{ticket} closed by {winner.get(rid)}"
         if calls != [expected]:
             race.problems.append(f"{ticket}: the model saw {calls!r}, expected [{expected!r}]")
-    if side == "ours":
+    if side in OURS_SIDES:
         for rid in ids.values():
             record = await store.answer_record(rid)
             if record is None or record.answered_by != winner.get(rid):
@@ -1119,7 +1151,9 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
         return [Row(f"{label}: skipped (set TOOLNEXUS_PG_URL)", "-", "-", "-", "-", None)]
     reps = 1 if quick else 3
     count = 150 if quick else 400
-    races: dict[str, list[Race]] = {"floor": [], "ours": []}
+    sides = ("floor", *OURS_SIDES)
+    prefix = {"floor": "F", "ours": "S", "ours-claim": "C"}
+    races: dict[str, list[Race]] = {side: [] for side in sides}
     async with private_schema(base) as pg_url, ScriptedModel(default=race_brain) as model:
         store = tn.PostgresStore(pg_url, max_size=8)
         async with (
@@ -1129,8 +1163,8 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
             ) as client,
         ):
             for rep in range(reps):
-                for side in ("floor", "ours") if rep % 2 == 0 else ("ours", "floor"):
-                    tickets = [f"{side[0].upper()}{rep}-{i}" for i in range(count)]
+                for side in sides[rep % 3 :] + sides[: rep % 3]:
+                    tickets = [f"{prefix[side]}{rep}-{i}" for i in range(count)]
                     ids = await halt_runs(client, tickets)
                     if side == "floor":
                         await copy_to_floor(pg_url, store, ids)
@@ -1140,7 +1174,6 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
     for problem in problems[:10]:
         print(f"race problem: {problem}", file=sys.stderr)
     f_rate = median([r.per_second for r in races["floor"]])
-    o_rate = median([r.per_second for r in races["ours"]])
     dupes = {side: sum(r.duplicates for r in rs) for side, rs in races.items()}
     for side, done in races.items():
         split = " / ".join(
@@ -1150,25 +1183,70 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
             f"race ({side}): resumes {split}; rates "
             + ", ".join(f"{r.per_second:.0f}/s" for r in done)
         )
-    total = sum(r.requests for r in races["ours"])
-    return [
-        Row(
-            f"{label}, {count} requests: answers/s",
-            f"{f_rate:.0f}",
-            f"{o_rate:.0f}",
-            f"{o_rate / f_rate:.2f}x",
-            "-",
-            None,
-        ),
+    notes.append(
+        "race: ours (answer + resume) = client.answer, and the winner client.resume(toolkit,"
+        " request_id) (post_answer; take, load_halt, renew, save_progress, model, complete);"
+        " ours (resume with answer) = client.resume(toolkit, answer) (load_halt; claim;"
+        " save_progress, model, complete). Floor: UPDATE ... WHERE status = 'pending'"
+        " RETURNING checkpoint; model; UPDATE answered"
+    )
+    rows: list[Row] = []
+    for side, what in (
+        ("ours", "answer + resume (post_answer, take)"),
+        ("ours-claim", "resume with answer (claim)"),
+    ):
+        o_rate = median([r.per_second for r in races[side]])
+        ratio = median(
+            [o.per_second / f.per_second for f, o in zip(races["floor"], races[side], strict=True)]
+        )
+        f_cpu = median([r.cpu * 1000 / r.requests for r in races["floor"]])
+        o_cpu = median([r.cpu * 1000 / r.requests for r in races[side]])
+        rows += [
+            Row(
+                f"{label}, {count} requests, {what}: answers/s",
+                f"{f_rate:.0f}",
+                f"{o_rate:.0f}",
+                f"{ratio:.2f}x",
+                f">= {RACE_TARGET}x",
+                ratio >= RACE_TARGET,
+            ),
+            Row(
+                "  CPU ms per request (both worker processes)",
+                f"{f_cpu:.2f}",
+                f"{o_cpu:.2f}",
+                f"{o_cpu / f_cpu:.2f}x",
+                "-",
+                None,
+            ),
+        ]
+    ours = [race for side in OURS_SIDES for race in races[side]]
+    total = sum(r.requests for r in ours)
+    exact = [p for race in ours for p in race.problems if "the loser was told" not in p]
+    misnamed = {
+        side: sum("the loser was told" in p for race in races[side] for p in race.problems)
+        for side in OURS_SIDES
+    }
+    rows.append(
         Row(
             f"{label}: duplicate resumes",
             str(dupes["floor"]),
-            str(dupes["ours"]),
-            f"{total} requests, {len(problems)} problems",
+            str(sum(dupes[side] for side in OURS_SIDES)),
+            f"{total} requests, {len(exact)} problems",
             "0, exactly once",
-            dupes["ours"] == 0 and not problems,
-        ),
-    ]
+            sum(dupes[side] for side in OURS_SIDES) == 0 and not exact,
+        )
+    )
+    rows.append(
+        Row(
+            f"{label}: losers' AnswerConflict not naming the winner",
+            "-",
+            " / ".join(str(misnamed[side]) for side in OURS_SIDES),
+            "answer+resume / claim",
+            "0",
+            not any(misnamed.values()),
+        )
+    )
+    return rows
 
 
 # == main =====================================================================================
@@ -1195,7 +1273,7 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--count", type=int, default=1_000)
     parser.add_argument("--warmup", type=int, default=200)
     parser.add_argument("--traced", action="store_true")
-    parser.add_argument("--side", choices=["floor", "ours"], default="ours")
+    parser.add_argument("--side", choices=["floor", *OURS_SIDES], default="ours")
     parser.add_argument("--pg", help="race-worker: the Postgres URL")
     parser.add_argument("--name", default="A")
     return parser.parse_args()

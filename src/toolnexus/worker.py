@@ -98,6 +98,7 @@ class Worker:
         self._on_result = on_result
         self._held: dict[str, Claim] = {}
         self._runner: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
         self.resumed = 0
         """Runs this worker resumed and settled."""
         self.failed = 0
@@ -164,16 +165,33 @@ class Worker:
     # -- running -------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Drain, then wait for new answers, for ever (cancel the task or use ``async with``)."""
+        """Drain, then wait for new answers, until `stop` (or cancel the task, or use
+        ``async with``)."""
+        self._stopping.clear()
         beat = asyncio.ensure_future(self._heartbeat())
         try:
-            while True:
+            while not self._stopping.is_set():
                 await self.drain()
-                await self._channel.wait_for_queued(timeout=self._poll)
+                await self._pause()
         finally:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
+
+    async def _pause(self) -> None:
+        """Wait for an answer to be queued, the poll interval, or `stop`, whichever is first.
+
+        The store's wait runs in a task of its own and is awaited with `asyncio.wait`, which
+        never swallows a cancel: a stop is prompt whatever the store's wait does with one.
+        """
+        queued = asyncio.ensure_future(self._channel.wait_for_queued(timeout=self._poll))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait((queued, stopping), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (queued, stopping):
+                task.cancel()
+                task.add_done_callback(_retrieve)
 
     async def _heartbeat(self) -> None:
         """Renew the lease of every run in flight, every third of ``lease_s``."""
@@ -196,6 +214,7 @@ class Worker:
     async def stop(self) -> None:
         """Stop taking runs and wait for the ones in flight to be cancelled (their claims run
         out and another worker finishes them)."""
+        self._stopping.set()
         runner, self._runner = self._runner, None
         if runner is None:
             return
@@ -214,3 +233,9 @@ class Worker:
         tb: TracebackType | None,
     ) -> None:
         await self.stop()
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Fetch a finished helper task's outcome, so asyncio never logs it as unretrieved."""
+    if not task.cancelled():
+        task.exception()

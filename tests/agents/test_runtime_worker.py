@@ -5,6 +5,7 @@ In one process, on the memory store; tests/test_resume_chaos.py does it across k
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -84,3 +85,24 @@ async def test_a_tree_whose_settling_failed_is_settled_by_a_worker_without_runni
     assert record is not None
     assert (record.status, record.answered_by) == ("done", "ana")
     assert (await rt.wait(parent)).text == "parent done: leaf got the secret"
+
+
+class YieldingStore(InMemoryStore):
+    """The memory store, giving the event loop a turn inside each write (as a network store)."""
+
+    async def save_halt(self, checkpoint: Any) -> None:
+        for _ in range(3):
+            await asyncio.sleep(0)
+        await super().save_halt(checkpoint)
+
+
+async def test_a_tree_seen_pending_is_already_in_the_pending_index() -> None:
+    store = YieldingStore()
+    async with ScriptedModel(default=brain) as model:
+        rt = AgentRuntime(registry=registry(), llm=llm_of(model), store=store)
+        parents = [await start(rt) for _ in range(9)]
+        results = [await rt.wait(h) for h in parents]
+        listed = {e.request_id for e in await store.list_pending()}
+        await rt.aclose()
+    assert [r.status for r in results] == ["pending"] * 9
+    assert listed == {r.pending.id for r in results if r.pending is not None}

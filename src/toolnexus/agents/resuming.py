@@ -13,12 +13,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._types import Tool
-from ..errors import AnswerMismatch, ResumeError
+from ..errors import AnswerMismatch, LeaseLost, ResumeError
 from ..loop.checkpoint import Checkpoint
 from ..loop.engine import Engine, RunState
 from ..loop.guards import as_answer
@@ -70,13 +70,14 @@ class Resuming:
         state: RunState,
         guard: BudgetGuard,
         resumed: list[Any] | None,
+        fence: Callable[[], Awaitable[Any]] | None = None,
     ) -> TaskResult:
         raise NotImplementedError
 
     async def _settle(self, h: Handle, result: TaskResult) -> None:
         raise NotImplementedError
 
-    async def _persist(self, *handles: Handle) -> None:
+    async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
         raise NotImplementedError
 
     # -- resume -------------------------------------------------------------------------------
@@ -142,14 +143,7 @@ class Resuming:
         using = resumption or self._resumption
         deepest = self._deepest_suspended(self.root, claim.request_id)
         if deepest is None or deepest.checkpoint is None:
-            log.warning(
-                "toolnexus: no handle of runtime %r waits on request %s any more; settling it",
-                self.runtime_id,
-                claim.request_id,
-            )
-            outcome = {"status": "done", "text": "", "note": "settled after the tree moved on"}
-            await self._runs.complete(claim.request_id, claim, outcome=outcome)
-            return None
+            return await self._settle_late(claim)
         return await self._cascade(deepest, claim.answer, claim, claim.answered_by, using)
 
     def worker(self, **options: Any) -> Worker:
@@ -187,7 +181,7 @@ class Resuming:
                 result, claim = await self._resume_level(node, answer, claim, answered_by, using)
                 answer = claim.answer
                 if result.status == "pending":
-                    self._restamp_ancestors(node, result.pending)
+                    await self._resuspend_ancestors(node, result.pending)
                     break
                 node = node.parent
             if claim is not None:
@@ -215,8 +209,7 @@ class Resuming:
     ) -> tuple[TaskResult, Claim]:
         """One level of the cascade: begin (guards, claim, restore, apply, record), then drive
         the handle's turn on."""
-        checkpoint = h.checkpoint
-        assert checkpoint is not None
+        checkpoint = await self._latest_checkpoint(h, answer.id)
         engine = self._engines.engine_for(self._def(h), self._hooks)
         tools = self._tools_for(h)
         cancel = asyncio.Event()
@@ -242,13 +235,52 @@ class Resuming:
         state.conversation_id = self._conv_id(h)
         try:
             guard = BudgetGuard(h, self.clock.now)
-            result = await self._drive(h, engine, state, guard, resumed=resumed.slots)
-        except asyncio.CancelledError:
+            held = resumed.claim
+            fence = functools.partial(self._runs.renew, held, lease_s=resumption.lease_s)
+            result = await self._drive(h, engine, state, guard, resumed=resumed.slots, fence=fence)
+        except (asyncio.CancelledError, LeaseLost):
             raise
         except Exception as exc:
             result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
         await self._settle(h, result)
         return result, resumed.claim
+
+    async def _settle_late(self, claim: Claim) -> TaskResult | None:
+        """Settle a request no handle waits on any more: its cascade ran to the end and only
+        the settling failed (the store was down, the process died just before). The outcome is
+        the result of the top-level handle the request climbed to; nothing runs again."""
+        top: Handle | None = None
+        stored = await self._runs.load_halt(claim.request_id)
+        path: Any = (stored.pending.data or {}).get("path") if stored is not None else None
+        if isinstance(path, list):
+            segments = [str(p) for p in cast(list[Any], path)]
+            top = self._handle_of("/".join(segments[:2])) if len(segments) >= 2 else None
+        log.warning(
+            "toolnexus: no handle of runtime %r waits on request %s any more; settling it",
+            self.runtime_id,
+            claim.request_id,
+        )
+        result = top.result if top is not None else None
+        await self._runs.complete(claim.request_id, claim, outcome=_outcome(result))
+        return result
+
+    def _handle_of(self, handle_id: str) -> Handle | None:
+        raise NotImplementedError
+
+    async def _latest_checkpoint(self, h: Handle, request_id: str) -> Checkpoint:
+        """``h``'s halted turn as last recorded: the run store's row when it is this handle's
+        (it is written first, fenced, by `_record`), else the handle's own copy.
+
+        A resumer that died between the two writes of `_record` left the resolved calls only
+        in the run store; resuming from the handle's older copy would run them again.
+        """
+        assert h.checkpoint is not None
+        stored = await self._runs.load_halt(request_id)
+        if stored is None or stored.conversation_id != h.id:
+            return h.checkpoint
+        stored.conversation_id = h.checkpoint.conversation_id
+        stored.queue = h.checkpoint.queue
+        return stored
 
     async def _record(self, h: Handle, progress: Checkpoint, claim: Claim) -> None:
         """A level's resolved calls: into the run store (fenced) and the handle's row."""
@@ -257,18 +289,20 @@ class Resuming:
         indexed.queue = self.queue
         await self._runs.save_progress(indexed, claim)
         h.checkpoint = progress
-        await self._persist(h)
+        await self._persist(h, as_state="suspended")
 
     async def _refuse_if_answered(self, request_id: str) -> None:
         record = await self._runs.answer_record(request_id)
         if record is not None:
             raise conflict(request_id, record.answered_by, record.status)
 
-    def _restamp_ancestors(self, h: Handle, request: Request | None) -> None:
-        """A re-suspended child: every suspended ancestor now waits on the new request."""
+    async def _resuspend_ancestors(self, h: Handle, request: Request | None) -> None:
+        """A re-suspended child: every suspended ancestor now waits on the new request; they
+        are saved, and the new question is indexed once the chain is (see `_index`)."""
         if request is None:
             return
         node = h.parent
+        changed: list[Handle] = []
         while node is not None and node is not self.root and node.state == "suspended":
             if node.checkpoint is not None and node.pending is not None:
                 stamped = stamp_path(request, node)
@@ -276,7 +310,14 @@ class Resuming:
                 node.pending = stamped
                 if node.result is not None:
                     node.result = replace(node.result, pending=stamped, text=stamped.prompt)
+                changed.append(node)
             node = node.parent
+        if changed:
+            await self._persist(*changed)
+            await self._index(changed[-1])
+
+    async def _index(self, top: Handle) -> None:
+        raise NotImplementedError
 
     async def resume_handle(self, h: Handle, answer: Answer) -> TaskResult:
         """Resume ``h``'s halted turn with ``answer`` inline (retry-with-answer from its

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._types import RunResult, Tool
@@ -196,7 +196,20 @@ class AgentRuntime(Resuming):
                 build(h)
 
         build(rt.root)
+        await rt._reindex()
         return rt
+
+    async def _reindex(self) -> None:
+        """Put back in the pending index every question of the restored tree that the run
+        store does not hold: its process died after the tree was saved suspended and before
+        the request was indexed."""
+        for top in list(self.root.children):
+            pending = top.pending
+            if top.state != "suspended" or pending is None:
+                continue
+            known = await self._runs.answer_record(pending.id) is not None
+            if not known and await self._runs.load_halt(pending.id) is None:
+                await self._index(top)
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -245,11 +258,19 @@ class AgentRuntime(Resuming):
         self.trace.append(f"{h.id}: {h.state}→{to}")
         h.state = to
 
-    async def _persist(self, *handles: Handle) -> None:
-        """Write these handles' rows (and the root's when a top-level handle changed)."""
+    async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
+        """Write these handles' rows (and the root's when a top-level handle changed).
+
+        ``as_state`` writes that state instead of the current one: a handle mid-resume is
+        stored ``suspended`` (with its progress), so a process that dies mid-resume leaves a
+        tree that resumes from there rather than one marked interrupted.
+        """
         if not self._persisting:
             return
         rows = [h.to_json() for h in handles if h is not self.root]
+        if as_state is not None:
+            for row in rows:
+                row["state"] = as_state
         if any(h.parent is self.root or h is self.root for h in handles):
             rows.append(self.root.to_json())
         await self._tree.save_handles(self.runtime_id, rows)
@@ -257,6 +278,9 @@ class AgentRuntime(Resuming):
     def handle(self, id: str) -> Handle | None:
         """The handle with ``id`` (closed ones included), or ``None``."""
         return self._handles.get(id)
+
+    def _handle_of(self, handle_id: str) -> Handle | None:
+        return self._handles.get(handle_id)
 
     def _def(self, h: Handle) -> AgentDef:
         return self.registry[h.agent]
@@ -429,7 +453,10 @@ class AgentRuntime(Resuming):
         state: RunState,
         guard: BudgetGuard,
         resumed: list[Any] | None,
+        fence: Callable[[], Awaitable[Any]] | None = None,
     ) -> TaskResult:
+        """One turn of ``h`` to its `TaskResult`. ``fence`` runs right before the transcript is
+        saved (a durable resume checks its claim there, so an overtaken resumer writes none)."""
         guard.bind(state)
         state.guard = guard
         turns_before, tokens_before = h.turns, state.usage.get("total_tokens", 0)
@@ -455,6 +482,8 @@ class AgentRuntime(Resuming):
             )
         h.checkpoint = None
         h.pending = None
+        if fence is not None:
+            await fence()
         await self._conversations.save(self._conv_id(h), run.messages)
         h.drained = []
         if run.status == "incomplete":
@@ -473,25 +502,39 @@ class AgentRuntime(Resuming):
             return
         result.runtime = self
         h.result = result
+        # Durable first, visible second: the rows (and, for a question, the pending index) are
+        # written before the state changes, so whoever sees the new state — `wait` returns at
+        # once for a settled handle — finds it in the store too. The tree is written before
+        # the index: a request that can be answered always has a durable suspended handle
+        # (`restore` indexes one whose process died between the two).
         if result.status == "pending":
-            self._move(h, "suspended")
+            await self._persist(h, as_state="suspended")
             await self._index(h)
+            self._move(h, "suspended")
         elif h.state == "running":
+            await self._persist(h, as_state="idle")
             self._move(h, "idle")
-        await self._persist(h)
+        else:
+            await self._persist(h)
         self._notify(h, result)
         if h.state != "running":
             self._release_slot(h)
 
-    async def _index(self, h: Handle) -> None:
+    async def _index(self, top: Handle) -> None:
         """Put a durable suspension in the run store's pending index (the approvals inbox).
 
-        Only the handle whose own call asked is indexed (its parents relay the same request
-        through ``task``), and only when no ``wait_for`` up the chain will answer it inline.
+        Called when a handle settles ``pending``; it acts once the whole chain is suspended —
+        when ``top`` is a top-level handle — so every request that can be answered has its
+        whole chain persisted suspended. The handle whose own call asked is indexed (its
+        parents relay the same request through ``task``), and only when no ``wait_for`` up the
+        chain will answer it inline.
         """
-        checkpoint = h.checkpoint
-        if checkpoint is None or h.pending is None:
+        if top.parent is not self.root or top.pending is None:
             return
+        h = _asker(top, top.pending.id)
+        if h.checkpoint is None or h.pending is None:
+            return
+        checkpoint = h.checkpoint
         name, _ = halted_call(checkpoint)
         if name == "task" or any(self.registry[a.agent].wait_for for a in h.ancestors()[1:-1]):
             return
@@ -682,6 +725,16 @@ class AgentRuntime(Resuming):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _asker(top: Handle, request_id: str) -> Handle:
+    """The handle under ``top`` (or ``top`` itself) whose own call asked ``request_id``: the
+    deepest one waiting on it (its parents relay it through ``task``)."""
+    for child in top.children:
+        pending = child.pending
+        if child.state == "suspended" and pending is not None and pending.id == request_id:
+            return _asker(child, request_id)
+    return top
 
 
 def _spawn_order(row: dict[str, Any]) -> int:

@@ -617,7 +617,9 @@ class PostgresStore:
     @asynccontextmanager
     async def _connection(self) -> AsyncGenerator[AsyncConnection[Any]]:
         async with self._translated():
-            pool = self._pool or await self._open()
+            # The first open waits inside psycopg_pool, whose `wait_for` can swallow a cancel
+            # (see `_promptly`): a worker stopped as it starts must stop, not open the pool.
+            pool = self._pool or await _promptly(self._open())
             async with pool.connection() as conn:
                 yield conn
 
