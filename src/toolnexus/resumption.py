@@ -38,7 +38,7 @@ from .loop.checkpoint import Checkpoint
 from .loop.engine import Engine, RunState, Slot
 from .loop.guards import check_echo, check_relay_payload, check_tools
 from .stores.base import ConversationStore
-from .stores.checks import call_digest, conflict, halted_call, halted_request
+from .stores.checks import call_digest, halted_call, halted_request
 from .stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, Claim, RunStore
 from .suspension import Answer, Request, expired_decline, is_expired
 
@@ -167,12 +167,14 @@ class Resumption:
                     digest=call_digest(name, arguments),
                     lease_s=self.lease_s,
                 )
-            except AnswerConflict:
-                claim = await self._retake(rid, effective)
+            except AnswerConflict as refused:
+                claim = await self._retake(rid, effective, refused)
         else:
             # A claim taken a while ago (a worker's queue, a parked run): make sure it is still
-            # ours before the approved call runs again.
-            claim = await self.runs.renew(claim, lease_s=self.lease_s)
+            # ours before the approved call runs again. One taken a moment ago still holds
+            # most of its lease: no round trip for that.
+            if time.monotonic() - claim.taken > claim_fresh_s(self.lease_s):
+                claim = await self.runs.renew(claim, lease_s=self.lease_s)
             effective = claim.answer
         started = time.perf_counter()
         state.expired = not effective.ok and claim.answered_by == EXPIRED_BY
@@ -199,23 +201,20 @@ class Resumption:
             conversation_id=state.conversation_id,
         )
 
-    async def _retake(self, request_id: str, answer: Answer) -> Claim:
+    async def _retake(self, request_id: str, answer: Answer, refused: AnswerConflict) -> Claim:
         """A host retrying its own resume: when the very answer it resumes with is already
         recorded and queued (its earlier attempt recorded it, then failed), take it.
 
         Raises:
-            AnswerConflict: anything else — another answer, a live claim, a settled request.
+            AnswerConflict: ``refused`` (which names who holds or answered the request) for
+                anything else — another answer, a live claim, a settled request.
         """
         record = await self.runs.answer_record(request_id)
         if record is not None and record.status == "answered" and record.answer == answer:
             claim = await self.runs.take(request_id, lease_s=self.lease_s)
             if claim is not None:
                 return claim
-        raise conflict(
-            request_id,
-            None if record is None else record.answered_by,
-            "claimed" if record is None else record.status,
-        )
+        raise refused
 
     @staticmethod
     def check(
@@ -285,6 +284,12 @@ class Resumption:
             log.warning(
                 "toolnexus: could not release the claim on %s", claim.request_id, exc_info=True
             )
+
+
+def claim_fresh_s(lease_s: float) -> float:
+    """How old a claim may be and still be applied without renewing it first: a tenth of its
+    lease, so at least nine tenths of it remain for the approved call."""
+    return lease_s / 10
 
 
 def _warn_if_tools_changed(checkpoint: Checkpoint, state: RunState, request_id: str) -> None:

@@ -270,7 +270,7 @@ class InMemoryRunStore:
         lease = check_seconds(lease_s, "lease_s", positive=True)
         row = self._held(claim)
         row.lease_until = self._now() + lease
-        return replace(claim, lease_until=row.lease_until)
+        return replace(claim, lease_until=row.lease_until, taken=time.monotonic())
 
     async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
         text = encode_checkpoint(checkpoint)

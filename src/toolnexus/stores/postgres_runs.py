@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, LiteralString
@@ -378,7 +379,7 @@ async def renew(conn: AsyncConnection[Any], claim: Claim, lease_until: float) ->
     cur = await conn.execute(_RENEW, {"key": key, "token": claim.token, "lease": lease_until})
     if cur.rowcount == 0:
         raise await _lease_lost(conn, claim.request_id)
-    return replace(claim, lease_until=lease_until)
+    return replace(claim, lease_until=lease_until, taken=time.monotonic())
 
 
 async def save_progress(

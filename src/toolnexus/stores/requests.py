@@ -61,6 +61,7 @@ settles it (T3): the inbox shows it as expired.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -153,6 +154,8 @@ class Claim:
     answer: Answer
     answered_by: str | None
     lease_until: float
+    taken: float = field(default_factory=time.monotonic, compare=False)
+    """When this process got the claim (``time.monotonic()``): how fresh its lease is."""
 
 
 @runtime_checkable

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -246,7 +247,7 @@ class SqliteRunStore:
         """
         until = self._now() + check_seconds(lease_s, "lease_s", positive=True)
         await self._fast(partial(sqlite_runs.renew, claim.request_id, claim.token, until))
-        return replace(claim, lease_until=until)
+        return replace(claim, lease_until=until, taken=time.monotonic())
 
     async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
         """T7: replace the claimed run's checkpoint (the calls the resume resolved).
