@@ -361,3 +361,29 @@ async def test_a_parked_run_whose_request_is_cancelled_ends_with_run_cancelled()
             with pytest.raises(RunCancelled, match="cancelled by ops: no"):
                 await asyncio.wait_for(running, 10)
     assert len(model.requests) == 1
+
+
+async def test_stopping_a_worker_lets_a_cancel_of_the_caller_through() -> None:
+    tk = await create_toolkit(extra_tools=[gate_tool(Ledger())], builtins=False)
+    async with create_client(
+        base_url="http://127.0.0.1:9", model="m", api_key="k", store=InMemoryStore()
+    ) as client:
+        worker = client.worker(tk, poll_interval=30)
+        worker.start()
+        await asyncio.sleep(0)  # the worker is waiting for the queue
+        stopping = asyncio.ensure_future(worker.stop())
+        await asyncio.sleep(0)  # stop() is waiting for the runner to end
+        stopping.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await stopping
+        await worker.stop()  # a second stop is a no-op
+
+
+async def test_a_worker_stops_promptly_while_it_waits_for_the_queue() -> None:
+    tk = await create_toolkit(extra_tools=[gate_tool(Ledger())], builtins=False)
+    async with create_client(
+        base_url="http://127.0.0.1:9", model="m", api_key="k", store=InMemoryStore()
+    ) as client:
+        async with asyncio.timeout(5):
+            async with client.worker(tk, poll_interval=30):
+                await asyncio.sleep(0)

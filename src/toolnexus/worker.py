@@ -219,8 +219,12 @@ class Worker:
         if runner is None:
             return
         runner.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await runner
+        # `asyncio.wait`, not `await runner`: the runner's own cancellation is not ours to
+        # raise, but a cancel of the caller of `stop` (a timeout around it) must go through.
+        await asyncio.wait((runner,))
+        error = None if runner.cancelled() else runner.exception()
+        if error is not None:
+            raise error
 
     async def __aenter__(self) -> Worker:
         self.start()
