@@ -97,7 +97,6 @@ from .suspension import (
 )
 from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
 from .waiting import StoreWaitFor, store_wait_for
-from .worker import Worker
 
 if TYPE_CHECKING:
     from .stores.postgres import (
@@ -155,6 +154,7 @@ if TYPE_CHECKING:
         TranslateResult,
         openai_messages_to_anthropic,
     )
+    from .worker import Worker
 
 __version__ = "0.1.0"
 
@@ -285,6 +285,7 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
+    "Worker": ".worker",
     "BuiltinsConfig": ".tools.builtins",
     "DEFAULT_TIMEOUT": ".tools.mcp",
     "McpConfig": ".tools.mcp",

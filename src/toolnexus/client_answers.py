@@ -26,7 +26,6 @@ from .loop.checkpoint import Checkpoint
 from .loop.engine import Engine, EngineConfig, RunState, Slot
 from .loop.guards import as_answer, as_request, check_echo
 from .loop.rebuild import checkpoint_from_transcript
-from .resumption import Resumed, Resumption
 from .stores.base import ConversationStore
 from .stores.checks import check_request_id, conflict
 from .stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
@@ -35,6 +34,7 @@ from .waiting import StoreWaitFor
 
 if TYPE_CHECKING:
     from .client import ToolSet
+    from .resumption import Resumed, Resumption
     from .worker import Worker
 
 __all__ = ["Answering", "History"]
@@ -161,11 +161,15 @@ class Answering:
     @functools.cached_property
     def resumption(self) -> Resumption:
         """The resume protocol over this client's run store."""
+        from .resumption import Resumption  # loaded with the first resume
+
         return Resumption(self._runs)
 
     @functools.cached_property
     def _parked_resumption(self) -> Resumption:
         """The resumption of runs parked with ``store_wait_for`` (its ``lease_s``)."""
+        from .resumption import Resumption
+
         parking = self._parking()
         return Resumption(self._runs, lease_s=parking.lease_s if parking else DEFAULT_LEASE_S)
 
