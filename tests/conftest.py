@@ -1,4 +1,9 @@
-"""Shared fixtures: a scripted model on loopback and clients pointed at it.
+"""Shared fixtures: a scripted model on loopback and clients pointed at it; a private Postgres
+schema per test (``pg_url``).
+
+The Postgres tests read ``TOOLNEXUS_PG_URL`` (``bash scripts/pg.sh start`` prints one). Without
+it they skip, except under CI (``CI`` set), where a missing URL or a missing psycopg fails the
+test: CI must never pass by silently skipping Postgres.
 
 ``scripted`` is a started `ScriptedModel` with an empty script; a test adds the replies it
 needs (``scripted.add(text("hi"))``) and reads ``scripted.requests`` afterwards. ``client_for``
@@ -12,11 +17,14 @@ builds a client for one wire style against such a model::
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import os
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
 
+from pg_support import pg_connect, with_schema
 from toolnexus import Client, create_client
 from toolnexus.testing import ScriptedModel
 
@@ -60,3 +68,30 @@ def client_for() -> ClientFor:
 def style(request: pytest.FixtureRequest) -> str:
     """Each wire style in turn, for behaviour that depends on the dialect."""
     return request.param
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI must run the Postgres tests (see scripts/pg.sh)")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A URL whose tables live in a fresh schema, dropped after the test."""
+    base = os.environ.get("TOOLNEXUS_PG_URL")
+    if not base:
+        _unavailable("TOOLNEXUS_PG_URL is not set")
+        raise AssertionError("unreachable")
+    try:
+        import psycopg  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    except ImportError:
+        _unavailable("psycopg is not installed (pip install -e '.[postgres]')")
+    schema = f"t_{uuid.uuid4().hex}"
+    with pg_connect(base) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield with_schema(base, schema)
+    finally:
+        with pg_connect(base) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -8,10 +8,8 @@ in a file, counted outside every process.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -36,21 +34,7 @@ async def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'parked.db'}"
         return
-    base = os.environ.get("TOOLNEXUS_PG_URL")
-    if not base:
-        if os.environ.get("CI"):
-            pytest.fail("TOOLNEXUS_PG_URL is not set; CI must run the Postgres tests")
-        pytest.skip("TOOLNEXUS_PG_URL is not set")
-    import psycopg
-
-    schema = f"t_{uuid.uuid4().hex}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    yield request.getfixturevalue("pg_url")
 
 
 async def spawn(mode: str, base_url: str, url: str, ledger: Path) -> asyncio.subprocess.Process:

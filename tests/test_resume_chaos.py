@@ -22,11 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +33,6 @@ from typing import Any
 
 import pytest
 
-from stores.pg_support import pg_connect, with_schema
 from toolnexus import create_client
 from toolnexus.stores.url import resolve_store
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
@@ -49,34 +47,6 @@ pytestmark = pytest.mark.timeout(60)
 
 
 # -- fixtures -------------------------------------------------------------------------------
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must run the Postgres tests (see scripts/pg.sh)")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """A Postgres URL whose tables live in a fresh schema, dropped after the test (the pattern
-    of ``tests/stores/conftest.py``)."""
-    base = os.environ.get("TOOLNEXUS_PG_URL")
-    if not base:
-        _unavailable("TOOLNEXUS_PG_URL is not set")
-        raise AssertionError("unreachable")
-    try:
-        import psycopg  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    except ImportError:
-        _unavailable("psycopg is not installed (pip install -e '.[postgres]')")
-    schema = f"t_{uuid.uuid4().hex}"
-    with pg_connect(base) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield with_schema(base, schema)
-    finally:
-        with pg_connect(base) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

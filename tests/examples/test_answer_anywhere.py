@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_two_workers_race import pg_url  # noqa: F401  (the fixture: a private schema)
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "answer_anywhere.py"
 
@@ -59,7 +58,7 @@ def test_an_answer_from_a_process_without_the_toolkit_is_finished_by_a_worker_on
     check_answer_then_worker(str(tmp_path / "state.db"), tmp_path)
 
 
-def test_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+def test_the_same_on_postgres(pg_url: str, tmp_path: Path) -> None:
     check_answer_then_worker(pg_url, tmp_path)
 
 

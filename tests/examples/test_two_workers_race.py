@@ -11,11 +11,7 @@ import os
 import re
 import subprocess
 import sys
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "two_workers_race.py"
 
@@ -35,34 +31,6 @@ def scripted_env(**extra: str) -> dict[str, str]:
     """The environment minus a configured model (so the scripted one plays) and minus the URL."""
     dropped = ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "TOOLNEXUS_PG_URL")
     return {**{k: v for k, v in os.environ.items() if k not in dropped}, **extra}
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"{reason}; CI must run the Postgres tests (see scripts/pg.sh)")
-    pytest.skip(reason)
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """``TOOLNEXUS_PG_URL`` scoped to a fresh schema, dropped after the test."""
-    base = os.environ.get("TOOLNEXUS_PG_URL")
-    if not base:
-        _unavailable("TOOLNEXUS_PG_URL is not set")
-        raise AssertionError("unreachable")
-    try:
-        import psycopg
-    except ImportError:
-        _unavailable("psycopg is not installed (pip install -e '.[postgres]')")
-        raise AssertionError("unreachable") from None
-    schema = f"t_{uuid.uuid4().hex}"
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {schema}")
-    try:
-        yield f"{base}{'&' if '?' in base else '?'}options=-csearch_path%3D{schema}"
-    finally:
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 def test_without_a_postgres_url_it_says_what_it_needs_and_exits_2() -> None:
