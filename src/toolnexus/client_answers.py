@@ -225,7 +225,9 @@ class Answering:
             ResumeError: a guard failed (the claim is abandoned).
         """
         using = resumption or self.resumption
-        checkpoint = await self._runs.load_halt(claim.request_id)
+        checkpoint = claim.checkpoint
+        if checkpoint is None:
+            checkpoint = await self._runs.load_halt(claim.request_id)
         if checkpoint is None:
             await using.abandon(claim)
             raise UnknownRequest(f'no halted run waits on request "{claim.request_id}"')

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 from halt_support import T0, checkpoint
-from pg_support import pg_connect
 from run_backends import Clock, yes
 
+from pg_support import pg_connect
 from toolnexus.errors import AnswerConflict, StoreError
 from toolnexus.stores import postgres_runs as runs
 from toolnexus.stores.postgres import PostgresStore
@@ -440,3 +440,27 @@ async def test_a_wait_cancelled_at_any_moment_of_its_start_ends_with_the_cancel(
             waiting.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await asyncio.wait_for(waiting, 5)
+
+
+async def test_take_hands_over_the_checkpoint_and_survives_an_unreadable_one(pg_url: str) -> None:
+    from halt_support import checkpoint
+
+    from toolnexus.stores.postgres import PostgresStore
+    from toolnexus.suspension import Answer
+
+    async with PostgresStore(pg_url) as store:
+        for rid in ("good", "bad"):
+            await store.save_halt(checkpoint(rid))
+            await store.post_answer(rid, Answer(rid, True))
+        good = await store.take("good")
+        assert good is not None
+        assert good.checkpoint is not None
+        assert good.checkpoint.pending.id == "good"
+        with pg_connect(pg_url) as conn:
+            conn.execute(
+                "UPDATE toolnexus_halts SET checkpoint = 'not json' WHERE request_id = %s",
+                (b"bad",),
+            )
+        bad = await store.take("bad")
+        assert bad is not None  # taken all the same; the resumer's load_halt reports it
+        assert bad.checkpoint is None

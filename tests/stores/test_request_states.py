@@ -171,6 +171,17 @@ async def test_take_hands_the_recorded_answer_to_one_resumer(store: Any, clock: 
     assert record.status == "claimed"
 
 
+async def test_a_checkpoint_handed_over_with_a_take_is_the_stored_one(store: Any) -> None:
+    await halted(store)
+    await store.post_answer("req-1", yes())
+    claim = await store.take("req-1")
+    assert claim is not None
+    stored = await store.load_halt("req-1")
+    assert stored is not None
+    if claim.checkpoint is not None:  # a backend may read it with the take (Postgres does)
+        assert claim.checkpoint.dumps() == stored.dumps()
+
+
 async def test_take_without_an_id_takes_the_oldest_answer_first(store: Any, clock: Clock) -> None:
     await halted(store, "a", "b", "c")
     for rid in ("c", "a"):

@@ -27,16 +27,17 @@ whom until when, lease lost); a row that became claimable in between is tried ag
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, LiteralString
 
-from ..errors import LeaseLost, RequestExpired, UnknownRequest
+from ..errors import CheckpointError, LeaseLost, RequestExpired, UnknownRequest
 from ..suspension import Answer, expired_decline
 from ._runrows import HaltRow, answer_record, lapsed_status, request_record, stored_digest
-from .checks import cancelled_answer, conflict, encode_answer, is_past
+from .checks import cancelled_answer, conflict, encode_answer, is_past, load_checkpoint
 from .postgres_schema import from_bytea, row_key, to_bytea
 from .requests import EXPIRED_BY, AnswerRecord, Claim
 
@@ -110,7 +111,9 @@ _TAKEN: LiteralString = (
     "UPDATE toolnexus_halts AS h SET status = 'claimed', token = h.token + 1,"
     " lease_until = %(lease)s WHERE "
 )
-_RETURN_CLAIM: LiteralString = " RETURNING h.request_id, h.token, h.answer, h.answered_by"
+_RETURN_CLAIM: LiteralString = (
+    " RETURNING h.request_id, h.token, h.answer, h.answered_by, h.checkpoint"
+)
 # T5 (and T10): a resumer takes the recorded answer of one request.
 _TAKE_ONE = _TAKEN + "h.key = %(key)s AND " + _QUEUED + _RETURN_CLAIM
 # T5 (and T10): a worker takes the oldest answer of its queue, skipping rows other takers
@@ -366,7 +369,13 @@ async def take(
         return None
     rid: str = from_bytea(row[0])
     found = answer_record(rid, row[2], 0.0, from_bytea(row[3]), "", where)
-    return Claim(rid, row[1], found.answer, found.answered_by, lease_until)
+    checkpoint = None
+    if row[4] is not None:
+        # Read with the take (one round trip fewer for the resumer). An unreadable one is
+        # left for the resumer's own load_halt to report, inside its error handling.
+        with contextlib.suppress(CheckpointError):
+            checkpoint = load_checkpoint(row[4], rid, where)
+    return Claim(rid, row[1], found.answer, found.answered_by, lease_until, checkpoint=checkpoint)
 
 
 async def renew(conn: AsyncConnection[Any], claim: Claim, lease_until: float) -> Claim:

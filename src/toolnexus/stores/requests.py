@@ -156,6 +156,9 @@ class Claim:
     lease_until: float
     taken: float = field(default_factory=time.monotonic, compare=False)
     """When this process got the claim (``time.monotonic()``): how fresh its lease is."""
+    checkpoint: Checkpoint | None = field(default=None, compare=False, repr=False)
+    """The halted run, when the store read it with the take (saves the resumer a
+    `RunStore.load_halt`); ``None`` otherwise."""
 
 
 @runtime_checkable
