@@ -231,13 +231,9 @@ class Answering:
         if checkpoint is None:
             await using.abandon(claim)
             raise UnknownRequest(f'no halted run waits on request "{claim.request_id}"')
-        try:
-            resumed = await self._begin(
-                toolkit, checkpoint, claim.answer, claim=claim, cancel=cancel, resumption=using
-            )
-        except Exception:
-            await using.abandon(claim)
-            raise
+        resumed = await self._begin(
+            toolkit, checkpoint, claim.answer, claim=claim, cancel=cancel, resumption=using
+        )
         return await self._continue(resumed, toolkit, using)
 
     async def run_with_answer(
@@ -400,14 +396,18 @@ class Answering:
     ) -> RunResult:
         """A resumed run to its `RunResult`, settled (the non-streaming entry points); with
         ``store_wait_for``, a run that halts again parks once more (`_park`)."""
-        using = resumption or self.resumption
+        result = await self._settled(resumed, resumption or self.resumption)
+        return await self._park(result, toolkit, resumed.state)
+
+    async def _settled(self, resumed: Resumed, using: Resumption) -> RunResult:
+        """Drive a resumed run to its result and settle it; a failure gives the claim back."""
         try:
             result = await self._final(resumed.state, resumed.slots, resumed.started)
             await using.settle(resumed, result, self._store)
         except BaseException:
             await using.abandon(resumed.claim)
             raise
-        return await self._park(result, toolkit, resumed.state)
+        return result
 
     async def _continue_stream(
         self, resumed: Resumed, resumption: Resumption | None = None
@@ -440,13 +440,7 @@ class Answering:
             taken = await self._take_parked(result.pending, toolkit, state, result)
             if isinstance(taken, RunResult):
                 return taken
-            using = self._parked_resumption
-            try:
-                result = await self._final(taken.state, taken.slots, taken.started)
-                await using.settle(taken, result, self._store)
-            except BaseException:
-                await using.abandon(taken.claim)
-                raise
+            result = await self._settled(taken, self._parked_resumption)
             state = taken.state
         return result
 
@@ -490,18 +484,9 @@ class Answering:
         if checkpoint is None:
             await using.abandon(claim)
             raise UnknownRequest(f'no halted run waits on request "{request.id}"')
-        try:
-            return await self._begin(
-                toolkit,
-                checkpoint,
-                claim.answer,
-                claim=claim,
-                cancel=state.cancel,
-                resumption=using,
-            )
-        except Exception:
-            await using.abandon(claim)
-            raise
+        return await self._begin(
+            toolkit, checkpoint, claim.answer, claim=claim, cancel=state.cancel, resumption=using
+        )
 
     async def _resumed_elsewhere(
         self, parking: StoreWaitFor, request_id: str, state: RunState, halted: RunResult

@@ -129,7 +129,8 @@ class Resumption:
         record: Recorder | None = None,
     ) -> Resumed:
         """Guards, claim, restore, apply, record. Nothing is written until the guards passed;
-        once the request is held, a failure gives it back before raising.
+        once the request is held — claimed here, or handed in — a failure gives it back
+        (`abandon`) before raising, so callers never have to.
 
         Args:
             engine: the engine that continues the run.
@@ -151,31 +152,37 @@ class Resumption:
             LeaseLost: ``claim`` was overtaken before the answer could be applied.
         """
         rid = answer.id
-        request = self.check(state, checkpoint, answer, conversation_id=conversation_id)
-        owner = checkpoint.conversation_id
-        _warn_if_tools_changed(checkpoint, state, rid)
-        effective = answer
-        if claim is None:
-            if is_expired(request):
-                effective, answered_by = expired_decline(rid), EXPIRED_BY
-            name, arguments = halted_call(checkpoint)
-            try:
-                claim = await self.runs.claim(
-                    rid,
-                    effective,
-                    answered_by=answered_by,
-                    digest=call_digest(name, arguments),
-                    lease_s=self.lease_s,
-                )
-            except AnswerConflict as refused:
-                claim = await self._retake(rid, effective, refused)
-        else:
-            # A claim taken a while ago (a worker's queue, a parked run): make sure it is still
-            # ours before the approved call runs again. One taken a moment ago still holds
-            # most of its lease: no round trip for that.
-            if time.monotonic() - claim.taken > claim_fresh_s(self.lease_s):
-                claim = await self.runs.renew(claim, lease_s=self.lease_s)
-            effective = claim.answer
+        handed = claim
+        try:
+            request = self.check(state, checkpoint, answer, conversation_id=conversation_id)
+            owner = checkpoint.conversation_id
+            _warn_if_tools_changed(checkpoint, state, rid)
+            effective = answer
+            if claim is None:
+                if is_expired(request):
+                    effective, answered_by = expired_decline(rid), EXPIRED_BY
+                name, arguments = halted_call(checkpoint)
+                try:
+                    claim = await self.runs.claim(
+                        rid,
+                        effective,
+                        answered_by=answered_by,
+                        digest=call_digest(name, arguments),
+                        lease_s=self.lease_s,
+                    )
+                except AnswerConflict as refused:
+                    claim = await self._retake(rid, effective, refused)
+            else:
+                # A claim taken a while ago (a worker's queue, a parked run): make sure it is
+                # still ours before the approved call runs again. One taken a moment ago still
+                # holds most of its lease: no round trip for that.
+                if time.monotonic() - claim.taken > claim_fresh_s(self.lease_s):
+                    claim = await self.runs.renew(claim, lease_s=self.lease_s)
+                effective = claim.answer
+        except BaseException:
+            if handed is not None:  # a claim handed in is given back on every failure
+                await self.abandon(handed)
+            raise
         started = time.perf_counter()
         state.expired = not effective.ok and claim.answered_by == EXPIRED_BY
         try:
