@@ -675,9 +675,11 @@ async def test_the_stream_resolves_suspensions_in_call_order_with_wait_for(
     ]
 
 
-async def test_a_halted_stream_ends_with_done_pending_and_no_result_for_the_halted_call(
+async def test_a_halted_stream_ends_with_pending_then_done_and_no_result_for_the_halted_call(
     scripted: ScriptedModel, client_for: ClientFor, style: str
 ) -> None:
+    # Whichever posture the host chose, a consumer listening for ``pending`` (to post the
+    # approval link) sees it: without ``wait_for`` it comes right before the halting ``done``.
     scripted.add(
         tool_calls(
             call("add", {"a": 1, "b": 1}, id="before"),
@@ -692,10 +694,12 @@ async def test_a_halted_stream_ends_with_done_pending_and_no_result_for_the_halt
         ("tool_call", "halt"),
         ("tool_call", "after"),
         ("tool_result", "before"),
+        ("pending", None),
         ("done", None),
     ]
     result = events[-1]["result"]
     assert (result.status, result.text) == ("pending", "Ship it?")
+    assert events[-2]["request"] == result.pending
 
 
 # -- relay tools -----------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from ._types import Message, RunResult, Tool
 from .client_answers import Answering
 from .errors import UsageError
 from .llm.openai import OpenAIDialect
-from .loop.engine import Engine, EngineConfig, RunState, Slot
+from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
 from .observability import Metrics
 from .stores.base import ConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
@@ -194,10 +194,13 @@ class Client(Answering):
     ) -> AsyncIterator[dict[str, Any]]:
         started = time.perf_counter() if started is None else started
         try:
-            async for event in self._engine.drive(state, stream=stream, resumed=resumed):
-                if event["type"] == "done" and state.checkpoint is not None:
-                    await self._runs.save_halt(state.checkpoint)
-                yield event
+            async for step in self._engine.drive(state, stream=stream, resumed=resumed):
+                if isinstance(step, Finished):
+                    if step.checkpoint is not None:
+                        await self._runs.save_halt(step.checkpoint)
+                    yield {"type": "done", "result": step.result}
+                else:
+                    yield step
         except BaseException as exc:
             self._run_event(state, started, error=exc)
             raise
@@ -218,13 +221,14 @@ class Client(Answering):
 
     async def _final(
         self, state: RunState, resumed: list[Slot] | None = None, started: float | None = None
-    ) -> RunResult:
-        """`_drive` without streaming: no events to pass through, just the result."""
+    ) -> Finished:
+        """`_drive` without streaming: no events to pass through, just the last step (its
+        halt saved)."""
         with _Observed(self, state, started):
-            result = await self._engine.complete(state, resumed=resumed)
-            if state.checkpoint is not None:
-                await self._runs.save_halt(state.checkpoint)
-        return result
+            finished = await self._engine.complete(state, resumed=resumed)
+            if finished.checkpoint is not None:
+                await self._runs.save_halt(finished.checkpoint)
+        return finished
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -248,15 +252,19 @@ class Client(Answering):
             A `RunResult`; ``status`` is ``done``, ``pending`` (a tool suspended and there is
             no ``wait_for``) or ``incomplete`` (``max_turns`` ran out).
         """
-        # `_final`, inlined: a run parked on a human keeps one coroutine frame fewer.
+        # `_final` and `Engine.complete`, inlined: a run parked on a human keeps one coroutine
+        # frame fewer (parked runs are mostly frames; bench/bench_durable.py pins the figure).
         state = self._state(prompt, toolkit, history, cancel)
         with _Observed(self, state, None):
-            result = await self._engine.complete(state)
-            if state.checkpoint is not None:
-                await self._runs.save_halt(state.checkpoint)
+            finished = None
+            async for finished in self._engine.drive(state, stream=False):
+                pass
+            assert isinstance(finished, Finished)
+            if finished.checkpoint is not None:
+                await self._runs.save_halt(finished.checkpoint)
         if self._parks:
-            return await self._park(result, toolkit, state)
-        return result
+            return await self._park(finished, toolkit, state)
+        return finished.result
 
     async def ask(
         self,
@@ -273,10 +281,9 @@ class Client(Answering):
         """
         history = await self._load(id)
         state = self._state(prompt, toolkit, history, cancel)
-        if state.checkpoint is None:
-            state.conversation_id = id
+        state.conversation_id = id
         if on_text is None:
-            result = await self._final(state)
+            finished = await self._final(state)
         else:
             if self._in_process:
                 raise UsageError("the in-process client does not stream; call ask without on_text")
@@ -289,8 +296,11 @@ class Client(Answering):
                 elif event["type"] == "done":
                     result = event["result"]
             assert result is not None
+            finished = Finished(result)  # its halt is saved; parking reloads it
         if self._parks:
-            result = await self._park(result, toolkit, state)
+            result = await self._park(finished, toolkit, state)
+        else:
+            result = finished.result
         if id is not None:
             await self._store.save(id, result.messages)
         return result
@@ -326,7 +336,7 @@ class Client(Answering):
                     await self._store.save(id, event["result"].messages)
             yield event
         if parked is not None:
-            async for event in self._park_stream(parked, toolkit, state):
+            async for event in self._park_stream(Finished(parked), toolkit, state):
                 if event["type"] == "done" and id is not None:
                     await self._store.save(id, event["result"].messages)
                 yield event

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ._types import Message, RunResult
 from .errors import ResumeError, RunCancelled, UnknownRequest
 from .loop.checkpoint import Checkpoint
-from .loop.engine import Engine, EngineConfig, RunState, Slot
+from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
 from .loop.guards import as_answer, as_request, check_echo
 from .loop.rebuild import checkpoint_from_transcript
 from .stores.base import ConversationStore
@@ -73,7 +73,7 @@ class Answering:
 
     async def _final(
         self, state: RunState, resumed: list[Slot] | None = None, started: float | None = None
-    ) -> RunResult:
+    ) -> Finished:
         raise NotImplementedError
 
     def _drive(
@@ -396,18 +396,19 @@ class Answering:
     ) -> RunResult:
         """A resumed run to its `RunResult`, settled (the non-streaming entry points); with
         ``store_wait_for``, a run that halts again parks once more (`_park`)."""
-        result = await self._settled(resumed, resumption or self.resumption)
-        return await self._park(result, toolkit, resumed.state)
+        finished = await self._settled(resumed, resumption or self.resumption)
+        return await self._park(finished, toolkit, resumed.state)
 
-    async def _settled(self, resumed: Resumed, using: Resumption) -> RunResult:
-        """Drive a resumed run to its result and settle it; a failure gives the claim back."""
+    async def _settled(self, resumed: Resumed, using: Resumption) -> Finished:
+        """Drive a resumed run to its last step and settle it; a failure gives the claim
+        back."""
         try:
-            result = await self._final(resumed.state, resumed.slots, resumed.started)
-            await using.settle(resumed, result, self._store)
+            finished = await self._final(resumed.state, resumed.slots, resumed.started)
+            await using.settle(resumed, finished.result, self._store)
         except BaseException:
             await using.abandon(resumed.claim)
             raise
-        return result
+        return finished
 
     async def _continue_stream(
         self, resumed: Resumed, resumption: Resumption | None = None
@@ -432,25 +433,25 @@ class Answering:
         wait_for = self._cfg.wait_for
         return wait_for if isinstance(wait_for, StoreWaitFor) else None
 
-    async def _park(self, result: RunResult, toolkit: ToolSet, state: RunState) -> RunResult:
+    async def _park(self, finished: Finished, toolkit: ToolSet, state: RunState) -> RunResult:
         """With ``store_wait_for``: while the run halts, wait for its answer, take it and
         resume — the worker's path, so a process that dies while it waits loses nothing (its
         halt is stored; a worker finishes it once answered)."""
+        result = finished.result
         while self._parks and result.status == "pending" and result.pending is not None:
-            taken = await self._take_parked(result.pending, toolkit, state, result)
+            taken = await self._take_parked(finished, toolkit, state)
             if isinstance(taken, RunResult):
                 return taken
-            result = await self._settled(taken, self._parked_resumption)
-            state = taken.state
+            finished = await self._settled(taken, self._parked_resumption)
+            result, state = finished.result, taken.state
         return result
 
     async def _park_stream(
-        self, result: RunResult, toolkit: ToolSet, state: RunState
+        self, finished: Finished, toolkit: ToolSet, state: RunState
     ) -> AsyncIterator[dict[str, Any]]:
         """`_park` as a stream: the events of each resumed stretch, ending with ``done``."""
         while True:
-            assert result.pending is not None
-            taken = await self._take_parked(result.pending, toolkit, state, result)
+            taken = await self._take_parked(finished, toolkit, state)
             if isinstance(taken, RunResult):
                 yield {"type": "done", "result": taken}
                 return
@@ -462,13 +463,15 @@ class Answering:
                 yield event
             if halted_again is None:
                 return
-            result, state = halted_again, taken.state
+            finished, state = Finished(halted_again), taken.state
 
     async def _take_parked(
-        self, request: Request, toolkit: ToolSet, state: RunState, halted: RunResult
+        self, halted: Finished, toolkit: ToolSet, state: RunState
     ) -> Resumed | RunResult:
-        """Wait for ``request``'s answer, take it and begin the resume; or, when another
+        """Wait for the halted run's answer, take it and begin the resume; or, when another
         resumer took it first, that resumer's outcome."""
+        request = halted.result.pending
+        assert request is not None
         parking = self._parking()
         assert parking is not None
         record = await parking.wait(request)
@@ -477,8 +480,8 @@ class Answering:
         using = self._parked_resumption
         claim = await self._runs.take(request.id, lease_s=using.lease_s)
         if claim is None:
-            return await self._resumed_elsewhere(parking, request.id, state, halted)
-        checkpoint = state.checkpoint
+            return await self._resumed_elsewhere(parking, request.id, state, halted.result)
+        checkpoint = halted.checkpoint
         if checkpoint is None or checkpoint.pending.id != request.id:
             checkpoint = await self._runs.load_halt(request.id)
         if checkpoint is None:

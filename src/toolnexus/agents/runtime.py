@@ -26,7 +26,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._types import RunResult, Tool
+from .._types import Tool
 from ..errors import UsageError
 from ..loop.checkpoint import Checkpoint
 from ..loop.engine import Engine, RunState
@@ -460,18 +460,15 @@ class AgentRuntime(Resuming):
         guard.bind(state)
         state.guard = guard
         turns_before, tokens_before = h.turns, state.usage.get("total_tokens", 0)
-        run: RunResult | None = None
-        async for event in engine.drive(state, stream=False, resumed=resumed):
-            if event["type"] == "done":
-                run = event["result"]
+        finished = await engine.complete(state, resumed=resumed)
         guard.settle()
-        assert run is not None
+        run = finished.result
         turns = h.turns - turns_before
         tokens = run.usage.get("total_tokens", 0) - tokens_before
         if run.status == "pending" and run.pending is not None:
             request = stamp_path(run.pending, h)
-            assert state.checkpoint is not None
-            h.checkpoint = restamp(state.checkpoint, run.pending.id, request)
+            assert finished.checkpoint is not None
+            h.checkpoint = restamp(finished.checkpoint, run.pending.id, request)
             h.pending = request
             return TaskResult(
                 text=request.prompt,

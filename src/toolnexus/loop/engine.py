@@ -1,10 +1,15 @@
 """The engine: one state machine that moves a run forward, turn by turn.
 
 call the model → plan the tool calls → execute them concurrently → record each result or
-suspension → decide (continue, finish, halt). ``run`` and ``ask`` play the turns with
-`Engine.complete`, ``stream`` with `Engine.drive`, which yields events along the way; both are
-built from the same steps. Resolving a suspension — inline through ``wait_for`` or later from a
-checkpoint — is one code path: re-execute the call with ``ctx.answer`` (see `Engine.resolve`).
+suspension → decide (continue, finish, halt). The loop is written once, `Engine.drive`: it
+yields a stream's events along the way and ends with a `Finished` step that carries the result
+and, when the run halted, its checkpoint. ``run`` and ``ask`` drain it (`Engine.complete`).
+Resolving a suspension — inline through ``wait_for`` or later from a checkpoint — is one code
+path: re-execute the call with ``ctx.answer`` (see `Engine.resolve`).
+
+Parked runs are mostly coroutine frames, so the frames between a run and its host's
+``wait_for`` are counted (``bench/bench_throughput.py``'s parked-run figure pins them): see the
+notes marked "one frame fewer" (`Engine.ask`, `Engine._wait`, `Engine._start`, `Client.run`).
 
 The run's data lives in `toolnexus.loop.state`; the pure transcript rules in
 `toolnexus.loop.transcript`.
@@ -46,6 +51,7 @@ from .execute import coerce_result, invoke_tool, unknown_tool_result
 from .hooks import call_callback
 from .state import (
     EngineConfig,
+    Finished,
     ParkingWaitFor,
     RunState,
     Slot,
@@ -57,6 +63,7 @@ from .transcript import relay_splice
 __all__ = [
     "Engine",
     "EngineConfig",
+    "Finished",
     "ParkingWaitFor",
     "RunState",
     "Slot",
@@ -426,16 +433,17 @@ class Engine:
                     "ms": 0.0,
                 }
             )
-            slot.result = await self._after_tool(state, slot, ToolResult(problem, True))
+            slot.finish(await self._after_tool(state, slot, ToolResult(problem, True)))
             return
         result = await self._run(state, slot, None)
         request = pending_of(result)
         if request is None:
-            slot.result = await self._after_tool(state, slot, result)
+            slot.finish(await self._after_tool(state, slot, result))
             return
-        slot.request = self._stamp(request, slot)
+        request = self._stamp(request, slot)
+        slot.suspend(request)
         if resolve_inline:
-            answer = await self.ask(state, slot.request)
+            answer = await self.ask(state, request)
             await self.resolve(state, slot, answer)
 
     async def resolve(self, state: RunState, slot: Slot, answer: Answer) -> None:
@@ -464,13 +472,13 @@ class Engine:
             if rounds == tx.MAX_FOLLOW_UPS or tx.same_question(follow, request):
                 result = ToolResult(f"unresolved: {request.prompt}", True)
                 break
-            slot.request = request = self._stamp(follow, slot)
+            request = self._stamp(follow, slot)
+            slot.suspend(request)
             if state.wait_for is None:
                 return  # a new question and nobody to ask now: the run halts on it
             answer = await self.ask(state, request)
         assert result is not None
-        slot.result = await self._after_tool(state, slot, result)
-        slot.request = None
+        slot.finish(await self._after_tool(state, slot, result))
 
     def restore(self, state: RunState, checkpoint: Checkpoint) -> list[Slot]:
         """Load a checkpoint into ``state``; return the halted turn's calls as slots."""
@@ -483,9 +491,11 @@ class Engine:
             slot = Slot(i, o.call_id, o.name, o.arguments)
             slot.args, _ = parse_arguments(o.arguments)
             if o.state == "done":
-                slot.result = o.result
+                assert o.result is not None
+                slot.finish(o.result)
             elif o.state == "suspended":
-                slot.request = o.request
+                assert o.request is not None
+                slot.suspend(o.request)
             slots.append(slot)
         return slots
 
@@ -513,8 +523,7 @@ class Engine:
                         "ms": (time.perf_counter() - started) * 1000,
                     }
                 )
-                slot.result = await self._after_tool(state, slot, result)
-                slot.request = None
+                slot.finish(await self._after_tool(state, slot, result))
             else:
                 await self.resolve(state, slot, answer)
 
@@ -580,10 +589,25 @@ class Engine:
 
     # -- the loop ----------------------------------------------------------------------------
 
-    async def complete(self, state: RunState, *, resumed: list[Slot] | None = None) -> RunResult:
-        """Run turns until the model answers, a limit stops the run, or a call halts it.
+    async def complete(self, state: RunState, *, resumed: list[Slot] | None = None) -> Finished:
+        """Run turns until the model answers, a limit stops the run, or a call halts it: the
+        loop `drive` plays, without events (``run``, ``ask``, the agent runtime)."""
+        async for step in self.drive(state, stream=False, resumed=resumed):
+            if isinstance(step, Finished):
+                return step
+        raise AssertionError("the engine's loop ended without finishing")  # pragma: no cover
 
-        The non-streaming loop (``run``, ``ask``): the turns `drive` plays, without events.
+    async def drive(
+        self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
+    ) -> AsyncIterator[Event | Finished]:
+        """The turn loop — the only one: call the model, run the calls, resolve or halt, repeat.
+
+        The last item is always the `Finished` step (the result, and the checkpoint when the
+        run halted). With ``stream``, events come before it, per turn: ``text`` deltas, then
+        ``usage`` before a final answer, or one ``tool_call`` per call and, per call in order,
+        ``pending`` (before ``wait_for`` is asked, or before the run halts on it) and/or
+        ``tool_result``. Without ``stream`` the `Finished` step is the only item.
+
         With ``resumed``, the halted turn's calls (already resolved, still suspended, or not
         yet run) are settled first, as if the turn had just been executed.
         """
@@ -594,77 +618,50 @@ class Engine:
             if slots is None:
                 stop = self._stop_before_call(state, limit)
                 if stop is not None:
-                    return stop
-                turn = await self.call_model(state)
+                    yield Finished(stop)
+                    return
+                if stream:
+                    turn: ModelTurn | None = None
+                    async for item in self.stream_model(state):
+                        if isinstance(item, ModelTurn):
+                            turn = item
+                        else:
+                            yield item
+                    assert turn is not None
+                else:
+                    turn = await self.call_model(state)
                 slots = self._take_turn(state, turn)
                 text = turn.text
                 del turn  # its raw reply: not kept while the calls run (and maybe park for long)
                 if not slots:
-                    return self._done(state, text or "", "done", None)
-            # Several calls run concurrently, each asking the host as soon as it suspends. A
-            # single call is asked about here, after it ran: a run parked on a human keeps
-            # one frame fewer (parked runs are mostly frames).
-            await self._start(state, slots, inline=state.wait_for is not None and len(slots) > 1)
+                    if stream:
+                        yield {"type": "usage", "usage": dict(state.usage)}
+                    yield Finished(self._done(state, text or "", "done", None))
+                    return
+                if stream:
+                    for s in slots:
+                        yield {"type": "tool_call", "id": s.id, "name": s.name, "args": tx.peek(s)}
+            # Several calls run concurrently, each asking the host as soon as it suspends (not
+            # when streaming: a ``pending`` event must come first). A single call is asked
+            # about below, after it ran: a run parked on a human keeps one frame fewer.
+            inline = not stream and state.wait_for is not None and len(slots) > 1
+            await self._start(state, slots, inline=inline)
             for s in slots:
-                if s.request is not None and state.wait_for is not None:
-                    await self.resolve(state, s, await self.ask(state, s.request))
                 if s.request is not None:
-                    return self._halt(state, slots, s)
+                    if stream:
+                        yield {"type": "pending", "request": s.request}
+                    if state.wait_for is not None:
+                        await self.resolve(state, s, await self.ask(state, s.request))
+                if s.request is not None:
+                    yield self._halt(state, slots, s)
+                    return
+                if stream:
+                    yield tx.result_event(s)
             self.append_results(state, slots)
             if state.turns >= limit:
-                return self._capped(state, text)
+                yield Finished(self._capped(state, text))
+                return
             slots = None
-
-    async def drive(
-        self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
-    ) -> AsyncIterator[Event]:
-        """`complete` as a stream of events; the last one is always
-        ``{"type": "done", "result": ...}``.
-
-        Without ``stream`` that is the only event. With it, per turn: ``text`` deltas, then
-        ``usage`` before a final answer, or one ``tool_call`` per call and, per call in order,
-        ``pending`` (before ``wait_for`` is asked) and/or ``tool_result``.
-        """
-        if not stream:
-            yield tx.done_event(await self.complete(state, resumed=resumed))
-            return
-        limit = state.turns + self.cfg.max_turns
-        if resumed is not None:
-            await self._start(state, resumed, inline=False)
-            async for event in self._settle(state, resumed):
-                yield event
-                if event["type"] == "done":
-                    return
-            if state.turns >= limit:
-                yield tx.done_event(self._capped(state, tx.last_text(state.messages)))
-                return
-        while True:
-            stop = self._stop_before_call(state, limit)
-            if stop is not None:
-                yield tx.done_event(stop)
-                return
-            turn: ModelTurn | None = None
-            async for item in self.stream_model(state):
-                if isinstance(item, ModelTurn):
-                    turn = item
-                else:
-                    yield item
-            assert turn is not None
-            slots = self._take_turn(state, turn)
-            if not slots:
-                yield {"type": "usage", "usage": dict(state.usage)}
-                yield tx.done_event(self._done(state, turn.text or "", "done", None))
-                return
-            for s in slots:
-                yield {"type": "tool_call", "id": s.id, "name": s.name, "args": tx.peek(s)}
-            await self._start(state, slots, inline=False)
-            async for event in self._settle(state, slots):
-                yield event
-                if event["type"] == "done":
-                    return
-            if state.turns >= limit:
-                yield tx.done_event(self._capped(state, turn.text))
-                return
 
     def _stop_before_call(self, state: RunState, limit: int) -> RunResult | None:
         """The result of a run that a limit stops before its next model call, if any."""
@@ -703,21 +700,6 @@ class Engine:
             for s in todo:
                 group.create_task(self.start_slot(state, s, inline))
 
-    async def _settle(self, state: RunState, slots: list[Slot]) -> AsyncIterator[Event]:
-        """After a turn's calls ran: resolve (``wait_for``) or halt, in call order.
-
-        Ends with a ``done`` event when the run halts; otherwise every result is appended.
-        """
-        for s in slots:
-            if s.request is not None and state.wait_for is not None:
-                yield {"type": "pending", "request": s.request}
-                await self.resolve(state, s, await self.ask(state, s.request))
-            if s.request is not None:
-                yield tx.done_event(self._halt(state, slots, s))
-                return
-            yield tx.result_event(s)
-        self.append_results(state, slots)
-
     def _capped(self, state: RunState, text: str | None) -> RunResult:
         if text:
             return self._done(state, text, "done", None)
@@ -740,9 +722,7 @@ class Engine:
                 call_id=s.id,
                 name=s.name,
                 arguments=s.arguments,
-                state="suspended"
-                if s.request is not None
-                else ("done" if s.result is not None else "not_run"),
+                state=s.state,
                 result=s.result,
                 request=s.request,
             )
@@ -761,12 +741,13 @@ class Engine:
             conversation_id=state.conversation_id,
         )
 
-    def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> RunResult:
+    def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> Finished:
+        """The run stops on ``halted``'s question: the checkpoint, then the transcript up to
+        the halted call (its placeholder result carries the halt note)."""
         tx.fold_relay(slots)
         request = halted.request
         assert request is not None
         checkpoint = self.snapshot(state, slots, request)
-        state.checkpoint = checkpoint
         before = slots[: halted.index]
         self.append_results(state, before)
         placeholder = ToolResult(request.prompt, True, {"pending": request})
@@ -774,7 +755,8 @@ class Engine:
         message[tx.HALT_KEY] = checkpoint.halt_note()
         state.messages.append(message)
         state.records.append(tx.record(halted, placeholder))
-        return self._done(state, request.prompt, "pending", None, pending=request)
+        result = self._done(state, request.prompt, "pending", None, pending=request)
+        return Finished(result, checkpoint)
 
     def _done(
         self,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._types import Message, Tool, ToolCallRecord, ToolResult, Usage
+from .._types import Message, RunResult, Tool, ToolCallRecord, ToolResult, Usage
 from ..llm.base import Dialect, Transport
 from ..llm.retry import RetryPolicy
 from ..suspension import Answer, Request, WaitFor
@@ -16,7 +16,9 @@ from .hooks import Hooks
 
 __all__ = [
     "BodyBuilder",
+    "CallState",
     "EngineConfig",
+    "Finished",
     "ParkingWaitFor",
     "RunState",
     "Slot",
@@ -48,17 +50,61 @@ class EngineConfig:
     supports_stream: bool = True
 
 
+CallState = Literal["not_run", "suspended", "done"]
+"""Where one tool call of a turn stands (the checkpoint's `Outstanding.state`)."""
+
+
 @dataclass(slots=True)
 class Slot:
-    """One tool call of the current turn while it executes."""
+    """One tool call of the current turn while it executes.
+
+    Its state is one value, ``outcome``, as in the checkpoint: ``None`` (not run yet), the
+    `Request` it suspended on, or its `ToolResult`. ``suspend`` and ``finish`` move it on.
+    """
 
     index: int
     id: str
     name: str
     arguments: str
     args: dict[str, Any] = field(default_factory=lambda: {})
-    result: ToolResult | None = None
-    request: Request | None = None
+    outcome: ToolResult | Request | None = None
+
+    @property
+    def state(self) -> CallState:
+        """``not_run``, ``suspended`` or ``done``."""
+        outcome = self.outcome
+        if outcome is None:
+            return "not_run"
+        return "suspended" if isinstance(outcome, Request) else "done"
+
+    @property
+    def result(self) -> ToolResult | None:
+        """The call's result once it is done."""
+        outcome = self.outcome
+        return outcome if isinstance(outcome, ToolResult) else None
+
+    @property
+    def request(self) -> Request | None:
+        """The question the call waits on while it is suspended."""
+        outcome = self.outcome
+        return outcome if isinstance(outcome, Request) else None
+
+    def suspend(self, request: Request) -> None:
+        """The call waits on ``request``."""
+        self.outcome = request
+
+    def finish(self, result: ToolResult) -> None:
+        """The call is done with ``result``."""
+        self.outcome = result
+
+
+@dataclass(slots=True)
+class Finished:
+    """How the engine's loop ended: the run's result and, when it halted, the checkpoint to
+    save (the halt travels on the loop's last step, never on the run state)."""
+
+    result: RunResult
+    checkpoint: Checkpoint | None = None
 
 
 class TurnGuard(Protocol):
@@ -123,7 +169,6 @@ class RunState:
     conversation_id: str | None = None
     wait_for: WaitFor | None = None
     expired: bool = False
-    checkpoint: Checkpoint | None = None
     guard: TurnGuard | None = None
     turn_slots: Sequence[Slot] = ()
     bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one

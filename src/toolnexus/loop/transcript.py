@@ -202,4 +202,4 @@ def fold_relay(slots: list[Slot]) -> None:
         calls.extend((s.request.data or {}).get(RELAY_CALLS_KEY) or [])
     merged = replace(head.request, data={**(head.request.data or {}), RELAY_CALLS_KEY: calls})
     for s in relays:
-        s.request = merged
+        s.suspend(merged)
