@@ -256,9 +256,9 @@ class Client(Answering):
         # frame fewer (parked runs are mostly frames; bench/bench_durable.py pins the figure).
         state = self._state(prompt, toolkit, history, cancel)
         with _Observed(self, state, None):
-            finished = None
-            async for finished in self._engine.drive(state, stream=False):
-                pass
+            finished: object = None
+            async for step in self._engine.drive(state, stream=False):
+                finished = step
             assert isinstance(finished, Finished)
             if finished.checkpoint is not None:
                 await self._runs.save_halt(finished.checkpoint)

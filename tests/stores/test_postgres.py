@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from halt_support import checkpoint
-from pg_support import pg_connect
 
+from pg_support import pg_connect
 from toolnexus.errors import StoreError, UsageError
 from toolnexus.suspension import Answer
 
@@ -141,6 +141,40 @@ async def test_a_hand_edited_answer_is_a_store_error(store: Any, pg_url: str) ->
         conn.execute("UPDATE toolnexus_halts SET answer = '[1, 2]'")
     with pytest.raises(StoreError, match="answer recorded for request 'r1'"):
         await store.answer_record("r1")
+
+
+async def test_answering_reads_the_checkpoint_only_when_the_row_lacks_its_digest(
+    store: Any, pg_url: str
+) -> None:
+    # Rows saved since migration 5 carry the halted call's digest and deadline, so an answer
+    # is one guarded UPDATE; rows saved before (NULLs) are answered by reading the checkpoint.
+    # Both record the same digest, and both refuse a passed deadline the same way.
+    from toolnexus.errors import RequestExpired
+
+    for rid in ("new", "old", "late-new", "late-old"):
+        expires = "2000-01-01T00:00:00Z" if rid.startswith("late") else None
+        await store.save_halt(checkpoint(rid, expires=expires))
+    with pg_connect(pg_url) as conn:
+        stored = conn.execute(
+            "SELECT halt_digest, deadline FROM toolnexus_halts WHERE request_id = %s",
+            (b"late-new",),
+        ).fetchone()
+        assert stored is not None
+        assert (len(stored[0]), stored[1]) == (64, 946684800.0)
+        conn.execute(
+            "UPDATE toolnexus_halts SET halt_digest = NULL, deadline = NULL"
+            " WHERE request_id IN ('old', 'late-old')"
+        )
+    new = await store.post_answer("new", Answer("new", True), answered_by="ana")
+    old = await store.post_answer("old", Answer("old", True), answered_by="ana")
+    assert new.digest == old.digest == stored[0]
+    assert (new.status, old.status) == ("answered", "answered")
+    for rid in ("late-new", "late-old"):
+        with pytest.raises(RequestExpired):
+            await store.post_answer(rid, Answer(rid, True), answered_by="ana")
+        record = await store.answer_record(rid)
+        assert record is not None
+        assert record.answered_by == "toolnexus:expired"
 
 
 # -- migrations ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple, cast
 
 from ..errors import StoreError
 from ..loop.checkpoint import Checkpoint
-from ..suspension import Answer
+from ..suspension import Answer, parse_timestamp
 from .checks import (
     call_digest,
     encode_checkpoint,
@@ -46,6 +46,10 @@ class HaltRow(NamedTuple):
     created_at: float
     expires_at: str | None
     prompt: str
+    digest: str
+    """The halted call's digest (`call_digest`), what an answer records."""
+    deadline: float | None
+    """``expires_at`` as epoch seconds (``0.0`` when unreadable: counts as past)."""
 
 
 def halt_row(checkpoint: Checkpoint) -> HaltRow:
@@ -55,7 +59,7 @@ def halt_row(checkpoint: Checkpoint) -> HaltRow:
         UsageError: see `toolnexus.stores.runs.encode_checkpoint`.
     """
     text = encode_checkpoint(checkpoint)
-    name, _ = halted_call(checkpoint)
+    name, arguments = halted_call(checkpoint)
     req = checkpoint.pending
     return HaltRow(
         req.id,
@@ -66,7 +70,19 @@ def halt_row(checkpoint: Checkpoint) -> HaltRow:
         checkpoint.created_at,
         req.expiresAt,
         req.prompt,
+        call_digest(name, arguments),
+        _deadline(req.expiresAt),
     )
+
+
+def _deadline(expires_at: str | None) -> float | None:
+    """``expiresAt`` in epoch seconds, the rule of `toolnexus.stores.checks.is_past`."""
+    if not expires_at:
+        return None
+    try:
+        return parse_timestamp(expires_at).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def stored_digest(text: object, request_id: str, where: str) -> str:

@@ -91,12 +91,13 @@ _DELETE_HANDLES = "DELETE FROM toolnexus_runtime_handles WHERE runtime_key = %s"
 # T1: saving again replaces the checkpoint and its index columns and keeps the status.
 _SAVE_HALT = (
     "INSERT INTO toolnexus_halts (key, request_id, status, checkpoint, kind, tool,"
-    " conversation_id, created_at, expires_at, prompt, queue_key)"
-    " VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s)"
+    " conversation_id, created_at, expires_at, prompt, queue_key, halt_digest, deadline)"
+    " VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
     " ON CONFLICT (key) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
     " kind = EXCLUDED.kind, tool = EXCLUDED.tool, conversation_id = EXCLUDED.conversation_id,"
     " created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,"
-    " prompt = EXCLUDED.prompt, queue_key = EXCLUDED.queue_key"
+    " prompt = EXCLUDED.prompt, queue_key = EXCLUDED.queue_key,"
+    " halt_digest = EXCLUDED.halt_digest, deadline = EXCLUDED.deadline"
 )
 _LOAD_HALT = "SELECT checkpoint FROM toolnexus_halts WHERE key = %s"
 
@@ -263,6 +264,8 @@ class PostgresStore:
             _b(row.expires_at),
             row.prompt.encode(),
             _key(checkpoint.queue),
+            row.digest,
+            row.deadline,
         )
         async with self._connection() as conn:
             await conn.execute(_SAVE_HALT, values)

@@ -11,9 +11,13 @@ autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of
   found with ``FOR UPDATE SKIP LOCKED``, so any number of workers in any number of processes
   never wait on each other and never get the same row; the holder's writes (T6–T9) match
   ``status = 'claimed' AND token = …`` (fencing).
-- Answering (T2, T3, T11) decides in Python what the SQL cannot (the digest of the stored
-  call, a passed ``expiresAt``), so it reads the row ``FOR UPDATE`` and writes it in one short
-  transaction: the order of refusals is the reference's (unknown, conflict, expiry).
+- Answering (T2) is one guarded ``UPDATE`` when the row carries the halted call's digest and
+  deadline (copied from the checkpoint at save_halt, migration 5): it records the answer of a
+  request that is waiting and not expired, and changes nothing otherwise. Then — and for T3,
+  T11 and rows saved before migration 5 — the answering path reads the row ``FOR UPDATE``,
+  decides in Python (the digest of the stored call, a passed ``expiresAt``) and writes it in
+  one short transaction: the order of refusals is the reference's (unknown, conflict,
+  expiry).
 - A lapsed lease (T10) is not swept: every statement compares ``lease_until`` with the
   caller's clock, the rule `toolnexus.stores._runrows.lapsed_status` applies to a row read.
 - Whatever moves a request out of waiting (T2, T3, T8, T9 back to ``answered``, T11)
@@ -78,16 +82,31 @@ _QUEUED: LiteralString = (
 _NOTIFY: LiteralString = f"SELECT pg_notify('{CHANNEL}', %(note)s)"
 
 # The row an answer is recorded on, locked until the transaction ends (T2, T3, T11).
-_LOCK = (
+_PEEK: LiteralString = (
     "SELECT status, recorded, lease_until, answered_by, expires_at,"
     " checkpoint IS NOT NULL, CASE WHEN %(want)s THEN checkpoint END"
-    " FROM toolnexus_halts WHERE key = %(key)s FOR UPDATE"
+    " FROM toolnexus_halts WHERE key = %(key)s"
 )
+_LOCK = _PEEK + " FOR UPDATE"
 # T2/T3: recorded and queued; a new token fences out a holder whose lease lapsed.
 _RECORD = (
     "WITH r AS (UPDATE toolnexus_halts SET status = 'answered', answer = %(answer)s,"
     " answered_by = %(by)s, digest = %(digest)s, answered_at = %(now)s, lease_until = NULL,"
     " token = token + 1, recorded = true WHERE key = %(key)s RETURNING 1) " + _NOTIFY + " FROM r"
+)
+# T2 in one statement: a waiting request (``_CLAIMABLE``) whose digest and deadline were
+# copied at save_halt, whose deadline is not within a millisecond of now (that close, the
+# reading path decides with the reference's clock rule), and whose checkpoint is still a JSON
+# object (a hand-edited one fails the cast, and the reading path refuses it).
+_RECORD_WAITING = (
+    "WITH r AS (UPDATE toolnexus_halts AS h SET status = 'answered', answer = %(answer)s,"
+    " answered_by = %(by)s, digest = coalesce(%(digest)s, h.halt_digest),"
+    " answered_at = %(now)s, lease_until = NULL, token = h.token + 1, recorded = true"
+    " WHERE h.key = %(key)s AND h.halt_digest IS NOT NULL AND "
+    + _CLAIMABLE
+    + " AND (h.deadline IS NULL OR h.deadline > %(now)s + 0.001)"
+    " AND json_typeof(h.checkpoint::json) = 'object' RETURNING h.digest)"
+    " SELECT r.digest, pg_notify('" + CHANNEL + "', %(note)s) FROM r"
 )
 # T11: the run is abandoned; who, when and why are kept.
 _CANCEL = (
@@ -199,15 +218,22 @@ def _note(request_id: str) -> str:
 
 
 async def _lock_waiting(
-    conn: AsyncConnection[Any], request_id: str, now: float, *, want_checkpoint: bool
+    conn: AsyncConnection[Any],
+    request_id: str,
+    now: float,
+    *,
+    want_checkpoint: bool,
+    lock: bool = True,
 ) -> tuple[Any, Any]:
     """Lock the halted run waiting on ``request_id``; its ``(expires_at, checkpoint)``.
+    Without ``lock``, only read it (to say why nothing was written).
 
     Raises:
         UnknownRequest: no halted run waits on it (no row, or a bare claim's row).
         AnswerConflict: it was answered, is claimed under a live lease, or is settled.
     """
-    cur = await conn.execute(_LOCK, {"key": row_key(request_id), "want": want_checkpoint})
+    values = {"key": row_key(request_id), "want": want_checkpoint}
+    cur = await conn.execute(_LOCK if lock else _PEEK, values)
     row = await cur.fetchone()
     if row is None:
         raise _unknown(request_id)
@@ -236,6 +262,28 @@ async def post_answer(
         CheckpointError: ``digest`` is ``None`` and the stored checkpoint cannot be read.
         RequestExpired: the expired decline was recorded (and committed) instead.
     """
+    values = {
+        "key": row_key(request_id),
+        "answer": text,
+        "by": to_bytea(answered_by),
+        "digest": digest,
+        "now": now,
+        "note": _note(request_id),
+    }
+    import psycopg
+
+    try:
+        cur = await conn.execute(_RECORD_WAITING, values)
+        recorded = await cur.fetchone()
+    except psycopg.DataError:  # the stored checkpoint is not JSON: nothing was written
+        recorded = None
+    if recorded is not None:
+        found = answer_record(request_id, text, now, answered_by, recorded[0], where)
+        return replace(found, status="answered")
+    # Nothing recorded. Unknown, or answered / claimed / settled first (a lost race): one
+    # read says so. Still waiting (expired, unreadable, or saved before migration 5): decide
+    # and write under the row lock.
+    await _lock_waiting(conn, request_id, now, want_checkpoint=False, lock=False)
     async with conn.transaction():
         expires_at, stored = await _lock_waiting(
             conn, request_id, now, want_checkpoint=digest is None

@@ -178,6 +178,18 @@ MIGRATIONS: tuple[Migration, ...] = (
             " WHERE status IN ('done', 'expired', 'cancelled')",
         ),
     ),
+    Migration(
+        version=5,
+        name="answer_in_one_statement",
+        statements=(
+            # Copied from the checkpoint at save_halt, so that recording an answer (T2) is one
+            # guarded UPDATE: the halted call's digest and expiresAt as epoch seconds. Rows
+            # saved before have NULLs and take the reading path.
+            "ALTER TABLE toolnexus_halts"
+            " ADD COLUMN halt_digest TEXT,"
+            " ADD COLUMN deadline DOUBLE PRECISION",
+        ),
+    ),
 )
 """Every migration, oldest first. Append only."""
 

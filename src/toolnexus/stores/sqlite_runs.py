@@ -188,9 +188,15 @@ class _State(NamedTuple):
 # -- T1 and reads -------------------------------------------------------------------------
 
 
+_COLUMNS = 8
+"""The `HaltRow` fields this schema stores (its digest and deadline are read from the
+checkpoint when an answer comes)."""
+
+
 def save_halt(row: HaltRow, queue: str, conn: sqlite3.Connection) -> None:
-    if conn.execute(_REPLACE_HALT, (*row[1:], queue, row[0])).rowcount == 0:
-        conn.execute(_SAVE_HALT, (*row, queue))  # new (the upsert: a racing insert is replaced)
+    columns = row[:_COLUMNS]
+    if conn.execute(_REPLACE_HALT, (*columns[1:], queue, row[0])).rowcount == 0:
+        conn.execute(_SAVE_HALT, (*columns, queue))  # new (the upsert: a racing insert is replaced)
 
 
 def load_halt(request_id: str, conn: sqlite3.Connection) -> object:
@@ -375,7 +381,7 @@ def save_progress(
     Raises:
         LeaseLost: ``token`` is no longer the request's current one.
     """
-    values = (*row[1:], queue, now, request_id, token)
+    values = (*row[1:_COLUMNS], queue, now, request_id, token)
     if conn.execute(_PROGRESS, values).rowcount == 0:
         raise _lease_lost(conn, request_id)
 
