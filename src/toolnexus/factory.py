@@ -18,6 +18,7 @@ from .loop.engine import EngineConfig
 from .loop.hooks import as_hooks
 from .stores.url import resolve_store
 from .suspension import WaitFor
+from .tracing import tracing_for
 
 __all__ = ["create_client", "create_in_process_client"]
 
@@ -51,6 +52,8 @@ def _build(
     on_error: OnError | None,
     pending_ttl: float | None,
     in_process: bool,
+    tracing: Any = None,
+    trace_content: bool = False,
 ) -> Client:
     if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError("model must be a non-empty string")
@@ -78,6 +81,9 @@ def _build(
         body_transform=body_transform,
         pending_ttl=pending_ttl,
         supports_stream=bool(getattr(transport, "supports_stream", True)),
+        tracing=tracing_for(
+            tracing, style=dialect.style, url=url, model=model, content=trace_content
+        ),
     )
     owns = isinstance(store, str)
     return Client(config, store=resolve_store(store), in_process=in_process, owns_store=owns)
@@ -104,6 +110,8 @@ def create_client(
     http_transport: Any = None,
     on_error: OnError | None = None,
     pending_ttl: float | None = None,
+    tracing: Any = None,
+    trace_content: bool = False,
 ) -> Client:
     """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
 
@@ -131,6 +139,10 @@ def create_client(
             ``post(url, headers, payload, timeout) -> dict``.
         on_error: ``info -> "retry" | "fail"`` for failed model calls.
         pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
+        tracing: OpenTelemetry spans (`toolnexus.tracing`): ``None`` (default) traces when
+            ``opentelemetry-api`` is installed, ``True`` requires it, ``False`` never traces;
+            a ``TracerProvider`` sends the spans there rather than to the global provider.
+        trace_content: also record prompts, replies and tool arguments/results on the spans.
     """
     dialect = dialect_for(style)
     key = _resolve_api_key(dialect.style, api_key)
@@ -158,6 +170,8 @@ def create_client(
         on_error=on_error,
         pending_ttl=pending_ttl,
         in_process=False,
+        tracing=tracing,
+        trace_content=trace_content,
     )
 
 
@@ -175,6 +189,8 @@ def create_in_process_client(
     request_params: Mapping[str, Any] | None = None,
     body_transform: Callable[[dict[str, Any]], Any] | None = None,
     pending_ttl: float | None = None,
+    tracing: Any = None,
+    trace_content: bool = False,
 ) -> Client:
     """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
 
@@ -202,4 +218,6 @@ def create_in_process_client(
         on_error=None,
         pending_ttl=pending_ttl,
         in_process=True,
+        tracing=tracing,
+        trace_content=trace_content,
     )

@@ -186,18 +186,21 @@ class Resumption:
         started = time.perf_counter()
         state.expired = not effective.ok and claim.answered_by == EXPIRED_BY
         try:
-            slots = engine.restore(state, checkpoint)
             state.conversation_id = owner or conversation_id
+            slots = engine.restore(state, checkpoint)
+            engine.trace_wait(checkpoint, effective, claim.answered_by)
             await engine.apply_answer(state, slots, request, effective)
             # Record the resolved calls before going on: a resume that fails from here (or a
             # process that dies) and is retried never executes them twice.
             progress = engine.snapshot(state, slots, checkpoint.pending)
             progress.created_at = checkpoint.created_at
+            progress.trace = checkpoint.trace  # a retried resume joins the halted run's trace
             if record is None:
                 await self.runs.save_progress(progress, claim)
             else:
                 await record(progress, claim)
-        except BaseException:
+        except BaseException as exc:
+            engine.end_span(state, None, exc)
             await self.abandon(claim)
             raise
         return Resumed(

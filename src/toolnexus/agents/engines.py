@@ -60,6 +60,8 @@ class LlmConfig:
     body_transform: Callable[[dict[str, Any]], Any] | None = None
     on_error: OnError | None = None
     pending_ttl: float | None = None
+    tracing: Any = None
+    trace_content: bool = False
 
 
 class GatedTransport:
@@ -179,6 +181,8 @@ class EngineFactory:
             on_error=llm.on_error,
             pending_ttl=llm.pending_ttl,
             http_transport=self._inner,
+            tracing=llm.tracing,
+            trace_content=llm.trace_content,
         )
 
     def _engine(self, client: Client, agent: AgentDef, runtime_hooks: Any, cap: int) -> Engine:
@@ -201,6 +205,7 @@ class EngineFactory:
             hooks=as_hooks(hooks) if hooks is not None else base.hooks,
             wait_for=agent.wait_for,
             on_metric=None,
+            agent_name=agent.name,
         )
         return Engine(config, emit)
 

@@ -183,6 +183,9 @@ class Checkpoint:
     queue: str = ""
     """Which resumers may take this run once answered: ``""`` for a client's workers,
     ``agents/<runtime id>`` for an agent tree's (see `RunStore.take`)."""
+    trace: str = ""
+    """The W3C ``traceparent`` of the run that halted (``""`` untraced): the resumed run's
+    spans are parented under it, in whichever process resumes (see `toolnexus.tracing`)."""
     version: int = CHECKPOINT_VERSION
 
     def to_json(self) -> dict[str, Any]:
@@ -213,6 +216,8 @@ class Checkpoint:
         }
         if self.queue:
             data["queue"] = self.queue
+        if self.trace:
+            data["trace"] = self.trace
         return data
 
     def halt_note(self) -> dict[str, Any]:
@@ -303,6 +308,9 @@ class Checkpoint:
         queue = d.get("queue", "")
         if not isinstance(queue, str):
             raise CheckpointError("checkpoint queue must be a string")
+        trace = d.get("trace", "")
+        if not isinstance(trace, str):
+            raise CheckpointError("checkpoint trace must be a string")
         return cls(
             model=_text(d, "model", ""),
             style=_text(d, "style", "openai"),
@@ -316,6 +324,7 @@ class Checkpoint:
             conversation_id=conversation_id,
             created_at=_moment(d.get("created_at")),
             queue=queue,
+            trace=trace,
             version=version,
         )
 

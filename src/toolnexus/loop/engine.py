@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from functools import partial
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .._types import Message, RunResult, Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, ProviderError, TransportError
@@ -59,6 +59,9 @@ from .state import (
     TurnGuard,
 )
 from .transcript import relay_splice
+
+if TYPE_CHECKING:
+    from ..tracing import Tracing
 
 __all__ = [
     "Engine",
@@ -218,7 +221,9 @@ class Engine:
     async def call_model(self, state: RunState) -> ModelTurn:
         """One non-streaming model call of the loop (hooks, then `send`)."""
         body = await self._prepare(state, stream=False)
-        return await self.send(body, cancel=state.cancel, deadline=state.deadline, turn=state.turns)
+        return await self.send(
+            body, cancel=state.cancel, deadline=state.deadline, turn=state.turns, span=state.span
+        )
 
     async def send(
         self,
@@ -227,11 +232,16 @@ class Engine:
         cancel: asyncio.Event | None,
         deadline: float | None,
         turn: int,
+        span: Any = None,
     ) -> ModelTurn:
         """Post one finished body and parse the reply: retries with ``Retry-After``, abort on
         ``cancel`` / ``deadline`` (loop time) / ``timeout_ms``, the ``llm`` metric and the
-        ``after_llm`` hook. The model-call step of the loop and of ``translate``."""
+        ``after_llm`` hook. The model-call step of the loop and of ``translate``. With the
+        run's ``span`` (traced runs), the call gets its ``chat`` span under it."""
         cfg = self.cfg
+        chat = None
+        if span is not None and cfg.tracing is not None:
+            chat = cfg.tracing.start_chat(span, body)
         started = time.perf_counter()
         try:
             if cancel is None and deadline is None:
@@ -252,9 +262,13 @@ class Engine:
                     timeout_ms=cfg.timeout_ms,
                 )
             reply = cfg.dialect.parse_reply(payload)
-        except BaseException:
+        except BaseException as exc:
             self.emit_llm_error(started)
+            if chat is not None:
+                cfg.tracing.end_chat(chat, None, exc)  # pyright: ignore[reportOptionalMemberAccess]
             raise
+        if chat is not None:
+            cfg.tracing.end_chat(chat, reply, None)  # pyright: ignore[reportOptionalMemberAccess]
         await self.finish_call(reply, started, turn)
         return reply
 
@@ -268,6 +282,8 @@ class Engine:
             yield turn
             return
         body = await self._prepare(state, stream=True)
+        tracing = cfg.tracing if state.span is not None else None
+        chat = tracing.start_chat(state.span, body) if tracing is not None else None
         started = time.perf_counter()
         transport = cfg.transport
         url, headers = cfg.url, cfg.headers
@@ -290,8 +306,10 @@ class Engine:
                 deadline=state.deadline,
                 timeout_ms=cfg.timeout_ms,
             )
-        except BaseException:
+        except BaseException as exc:
             self.emit_llm_error(started)
+            if tracing is not None:
+                tracing.end_chat(chat, None, exc)
             raise
         assembler = cfg.dialect.new_stream()
         try:
@@ -315,11 +333,15 @@ class Engine:
                 finally:
                     await rest.aclose()
             turn = assembler.finish()
-        except BaseException:
+        except BaseException as exc:
             self.emit_llm_error(started)
+            if tracing is not None:
+                tracing.end_chat(chat, None, exc)
             raise
         finally:
             await tx.aclose(events)
+        if tracing is not None:
+            tracing.end_chat(chat, turn, None)
         await self.finish_call(turn, started, state.turns)
         yield turn
 
@@ -371,8 +393,15 @@ class Engine:
 
     async def _run(self, state: RunState, slot: Slot, answer: Answer | None) -> ToolResult:
         started = time.perf_counter()
-        result, source = await self._execute_once(state, slot, answer)
-        request = pending_of(result)
+        tracing = self.cfg.tracing
+        if state.span is None or tracing is None:
+            result, source = await self._execute_once(state, slot, answer)
+            request = pending_of(result)
+        else:
+            with tracing.tool(state.span, slot.name, slot.id, slot.args) as span:
+                result, source = await self._execute_once(state, slot, answer)
+            request = pending_of(result)
+            tracing.end_tool(span, result, source, request)
         event: dict[str, Any] = {
             "event": "tool",
             "tool": slot.name,
@@ -481,7 +510,14 @@ class Engine:
         slot.finish(await self._after_tool(state, slot, result))
 
     def restore(self, state: RunState, checkpoint: Checkpoint) -> list[Slot]:
-        """Load a checkpoint into ``state``; return the halted turn's calls as slots."""
+        """Load a checkpoint into ``state``; return the halted turn's calls as slots.
+
+        A traced run's span opens here, under the halted run's (`Checkpoint.trace`), so the
+        re-executed call is already inside it."""
+        if self.cfg.tracing is not None and state.span is None:
+            if state.conversation_id is None:
+                state.conversation_id = checkpoint.conversation_id
+            self.start_span(state, resumed_from=checkpoint.trace)
         state.messages = list(checkpoint.messages)
         state.turns = checkpoint.turn
         state.usage = dict(checkpoint.usage)
@@ -527,8 +563,27 @@ class Engine:
             else:
                 await self.resolve(state, slot, answer)
 
-    async def ask(self, state: RunState, request: Request) -> Answer:
-        """Ask the host's ``wait_for``, enforcing the Request's deadline and the id echo."""
+    def ask(self, state: RunState, request: Request) -> Awaitable[Answer]:
+        """Ask the host's ``wait_for``, enforcing the Request's deadline and the id echo.
+
+        Not a coroutine itself: an untraced run (the common case) waits in `_ask` directly,
+        one frame fewer for every parked run; a traced one inside its ``await_human`` span.
+        """
+        if state.span is None or self.cfg.tracing is None:
+            return self._ask(state, request)
+        return self._traced_ask(state, request, self.cfg.tracing)
+
+    async def _traced_ask(self, state: RunState, request: Request, tracing: Tracing) -> Answer:
+        span = tracing.start_wait(state.span, request)
+        try:
+            answer = await self._ask(state, request)
+        except BaseException as exc:
+            tracing.end_wait(span, None, exc)
+            raise
+        tracing.end_wait(span, answer, None)
+        return answer
+
+    async def _ask(self, state: RunState, request: Request) -> Answer:
         wait_for = state.wait_for
         assert wait_for is not None
         # A run waiting for a human keeps less in memory; the next body is rendered afresh.
@@ -611,57 +666,97 @@ class Engine:
         With ``resumed``, the halted turn's calls (already resolved, still suspended, or not
         yet run) are settled first, as if the turn had just been executed.
         """
-        limit = state.turns + self.cfg.max_turns
-        slots = resumed
-        text = tx.last_text(state.messages) if resumed is not None else None
-        while True:
-            if slots is None:
-                stop = self._stop_before_call(state, limit)
-                if stop is not None:
-                    yield Finished(stop)
-                    return
-                if stream:
-                    turn: ModelTurn | None = None
-                    async for item in self.stream_model(state):
-                        if isinstance(item, ModelTurn):
-                            turn = item
-                        else:
-                            yield item
-                    assert turn is not None
-                else:
-                    turn = await self.call_model(state)
-                slots = self._take_turn(state, turn)
-                text = turn.text
-                del turn  # its raw reply: not kept while the calls run (and maybe park for long)
-                if not slots:
+        if self.cfg.tracing is not None and state.span is None:
+            self.start_span(state)
+        try:
+            limit = state.turns + self.cfg.max_turns
+            slots = resumed
+            text = tx.last_text(state.messages) if resumed is not None else None
+            while True:
+                if slots is None:
+                    stop = self._stop_before_call(state, limit)
+                    if stop is not None:
+                        yield self._finished(state, Finished(stop))
+                        return
                     if stream:
-                        yield {"type": "usage", "usage": dict(state.usage)}
-                    yield Finished(self._done(state, text or "", "done", None))
-                    return
-                if stream:
-                    for s in slots:
-                        yield {"type": "tool_call", "id": s.id, "name": s.name, "args": tx.peek(s)}
-            # Several calls run concurrently, each asking the host as soon as it suspends (not
-            # when streaming: a ``pending`` event must come first). A single call is asked
-            # about below, after it ran: a run parked on a human keeps one frame fewer.
-            inline = not stream and state.wait_for is not None and len(slots) > 1
-            await self._start(state, slots, inline=inline)
-            for s in slots:
-                if s.request is not None:
+                        turn: ModelTurn | None = None
+                        async for item in self.stream_model(state):
+                            if isinstance(item, ModelTurn):
+                                turn = item
+                            else:
+                                yield item
+                        assert turn is not None
+                    else:
+                        turn = await self.call_model(state)
+                    slots = self._take_turn(state, turn)
+                    text = turn.text
+                    del turn  # its raw reply: not kept while the calls run (and maybe park)
+                    if not slots:
+                        if stream:
+                            yield {"type": "usage", "usage": dict(state.usage)}
+                        done = self._done(state, text or "", "done", None)
+                        yield self._finished(state, Finished(done))
+                        return
                     if stream:
-                        yield {"type": "pending", "request": s.request}
-                    if state.wait_for is not None:
-                        await self.resolve(state, s, await self.ask(state, s.request))
-                if s.request is not None:
-                    yield self._halt(state, slots, s)
+                        for s in slots:
+                            yield {
+                                "type": "tool_call",
+                                "id": s.id,
+                                "name": s.name,
+                                "args": tx.peek(s),
+                            }
+                # Several calls run concurrently, each asking the host as soon as it suspends
+                # (not when streaming: a ``pending`` event must come first). A single call is
+                # asked about below, after it ran: a parked run keeps one frame fewer.
+                inline = not stream and state.wait_for is not None and len(slots) > 1
+                await self._start(state, slots, inline=inline)
+                for s in slots:
+                    if s.request is not None:
+                        if stream:
+                            yield {"type": "pending", "request": s.request}
+                        if state.wait_for is not None:
+                            await self.resolve(state, s, await self.ask(state, s.request))
+                    if s.request is not None:
+                        yield self._finished(state, self._halt(state, slots, s))
+                        return
+                    if stream:
+                        yield tx.result_event(s)
+                self.append_results(state, slots)
+                if state.turns >= limit:
+                    yield self._finished(state, Finished(self._capped(state, text)))
                     return
-                if stream:
-                    yield tx.result_event(s)
-            self.append_results(state, slots)
-            if state.turns >= limit:
-                yield Finished(self._capped(state, text))
-                return
-            slots = None
+                slots = None
+        except BaseException as exc:
+            if state.span is not None:
+                self.end_span(state, None, exc)
+            raise
+
+    # -- traces (toolnexus.tracing) ----------------------------------------------------------
+
+    def start_span(self, state: RunState, *, resumed_from: str = "") -> None:
+        """Open the run's ``invoke_agent`` span (kept only while it records)."""
+        tracing = self.cfg.tracing
+        assert tracing is not None
+        span = tracing.start_run(
+            self.cfg.agent_name, conversation_id=state.conversation_id, resumed_from=resumed_from
+        )
+        state.span = span if span.is_recording() else None
+
+    def end_span(self, state: RunState, status: str | None, error: BaseException | None) -> None:
+        """Close the run's span (its outcome, or the error that ended it)."""
+        span, state.span = state.span, None
+        if span is not None and self.cfg.tracing is not None:
+            self.cfg.tracing.end_run(span, status=status, error=error)
+
+    def trace_wait(self, checkpoint: Checkpoint, answer: Answer, answered_by: str | None) -> None:
+        """A durable resume: the ``await_human`` span from the halt to now (traced runs)."""
+        if self.cfg.tracing is not None and checkpoint.trace:
+            self.cfg.tracing.record_wait(checkpoint, answer, answered_by)
+
+    def _finished(self, state: RunState, finished: Finished) -> Finished:
+        if state.span is not None:
+            self.end_span(state, finished.result.status, None)
+        return finished
 
     def _stop_before_call(self, state: RunState, limit: int) -> RunResult | None:
         """The result of a run that a limit stops before its next model call, if any."""
@@ -739,6 +834,7 @@ class Engine:
             pending=pending,
             fingerprint=state.tool_fingerprint(),
             conversation_id=state.conversation_id,
+            trace=self.cfg.tracing.traceparent(state.span) if self.cfg.tracing else "",
         )
 
     def _halt(self, state: RunState, slots: list[Slot], halted: Slot) -> Finished:

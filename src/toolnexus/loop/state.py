@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from .._types import Message, RunResult, Tool, ToolCallRecord, ToolResult, Usage
 from ..llm.base import Dialect, Transport
@@ -13,6 +13,9 @@ from ..llm.retry import RetryPolicy
 from ..suspension import Answer, Request, WaitFor
 from .checkpoint import Checkpoint, tool_fingerprint
 from .hooks import Hooks
+
+if TYPE_CHECKING:
+    from ..tracing import Tracing
 
 __all__ = [
     "BodyBuilder",
@@ -48,6 +51,10 @@ class EngineConfig:
     body_transform: Callable[[dict[str, Any]], Any] | None = None
     pending_ttl: float | None = None
     supports_stream: bool = True
+    tracing: Tracing | None = None
+    """The client's spans (`toolnexus.tracing`); ``None`` when untraced."""
+    agent_name: str | None = None
+    """The agent whose runs these are (the ``invoke_agent`` span's name), if any."""
 
 
 CallState = Literal["not_run", "suspended", "done"]
@@ -172,6 +179,7 @@ class RunState:
     guard: TurnGuard | None = None
     turn_slots: Sequence[Slot] = ()
     bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
+    span: Any = None  # the run's ``invoke_agent`` span while it is traced and recording
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""
