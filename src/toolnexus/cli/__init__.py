@@ -1,0 +1,36 @@
+"""The ``toolnexus`` command line (extra ``cli``: typer + rich).
+
+    toolnexus pending  --store URL [--kind K] [--tool T] [--json]
+    toolnexus answer   REQUEST_ID --store URL (--approve | --decline [--reason R] | --data JSON
+                       | --text T) [--as NAME]
+    toolnexus cancel   REQUEST_ID --store URL [--reason R] [--as NAME]
+    toolnexus purge    --store URL --older-than 30d
+    toolnexus tools    [--config mcp.json] [--skills DIR] [--json]
+    toolnexus worker   --app module:factory
+    toolnexus run      [--once PROMPT] ...   (a chat REPL with terminal approvals)
+
+``python -m toolnexus`` is the same program. The commands that touch a store need no toolkit:
+an answer given here is recorded exactly once, and a worker (``toolnexus worker``, or any
+process running ``client.worker``) finishes the run. Exit codes are in `toolnexus.cli.codes`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+__all__ = ["main"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    try:
+        from .app import build
+    except ImportError as exc:
+        if exc.name not in ("typer", "rich", "click"):
+            raise
+        print(
+            "the toolnexus command line needs typer and rich: pip install 'toolnexus[cli]'",
+            file=sys.stderr,
+        )
+        return 2
+    return build()(argv)

@@ -1,0 +1,286 @@
+"""The typer application: one function per command, each a thin shell over the library.
+
+Every command returns an exit code (see `toolnexus.cli.codes`) instead of raising: a store
+URL with a typo, conflicting flags or an unknown request is a one-line message on stderr and a
+meaningful code, never a traceback. ``--json`` writes machine-readable output on stdout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Coroutine
+from typing import Annotated, Any
+
+import click
+import typer
+
+from ..errors import (
+    AnswerConflict,
+    RequestExpired,
+    StoreError,
+    ToolnexusError,
+    UnknownRequest,
+    UsageError,
+)
+from . import codes
+from .stores import answer_from_flags, open_store, parse_age, record_json
+
+__all__ = ["build"]
+
+StoreOpt = Annotated[
+    str, typer.Option("--store", help="The run store: sqlite:///path.db or postgresql://…")
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+
+
+def _fail(message: str, code: int) -> int:
+    typer.echo(f"toolnexus: {message}", err=True)
+    return code
+
+
+def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
+    """Run one command's coroutine; map the library's errors to exit codes."""
+    try:
+        return asyncio.run(work())
+    except UnknownRequest as exc:
+        return _fail(str(exc), codes.UNKNOWN)
+    except RequestExpired as exc:
+        return _fail(str(exc), codes.EXPIRED)
+    except AnswerConflict as exc:
+        return _fail(str(exc), codes.CONFLICT)
+    except UsageError as exc:
+        return _fail(str(exc), codes.USAGE)
+    except (StoreError, ToolnexusError) as exc:
+        return _fail(str(exc), codes.FAILED)
+    except ImportError as exc:
+        return _fail(str(exc), codes.USAGE)
+    except KeyboardInterrupt:
+        return _fail("interrupted", codes.INTERRUPTED)
+
+
+def build() -> Callable[[list[str] | None], int]:
+    """The command line as a function of its arguments."""
+    app = typer.Typer(
+        name="toolnexus",
+        help="toolnexus: agents that ask humans for permission.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+
+    @app.command()
+    def pending(
+        store: StoreOpt,
+        kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
+        tool: Annotated[str | None, typer.Option(help="Only requests of this tool.")] = None,
+        conversation: Annotated[str | None, typer.Option(help="Only this conversation.")] = None,
+        limit: Annotated[int, typer.Option(help="At most this many (oldest first).")] = 100,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """List the requests waiting for a human, oldest first."""
+
+        async def work() -> int:
+            async with open_store(store) as runs:
+                entries = await runs.list_pending(
+                    kind=kind, tool=tool, conversation_id=conversation, limit=limit
+                )
+            if as_json:
+                for e in entries:
+                    typer.echo(json.dumps(_entry_json(e), ensure_ascii=False))
+                return codes.OK
+            from .render import pending_table
+
+            pending_table(entries)
+            return codes.OK
+
+        return _guarded(work)
+
+    @app.command()
+    def answer(
+        request_id: Annotated[str, typer.Argument(help="The request to answer.")],
+        store: StoreOpt,
+        approve: Annotated[bool, typer.Option("--approve", help="Approve.")] = False,
+        decline: Annotated[bool, typer.Option("--decline", help="Decline.")] = False,
+        reason: Annotated[str | None, typer.Option(help="Why (with --decline).")] = None,
+        data: Annotated[str | None, typer.Option(help="The answer's data (a JSON object).")] = None,
+        text: Annotated[str | None, typer.Option(help="A text answer.")] = None,
+        who: Annotated[str | None, typer.Option("--as", help="Who answers.")] = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Record the answer to a pending request (exactly once); a worker resumes the run."""
+        try:
+            reply = answer_from_flags(
+                request_id, approve=approve, decline=decline, reason=reason, data=data, text=text
+            )
+        except UsageError as exc:
+            return _fail(str(exc), codes.USAGE)
+
+        async def work() -> int:
+            async with open_store(store) as runs:
+                record = await runs.post_answer(request_id, reply, answered_by=who)
+            if as_json:
+                typer.echo(json.dumps(record_json(record), ensure_ascii=False))
+            else:
+                verdict = "approved" if reply.ok else "declined"
+                by = f" as {who}" if who else ""
+                typer.echo(f"{request_id}: {verdict}{by}; a worker resumes the run")
+            return codes.OK
+
+        return _guarded(work)
+
+    @app.command()
+    def cancel(
+        request_id: Annotated[str, typer.Argument(help="The request whose run to end.")],
+        store: StoreOpt,
+        reason: Annotated[str | None, typer.Option(help="Why.")] = None,
+        who: Annotated[str | None, typer.Option("--as", help="Who cancels.")] = None,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """End a halted run without resuming it."""
+
+        async def work() -> int:
+            async with open_store(store) as runs:
+                record = await runs.cancel(request_id, reason=reason, answered_by=who)
+            if as_json:
+                typer.echo(json.dumps(record_json(record), ensure_ascii=False))
+            else:
+                typer.echo(f"{request_id}: cancelled")
+            return codes.OK
+
+        return _guarded(work)
+
+    @app.command()
+    def purge(
+        store: StoreOpt,
+        older_than: Annotated[
+            str, typer.Option("--older-than", help="An age: 90s, 15m, 12h, 30d or 2w.")
+        ],
+        as_json: JsonOpt = False,
+    ) -> int:
+        """Forget settled requests (done, expired, cancelled) older than an age."""
+        try:
+            seconds = parse_age(older_than)
+        except UsageError as exc:
+            return _fail(str(exc), codes.USAGE)
+
+        async def work() -> int:
+            async with open_store(store) as runs:
+                count = await runs.purge(older_than=seconds)
+            typer.echo(json.dumps({"purged": count}) if as_json else f"purged {count}")
+            return codes.OK
+
+        return _guarded(work)
+
+    @app.command()
+    def tools(
+        config: Annotated[str | None, typer.Option(help="An mcp.json.")] = None,
+        skills: Annotated[list[str] | None, typer.Option(help="A skills folder.")] = None,
+        no_builtins: Annotated[bool, typer.Option("--no-builtins")] = False,
+        as_json: JsonOpt = False,
+    ) -> int:
+        """The resolved tools of a configuration, and the MCP servers' status."""
+
+        async def work() -> int:
+            from ..toolkit import create_toolkit
+
+            async with await create_toolkit(
+                mcp_config=config, skills_dir=skills or None, builtins=not no_builtins
+            ) as toolkit:
+                listed = [
+                    {"name": t.name, "source": t.source, "description": t.description}
+                    for t in toolkit.tools()
+                ]
+                status, errors = toolkit.mcp_status(), toolkit.mcp_errors()
+            if as_json:
+                typer.echo(json.dumps({"tools": listed, "mcp": status, "mcp_errors": errors}))
+            else:
+                from .render import tools_table
+
+                tools_table(listed, status, errors)
+            return codes.OK
+
+        return _guarded(work)
+
+    @app.command()
+    def worker(
+        app_ref: Annotated[
+            str,
+            typer.Option("--app", help="module:factory returning (client, toolkit); may be async."),
+        ],
+        concurrency: Annotated[int, typer.Option(help="Runs resumed at once.")] = 4,
+    ) -> int:
+        """Resume every answered run of the app's store until interrupted (SIGINT/SIGTERM)."""
+        from .worker import run_worker
+
+        return _guarded(lambda: run_worker(app_ref, concurrency))
+
+    @app.command()
+    def run(
+        once: Annotated[str | None, typer.Option(help="Answer one prompt and exit.")] = None,
+        config: Annotated[str | None, typer.Option(help="An mcp.json.")] = None,
+        skills: Annotated[list[str] | None, typer.Option(help="A skills folder.")] = None,
+        base_url: Annotated[str | None, typer.Option(help="The model endpoint.")] = None,
+        style: Annotated[str, typer.Option(help="openai or anthropic.")] = "openai",
+        model: Annotated[str | None, typer.Option(help="The model name.")] = None,
+        api_key: Annotated[str | None, typer.Option(help="The API key.")] = None,
+        system: Annotated[str | None, typer.Option(help="The system prompt.")] = None,
+        store: Annotated[str | None, typer.Option(help="Where conversations live.")] = None,
+        no_builtins: Annotated[bool, typer.Option("--no-builtins")] = False,
+    ) -> int:
+        """A chat REPL that streams, shows each tool call and asks you about each one."""
+        from .repl import Settings, repl
+
+        settings = Settings(
+            once=once,
+            config=config,
+            skills=skills or [],
+            base_url=base_url,
+            style=style,
+            model=model,
+            api_key=api_key,
+            system=system,
+            store=store,
+            builtins=not no_builtins,
+        )
+        try:
+            return repl(settings)
+        except (UsageError, ImportError) as exc:
+            return _fail(str(exc), codes.USAGE)
+
+    command = typer.main.get_command(app)
+
+    def invoke(argv: list[str] | None) -> int:
+        try:
+            result = command.main(
+                args=sys.argv[1:] if argv is None else argv,
+                prog_name="toolnexus",
+                standalone_mode=False,
+            )
+        except click.exceptions.NoArgsIsHelpError as exc:
+            typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+            return codes.USAGE
+        except click.ClickException as exc:
+            exc.show()
+            return codes.USAGE
+        except click.exceptions.Abort:
+            return _fail("interrupted", codes.INTERRUPTED)
+        except click.exceptions.Exit as exc:
+            return int(exc.exit_code)
+        return result if isinstance(result, int) else codes.OK
+
+    return invoke
+
+
+def _entry_json(e: Any) -> dict[str, Any]:
+    return {
+        "request_id": e.request_id,
+        "kind": e.kind,
+        "prompt": e.prompt,
+        "tool": e.tool,
+        "conversation_id": e.conversation_id,
+        "created_at": e.created_at,
+        "expires_at": e.expires_at,
+        "status": e.status,
+    }

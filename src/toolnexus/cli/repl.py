@@ -1,0 +1,396 @@
+"""``toolnexus run``: a chat REPL that streams, shows each tool call and asks you about it.
+
+The client runs on an event loop in a background thread; the main thread owns the terminal,
+so Ctrl-C while a turn runs cancels that turn (the in-flight model call is aborted), Ctrl-C at
+the prompt only clears the line, and Ctrl-D exits.
+
+Before every tool call you are asked: ``y`` run it, ``n`` decline (the model sees the
+decline), ``a`` run it and always allow this tool for the session, ``e`` edit the arguments
+(a JSON object, checked against the tool's schema) and run it. A tool that suspends (an
+approval, a question, an MCP elicitation) is answered here too, field by field. End of input
+during a question is a decline, never a traceback.
+
+With no endpoint (``--base-url``, or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``) the REPL
+talks to a scripted local model: type a tool's name and its arguments (JSON, or
+``key=value`` pairs) to have it call that tool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+import threading
+import uuid
+from collections.abc import Coroutine
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar, cast
+
+from .._types import ToolResult
+from ..errors import RunCancelled, UsageError
+from ..suspension import Answer, Request
+from . import codes
+
+__all__ = ["Settings", "local_brain", "repl"]
+
+T = TypeVar("T")
+_SHOWN = 300
+
+
+@dataclass(slots=True)
+class Settings:
+    """The ``run`` command's options."""
+
+    once: str | None = None
+    config: str | None = None
+    skills: list[str] = field(default_factory=lambda: [])
+    base_url: str | None = None
+    style: str = "openai"
+    model: str | None = None
+    api_key: str | None = None
+    system: str | None = None
+    store: str | None = None
+    builtins: bool = True
+
+
+def _say(text: str = "", end: str = "\n") -> None:
+    sys.stdout.write(text + end)
+    sys.stdout.flush()
+
+
+def _read(prompt: str) -> str | None:
+    """One line from the terminal; ``None`` at end of input."""
+    try:
+        return input(prompt)
+    except EOFError:
+        _say()
+        return None
+
+
+class Session:
+    """One REPL: its client, toolkit, conversation and the tools always allowed."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.allowed: set[str] = set()
+        self.conversation = f"repl-{uuid.uuid4().hex[:8]}"
+        self.cancel = asyncio.Event()
+        self._stack = contextlib.AsyncExitStack()
+        self.client: Any = None
+        self.toolkit: Any = None
+
+    async def open(self) -> None:
+        from ..factory import create_client
+        from ..toolkit import create_toolkit
+
+        s = self.settings
+        base_url, style, model, key = s.base_url, s.style, s.model, s.api_key
+        if base_url is None:
+            for env_style in ("openai", "anthropic"):
+                found = os.environ.get(f"{env_style.upper()}_BASE_URL")
+                if found:
+                    base_url, style = found, env_style
+                    model = model or os.environ.get(f"{env_style.upper()}_MODEL")
+                    break
+        if base_url is None:
+            from ..testing import ScriptedModel
+
+            local = await self._stack.enter_async_context(ScriptedModel(default=local_brain))
+            base_url, style, model, key = local.openai_base_url, "openai", "local", "local"
+            _say("(no endpoint configured: a scripted local model answers; see --help)")
+        if style not in ("openai", "anthropic"):
+            raise UsageError(f"--style is openai or anthropic, got {style!r}")
+        self.toolkit = await self._stack.enter_async_context(
+            await create_toolkit(
+                mcp_config=s.config,
+                skills_dir=s.skills or None,
+                builtins=s.builtins,
+                wait_for=self.answer,
+            )
+        )
+        self.client = await self._stack.enter_async_context(
+            create_client(
+                base_url=base_url,
+                style=style,  # pyright: ignore[reportArgumentType]
+                model=model or "gpt-4o-mini",
+                api_key=key,
+                system_prompt=s.system,
+                store=s.store,
+                wait_for=self.answer,
+                hooks={"before_tool": self.gate},
+            )
+        )
+
+    async def aclose(self) -> None:
+        await self._stack.aclose()
+
+    # -- one turn ----------------------------------------------------------------------------
+
+    async def turn(self, line: str) -> int:
+        self.cancel = asyncio.Event()
+        result: Any = None
+        try:
+            async for event in self.client.stream(
+                line, self.toolkit, id=self.conversation, cancel=self.cancel
+            ):
+                kind = event["type"]
+                if kind == "text":
+                    _say(event["delta"], end="")
+                elif kind == "tool_call":
+                    _say(f"\n→ {event['name']} {json.dumps(event['args'], ensure_ascii=False)}")
+                elif kind == "tool_result":
+                    mark = "✗" if event["is_error"] else "←"
+                    _say(f"{mark} {_clip(str(event['output']))}")
+                elif kind == "done":
+                    result = event["result"]
+        except RunCancelled:
+            _say("\n(cancelled)")
+            return codes.INTERRUPTED
+        _say()
+        if result is not None and result.status == "incomplete":
+            _say(f"(stopped: {result.limit or 'maxTurns'})")
+        return codes.OK
+
+    # -- the human's side --------------------------------------------------------------------
+
+    async def gate(self, info: dict[str, Any]) -> dict[str, Any] | None:
+        """before_tool: ask before each call (a call re-run with its answer is not asked)."""
+        name = info["name"]
+        if "answer" in info or name in self.allowed:
+            return None
+        args = json.dumps(info["args"], ensure_ascii=False)
+        while True:
+            choice = await _ask(f"\nrun {name} {_clip(args)}? [y]es [n]o [a]lways [e]dit: ")
+            if choice is None or choice.strip().lower() in ("n", "no"):
+                return {"result": ToolResult(f"the user declined {name}", True)}
+            picked = choice.strip().lower()
+            if picked in ("y", "yes", ""):
+                return None
+            if picked in ("a", "always"):
+                self.allowed.add(name)
+                return None
+            if picked in ("e", "edit"):
+                edited = await self._edit(name, info["args"])
+                if edited is not None:
+                    return {"args": edited}
+
+    async def _edit(self, name: str, args: dict[str, Any]) -> dict[str, Any] | None:
+        from ..tools.validation import validate_arguments
+
+        text = await _ask(f"new arguments for {name} (JSON object): ")
+        if text is None:
+            return None
+        try:
+            edited = json.loads(text)
+        except ValueError as exc:
+            _say(f"not JSON: {exc}")
+            return None
+        if not isinstance(edited, dict):
+            _say("the arguments must be a JSON object")
+            return None
+        tool = self.toolkit.get(name)
+        problem = validate_arguments(tool, edited) if tool is not None else None  # pyright: ignore[reportUnknownArgumentType]
+        if problem is not None:
+            _say(problem)
+            return None
+        return edited  # pyright: ignore[reportUnknownVariableType]
+
+    async def answer(self, request: Request) -> Answer:
+        """wait_for: answer a suspension in the terminal (end of input declines)."""
+        _say(f"\n? {request.prompt}")
+        if request.url:
+            _say(f"  {request.url}")
+        data: dict[str, Any] = request.data or {}
+        questions: Any = data.get("questions")
+        if request.kind == "question" and isinstance(questions, list):
+            return await self._questions(request, cast(list[Any], questions))
+        schema: Any = data.get("schema")
+        if isinstance(schema, dict) and isinstance(cast(Any, schema).get("properties"), dict):
+            return await self._form(request, cast(dict[str, Any], schema))
+        if request.kind in ("approval", "authorization"):
+            choice = await _ask("approve? [y]es [n]o: ")
+            if choice is None or choice.strip().lower() not in ("y", "yes"):
+                reason = await _ask("reason (optional): ") if choice is not None else None
+                return Answer(request.id, False, reason=reason or "declined in the terminal")
+            return Answer(request.id, True)
+        reply = await _ask("> ")
+        if reply is None:
+            return Answer(request.id, False, reason="end of input")
+        return Answer(request.id, True, data={"text": reply})
+
+    async def _questions(self, request: Request, questions: list[Any]) -> Answer:
+        answers: list[Any] = []
+        for q in questions:
+            item: dict[str, Any] = cast(dict[str, Any], q) if isinstance(q, dict) else {}
+            _say(f"  {item.get('question', q)}")
+            labels = [_label(o) for o in cast(list[Any], item.get("options") or [])]
+            for i, label in enumerate(labels, 1):
+                _say(f"   {i}. {label}")
+            reply = await _ask("  answer: ")
+            if reply is None:
+                return Answer(request.id, False, reason="end of input")
+            if reply.strip().isdigit() and 1 <= int(reply) <= len(labels):
+                reply = labels[int(reply) - 1]
+            answers.append(reply)
+        return Answer(request.id, True, data={"answers": answers})
+
+    async def _form(self, request: Request, schema: dict[str, Any]) -> Answer:
+        required = set(cast(list[str], schema.get("required") or []))
+        values: dict[str, Any] = {}
+        properties = cast(dict[str, Any], schema["properties"])
+        for key, raw in properties.items():
+            spec: dict[str, Any] = cast(dict[str, Any], raw) if isinstance(raw, dict) else {}
+            while True:
+                hint = spec.get("description") or spec.get("type") or ""
+                reply = await _ask(f"  {key}{'*' if key in required else ''} ({hint}): ")
+                if reply is None:
+                    return Answer(request.id, False, reason="end of input")
+                if reply == "" and key not in required:
+                    break
+                value = _typed(reply, spec)
+                problem = _field_problem(spec, value)
+                if problem is None:
+                    values[key] = value
+                    break
+                _say(f"  {problem}")
+        return Answer(request.id, True, data=values)
+
+
+def _label(option: Any) -> str:
+    if isinstance(option, dict):
+        return str(cast(dict[str, Any], option).get("label", option))
+    return str(option)
+
+
+def _field_problem(spec: dict[str, Any], value: Any) -> str | None:
+    """What is wrong with one form field's value under its schema, if anything."""
+    import jsonschema
+
+    try:
+        validator: Any = jsonschema.Draft202012Validator(spec)
+        errors: list[Any] = list(validator.iter_errors(value))
+    except jsonschema.SchemaError:
+        return None  # a schema we cannot check: take the value as typed
+    return errors[0].message if errors else None
+
+
+def _typed(text: str, spec: dict[str, Any]) -> Any:
+    kind = spec.get("type")
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        return text
+    if kind == "boolean":
+        return {"y": True, "yes": True, "true": True, "n": False, "no": False, "false": False}.get(
+            text.strip().lower(), text
+        )
+    return text
+
+
+async def _ask(prompt: str) -> str | None:
+    return await asyncio.to_thread(_read, prompt)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+# -- the scripted local model -----------------------------------------------------------------
+
+
+def local_brain(request: Any) -> Any:
+    """Calls the tool the user names (``name {json}`` or ``name key=value``), then reports its
+    output; otherwise explains itself."""
+    from ..testing import call, text, tool_calls
+
+    body: dict[str, Any] = request.body
+    messages: list[dict[str, Any]] = body.get("messages") or []
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    after = messages[last_user + 1 :]
+    outputs = [str(m.get("content")) for m in after if m.get("role") == "tool"]
+    if outputs:
+        return text(f"The tool said: {_clip(outputs[-1])}")
+    said = str(messages[last_user].get("content") or "") if last_user >= 0 else ""
+    declared: list[dict[str, Any]] = body.get("tools") or []
+    names = {str(t.get("function", {}).get("name")) for t in declared}
+    word, _, rest = said.strip().partition(" ")
+    if word in names:
+        return tool_calls(call(word, _arguments(rest)))
+    return text(
+        f"(local scripted model) You said: {said!r}. Name a tool and its arguments to call it, "
+        'e.g. `todowrite {"todos": []}`, or pass --base-url for a real model.'
+    )
+
+
+def _arguments(rest: str) -> dict[str, Any]:
+    rest = rest.strip()
+    if not rest:
+        return {}
+    try:
+        parsed = json.loads(rest)
+    except ValueError:
+        parsed = None
+    if isinstance(parsed, dict):
+        return parsed  # pyright: ignore[reportUnknownVariableType]
+    pairs: dict[str, Any] = {}
+    for token in rest.split():
+        key, sep, value = token.partition("=")
+        if sep:
+            try:
+                pairs[key] = json.loads(value)
+            except ValueError:
+                pairs[key] = value
+    return pairs
+
+
+# -- the terminal's thread and the loop's ---------------------------------------------------
+
+
+def repl(settings: Settings) -> int:
+    """Run the REPL (or one ``--once`` prompt); returns the exit code."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="toolnexus-repl", daemon=True)
+    thread.start()
+
+    def on_loop(work: Coroutine[Any, Any, T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(work, loop)
+
+    session = Session(settings)
+    try:
+        on_loop(session.open()).result()
+        if settings.once is not None:
+            return _turn(session, settings.once, on_loop, loop)
+        while True:
+            try:
+                line = _read("> ")
+            except KeyboardInterrupt:
+                _say("^C (Ctrl-D exits)")
+                continue
+            if line is None:
+                return codes.OK
+            if line.strip():
+                _turn(session, line, on_loop, loop)
+    finally:
+        with contextlib.suppress(Exception):
+            on_loop(session.aclose()).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=30)
+
+
+def _turn(session: Session, line: str, on_loop: Any, loop: asyncio.AbstractEventLoop) -> int:
+    future = on_loop(session.turn(line))
+    try:
+        return future.result()
+    except KeyboardInterrupt:
+        loop.call_soon_threadsafe(session.cancel.set)
+        try:
+            return future.result(timeout=30)
+        except Exception:
+            _say("\n(cancelled)")
+            return codes.INTERRUPTED

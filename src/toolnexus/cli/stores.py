@@ -1,0 +1,115 @@
+"""What the store commands share: opening a run store from a URL, building an `Answer` from
+the flags, reading ages, and printing records."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from ..errors import UsageError
+from ..stores.requests import AnswerRecord, RunStore
+from ..suspension import Answer
+
+__all__ = ["answer_from_flags", "open_store", "parse_age", "record_json"]
+
+_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+@contextlib.asynccontextmanager
+async def open_store(url: str) -> AsyncGenerator[RunStore]:
+    """The durable run store at ``url``, closed afterwards.
+
+    Raises:
+        UsageError: ``url`` names no durable store (``memory`` would forget at once).
+        ImportError: a Postgres URL without the ``postgres`` extra.
+    """
+    from ..stores.url import resolve_store
+
+    if not url or url.strip() == "memory":
+        raise UsageError(
+            "--store needs a durable store: sqlite:///path.db or postgresql://user@host/db"
+        )
+    store: Any = resolve_store(url)
+    if not callable(getattr(store, "post_answer", None)):
+        raise UsageError(f"the store at {url!r} keeps no halted runs")
+    try:
+        yield store
+    finally:
+        close = getattr(store, "aclose", None)
+        if close is not None:
+            await close()
+
+
+def answer_from_flags(
+    request_id: str,
+    *,
+    approve: bool,
+    decline: bool,
+    reason: str | None,
+    data: str | None,
+    text: str | None,
+) -> Answer:
+    """The `Answer` the ``answer`` command's flags describe (exactly one of them).
+
+    Raises:
+        UsageError: none or several of ``--approve``/``--decline``/``--data``/``--text``, a
+            ``--reason`` without ``--decline``, or ``--data`` that is not a JSON object.
+    """
+    given = [
+        name
+        for name, on in (
+            ("--approve", approve),
+            ("--decline", decline),
+            ("--data", data is not None),
+            ("--text", text is not None),
+        )
+        if on
+    ]
+    if len(given) != 1:
+        which = " and ".join(given) if given else "none"
+        raise UsageError(
+            f"give exactly one of --approve, --decline, --data or --text (got {which})"
+        )
+    if reason is not None and not decline:
+        raise UsageError("--reason goes with --decline")
+    if approve:
+        return Answer(request_id, True)
+    if decline:
+        return Answer(request_id, False, reason=reason)
+    if text is not None:
+        return Answer(request_id, True, data={"text": text})
+    try:
+        parsed = json.loads(data or "")
+    except ValueError as exc:
+        raise UsageError(f"--data is not JSON: {exc}") from None
+    if not isinstance(parsed, dict):
+        raise UsageError("--data must be a JSON object")
+    return Answer(request_id, True, data=parsed)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def parse_age(text: str) -> float:
+    """Seconds in an age such as ``90s``, ``15m``, ``12h``, ``30d`` or ``2w`` (bare: seconds).
+
+    Raises:
+        UsageError: anything else.
+    """
+    found = _AGE.match(text)
+    if found is None:
+        raise UsageError(f"--older-than takes an age such as 30d, 12h or 15m, got {text!r}")
+    return float(found.group(1)) * _UNIT[found.group(2)]
+
+
+def record_json(record: AnswerRecord) -> dict[str, Any]:
+    """An answer record as JSON-safe data."""
+    return {
+        "request_id": record.request_id,
+        "status": record.status,
+        "answer": record.answer.to_dict(),
+        "answered_at": record.answered_at,
+        "answered_by": record.answered_by,
+        "digest": record.digest,
+    }

@@ -1,0 +1,138 @@
+"""``toolnexus run`` in a real pseudo-terminal (pexpect): typed approvals, declines, edited
+arguments, "always", a question answered field by field, Ctrl-C during a turn, and end of input
+during an approval. No endpoint is configured, so the scripted local model drives the tools."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+PROMPT = "\r\n> "
+
+
+@pytest.fixture
+def repl(tmp_path: Path) -> Iterator[pexpect.spawn]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
+    env["COLUMNS"] = "200"
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "toolnexus", "run"],
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=40,
+        dimensions=(40, 200),
+    )
+    child.expect_exact("scripted local model")
+    child.expect_exact("> ")
+    yield child
+    child.close(force=True)
+
+
+def gate(child: pexpect.spawn, command: str) -> None:
+    child.sendline(f'bash {{"command": "{command}"}}')
+    child.expect_exact("[y]es [n]o [a]lways [e]dit: ")
+
+
+def test_an_approved_call_runs_and_the_model_sees_its_output(repl: pexpect.spawn) -> None:
+    gate(repl, "echo approved-$((6*7))")
+    repl.sendline("y")
+    repl.expect_exact("The tool said: approved-42")
+    repl.expect_exact("> ")
+
+
+def test_a_declined_call_never_runs(repl: pexpect.spawn, tmp_path: Path) -> None:
+    gate(repl, "touch made.txt")
+    repl.sendline("n")
+    repl.expect_exact("the user declined bash")
+    repl.expect_exact("> ")
+    assert not (tmp_path / "made.txt").exists()
+
+
+def test_edited_arguments_are_what_runs(repl: pexpect.spawn, tmp_path: Path) -> None:
+    gate(repl, "touch original.txt")
+    repl.sendline("e")
+    repl.expect_exact("new arguments for bash (JSON object): ")
+    repl.sendline('{"command": 42}')  # fails the tool's schema: asked again
+    repl.expect_exact("[y]es [n]o [a]lways [e]dit: ")
+    repl.sendline("e")
+    repl.expect_exact("(JSON object): ")
+    repl.sendline('{"command": "touch edited.txt && echo edited-ok"}')
+    repl.expect_exact("The tool said: edited-ok")
+    assert (tmp_path / "edited.txt").exists()
+    assert not (tmp_path / "original.txt").exists()
+
+
+def test_always_allows_the_tool_for_the_rest_of_the_session(repl: pexpect.spawn) -> None:
+    gate(repl, "echo first")
+    repl.sendline("a")
+    repl.expect_exact("The tool said: first")
+    repl.expect_exact("> ")
+    repl.sendline('bash {"command": "echo second"}')
+    index = repl.expect_exact(["The tool said: second", "[y]es [n]o"])
+    assert index == 0  # not asked again
+
+
+def test_a_question_is_answered_in_the_terminal(repl: pexpect.spawn) -> None:
+    repl.sendline(
+        'question {"questions": [{"question": "Which colour?", "options": ["red", "blue"]}]}'
+    )
+    repl.expect_exact("[y]es [n]o [a]lways [e]dit: ")
+    repl.sendline("y")
+    repl.expect_exact("Which colour?")
+    repl.expect_exact("2. blue")
+    repl.expect_exact("answer: ")
+    repl.sendline("2")
+    repl.expect_exact('The tool said: {"answers": ["blue"]}')
+
+
+def test_ctrl_c_cancels_the_turn_and_the_repl_goes_on(repl: pexpect.spawn, tmp_path: Path) -> None:
+    gate(repl, "touch started && sleep 30")
+    repl.sendline("y")
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists():  # the tool is running
+        assert time.monotonic() < deadline, "the approved command never started"
+        time.sleep(0.02)
+    repl.sendintr()
+    repl.expect_exact("(cancelled)", timeout=25)
+    repl.expect_exact("> ")
+    gate(repl, "echo still-alive")
+    repl.sendline("y")
+    repl.expect_exact("The tool said: still-alive")
+
+
+def test_end_of_input_at_an_approval_declines_and_at_the_prompt_exits(
+    repl: pexpect.spawn, tmp_path: Path
+) -> None:
+    gate(repl, "touch never.txt")
+    repl.sendeof()
+    repl.expect_exact("the user declined bash")
+    repl.expect_exact("> ")
+    repl.sendeof()
+    repl.expect(pexpect.EOF)
+    repl.close()
+    assert repl.exitstatus == 0
+    assert not (tmp_path / "never.txt").exists()
+    assert "Traceback" not in (repl.before or "")
+
+
+def test_once_answers_one_prompt_and_exits(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "toolnexus", "run", "--once", "hello there", "--no-builtins"],
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=40,
+    )
+    child.expect_exact("You said: 'hello there'")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
