@@ -116,6 +116,7 @@ class Engine:
             cancel=cancel,
             deadline=deadline,
             wait_for=cfg.wait_for,
+            redactor=cfg.redactor,
         )
 
     # -- model calls -----------------------------------------------------------------------
@@ -195,8 +196,11 @@ class Engine:
             info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
-    def emit_llm_error(self, started: float) -> None:
-        """Emit the ``llm`` metric for a failed model call."""
+    def emit_llm_error(self, started: float, error: BaseException | None = None) -> None:
+        """Emit the ``llm`` metric for a failed model call; mask secrets in ``error`` (a
+        provider's reply may quote the key) before it travels further."""
+        if error is not None:
+            self.cfg.redactor.scrub(error)
         self._emit(
             {
                 "event": "llm",
@@ -245,8 +249,8 @@ class Engine:
                     timeout_ms=cfg.timeout_ms,
                 )
             reply = cfg.dialect.parse_reply(payload)
-        except BaseException:
-            self.emit_llm_error(started)
+        except BaseException as exc:
+            self.emit_llm_error(started, exc)
             raise
         await self.finish_call(reply, started, turn)
         return reply
@@ -283,8 +287,8 @@ class Engine:
                 deadline=state.deadline,
                 timeout_ms=cfg.timeout_ms,
             )
-        except BaseException:
-            self.emit_llm_error(started)
+        except BaseException as exc:
+            self.emit_llm_error(started, exc)
             raise
         assembler = cfg.dialect.new_stream()
         try:
@@ -308,8 +312,8 @@ class Engine:
                 finally:
                     await rest.aclose()
             turn = assembler.finish()
-        except BaseException:
-            self.emit_llm_error(started)
+        except BaseException as exc:
+            self.emit_llm_error(started, exc)
             raise
         finally:
             await tx.aclose(events)
@@ -360,7 +364,8 @@ class Engine:
         problem = validate_arguments(tool, args)
         if problem is not None:
             return ToolResult(problem, True), tool.source
-        return await invoke_tool(tool, args, self._ctx(state, slot, answer)), tool.source
+        ctx = self._ctx(state, slot, answer)
+        return await invoke_tool(tool, args, ctx, state.redactor), tool.source
 
     async def _run(self, state: RunState, slot: Slot, answer: Answer | None) -> ToolResult:
         started = time.perf_counter()

@@ -8,11 +8,18 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import Any, cast
+import logging
+import traceback
+from typing import TYPE_CHECKING, Any, cast
 
 from .._types import Tool, ToolContext, ToolResult
 
+if TYPE_CHECKING:
+    from ..redaction import Redactor
+
 __all__ = ["coerce_result", "invoke_tool", "unknown_tool_result"]
+
+log = logging.getLogger("toolnexus")
 
 
 def coerce_result(returned: object) -> ToolResult:
@@ -38,15 +45,32 @@ def coerce_result(returned: object) -> ToolResult:
         return ToolResult(str(returned))
 
 
-async def invoke_tool(tool: Tool, args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
-    """Execute ``tool`` once; a raise becomes ``is_error`` with the exception named."""
+async def invoke_tool(
+    tool: Tool,
+    args: dict[str, Any],
+    ctx: ToolContext | None,
+    redactor: Redactor | None = None,
+) -> ToolResult:
+    """Execute ``tool`` once; a raise becomes ``is_error`` with the exception named.
+
+    The traceback of a raise is logged at DEBUG (``toolnexus`` logger), never shown to the
+    model. With a ``redactor``, the result — and that log line — have every secret masked:
+    this is the boundary where a tool's text enters the run.
+    """
     try:
         value = tool.execute(args, ctx)
         if inspect.isawaitable(value):
             value = await value
     except Exception as exc:
-        return ToolResult(f"tool {tool.name} failed: {type(exc).__name__}: {exc}", True)
-    return coerce_result(value)
+        if log.isEnabledFor(logging.DEBUG):
+            trace = "".join(traceback.format_exception(exc))
+            if redactor is not None:
+                trace = redactor.text(trace)
+            log.debug("toolnexus: tool %s raised:\n%s", tool.name, trace)
+        result = ToolResult(f"tool {tool.name} failed: {type(exc).__name__}: {exc}", True)
+    else:
+        result = coerce_result(value)
+    return redactor.result(result) if redactor is not None else result
 
 
 def unknown_tool_result(name: str, available: list[str]) -> ToolResult:

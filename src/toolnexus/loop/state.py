@@ -10,6 +10,7 @@ from typing import Any, Protocol, runtime_checkable
 from .._types import Message, Tool, ToolCallRecord, ToolResult, Usage
 from ..llm.base import Dialect, Transport
 from ..llm.retry import RetryPolicy
+from ..redaction import Redactor
 from ..suspension import Answer, Request, WaitFor
 from .checkpoint import Checkpoint, tool_fingerprint
 from .hooks import Hooks
@@ -46,6 +47,8 @@ class EngineConfig:
     body_transform: Callable[[dict[str, Any]], Any] | None = None
     pending_ttl: float | None = None
     supports_stream: bool = True
+    redactor: Redactor = field(default_factory=Redactor)
+    """The client's secrets (API key, credential headers): masked in everything that enters."""
 
 
 @dataclass(slots=True)
@@ -127,6 +130,7 @@ class RunState:
     guard: TurnGuard | None = None
     turn_slots: Sequence[Slot] = ()
     bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
+    redactor: Redactor | None = None  # the client's and the toolkit's secrets, for tool results
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""

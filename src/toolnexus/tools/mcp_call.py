@@ -93,6 +93,10 @@ class McpToolRunner:
         self.wait_for = wait_for
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        # What the server sends back is outside text: masked here, where it enters.
+        return self.link.redactor.result(await self._call(args, ctx))
+
+    async def _call(self, args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
         signal = ctx.signal if ctx is not None else None
         deadline = None
         if ctx is not None and ctx.timeout is not None:
