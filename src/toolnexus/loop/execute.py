@@ -6,6 +6,7 @@ behaves the same whichever loop drives it.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
 import logging
@@ -17,9 +18,29 @@ from .._types import Tool, ToolContext, ToolResult
 if TYPE_CHECKING:
     from ..redaction import Redactor
 
-__all__ = ["coerce_result", "invoke_tool", "unknown_tool_result"]
+__all__ = ["coerce_result", "invoke_tool", "log_tool_failure", "unknown_tool_result"]
 
 log = logging.getLogger("toolnexus")
+
+_ACTIVE: contextvars.ContextVar[Redactor | None] = contextvars.ContextVar(
+    "toolnexus_tool_redactor", default=None
+)
+"""The redactor of the tool call in progress (a tool that catches its own raise logs with it)."""
+
+
+def log_tool_failure(name: str, exc: BaseException) -> None:
+    """Log the traceback of a tool's raise at DEBUG, masked with the call's redactor.
+
+    Never shown to the model: the model gets ``<Type>: <message>``; the traceback is for the
+    host's logs only. Tool sources that turn a raise into a result themselves call this too.
+    """
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    trace = "".join(traceback.format_exception(exc))
+    redactor = _ACTIVE.get()
+    if redactor is not None:
+        trace = redactor.text(trace)
+    log.debug("toolnexus: tool %s raised:\n%s", name, trace)
 
 
 def coerce_result(returned: object) -> ToolResult:
@@ -57,19 +78,18 @@ async def invoke_tool(
     model. With a ``redactor``, the result — and that log line — have every secret masked:
     this is the boundary where a tool's text enters the run.
     """
+    token = _ACTIVE.set(redactor)
     try:
         value = tool.execute(args, ctx)
         if inspect.isawaitable(value):
             value = await value
     except Exception as exc:
-        if log.isEnabledFor(logging.DEBUG):
-            trace = "".join(traceback.format_exception(exc))
-            if redactor is not None:
-                trace = redactor.text(trace)
-            log.debug("toolnexus: tool %s raised:\n%s", tool.name, trace)
+        log_tool_failure(tool.name, exc)
         result = ToolResult(f"tool {tool.name} failed: {type(exc).__name__}: {exc}", True)
     else:
         result = coerce_result(value)
+    finally:
+        _ACTIVE.reset(token)
     return redactor.result(result) if redactor is not None else result
 
 
