@@ -10,15 +10,17 @@ import json
 import logging
 import os
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from conftest import ClientFor
 from toolnexus import ProviderError, create_client, create_toolkit, define_tool
 from toolnexus.errors import TransportError
 from toolnexus.redaction import MASK, Redactor, is_secret_name
 from toolnexus.testing import ScriptedModel, call, http_error, text, tool_calls
+
+ClientFor = Callable[..., Any]
 
 
 def _secret(prefix: str = "sk-live-") -> str:
