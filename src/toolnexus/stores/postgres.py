@@ -687,7 +687,6 @@ class PostgresStore:
             self._pool = pool
             return pool
 
-
     async def _probe(self) -> None:
         """One direct connection before the pool: the pool retries a refused connect quietly
         until its ``timeout`` and then names no cause; this fails at once with the driver's."""
