@@ -11,8 +11,9 @@ field by field. Anything else (dataclasses, pydantic models, enums, ``datetime``
 pydantic, whose JSON Schema is used as it comes, minus its auto-generated ``title`` keys.
 An ``integer`` admits ``2`` and ``2.0`` (JSON Schema counts any number with a zero fraction as an
 integer; the tool function receives the ``int`` 2) and rejects ``2.5``. A type with no JSON Schema
-is named precisely: ``list[socket.socket]`` blames ``socket.socket`` at ``param[]``. References are inlined, so a schema is
-self-contained; only recursive types keep a top-level ``$defs`` with ``#/$defs/…`` references.
+is named precisely: ``list[socket.socket]`` blames ``socket.socket`` at ``param[]``. References
+are inlined, so a schema is self-contained; only recursive types keep a top-level ``$defs`` with
+``#/$defs/…`` references.
 
 Descriptions come from ``Annotated[T, "text"]``, from pydantic ``Field(description=...)``
 (as the default or inside ``Annotated``, constraints such as ``ge=`` included), or else from
