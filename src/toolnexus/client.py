@@ -392,6 +392,14 @@ class Client(Answering):
             await closer()
 
     async def __aenter__(self) -> Client:
+        # A store opened from a URL connects here, so a wrong URL fails at ``async with``.
+        opener = getattr(self._store, "open", None)
+        if self._owns_store and inspect.iscoroutinefunction(opener):
+            try:
+                await opener()
+            except BaseException:
+                await self.aclose()
+                raise
         return self
 
     async def __aexit__(

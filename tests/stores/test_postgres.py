@@ -110,7 +110,7 @@ async def test_an_unreachable_server_is_a_store_error_without_the_password() -> 
     assert "s3cret" not in str(caught.value)
 
 
-async def test_an_unreachable_server_fails_the_open_within_seconds_naming_the_cause() -> None:
+async def test_a_client_with_an_unreachable_store_url_fails_at_open_naming_the_cause() -> None:
     import socket
     import time
 
@@ -128,11 +128,24 @@ async def test_an_unreachable_server_fails_the_open_within_seconds_naming_the_ca
         )
         started = time.monotonic()
         with pytest.raises(StoreError) as caught:
-            await client.conversation_store.open()  # pyright: ignore[reportAttributeAccessIssue]
-        await client.aclose()
+            async with client:
+                pass
         assert time.monotonic() - started < 8
         assert cause in str(caught.value).lower()
         assert "s3cret" not in str(caught.value)
+
+
+async def test_opening_an_unreachable_store_fails_within_its_connect_timeout() -> None:
+    import time
+
+    from toolnexus.stores.postgres import PostgresStore
+
+    store = PostgresStore("postgresql://app@10.255.255.1:5432/x", connect_timeout=1)
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="cannot reach"):
+        await store.open()
+    await store.aclose()
+    assert time.monotonic() - started < 4
 
 
 async def test_store_errors_chain_the_psycopg_cause(pg_url: str) -> None:
