@@ -156,7 +156,7 @@ class Redactor:
         return ToolResult(output, result.is_error, metadata)
 
     def scrub(self, exc: BaseException) -> BaseException:
-        """Mask ``exc`` in place — its message, ``body``/``message``/``text`` attributes and
+        """Mask ``exc`` in place — its message, ``body``/``message``/``text``/``strerror`` and
         its chained causes — and return it (re-raise the same object)."""
         secrets = self.secrets()
         seen: set[int] = set()
@@ -164,7 +164,7 @@ class Redactor:
         while secrets and current is not None and id(current) not in seen:
             seen.add(id(current))
             current.args = tuple(_mask(a, secrets) for a in current.args)
-            for attribute in ("body", "message", "text"):
+            for attribute in ("body", "message", "text", "strerror"):
                 held = getattr(current, attribute, None)
                 # A read-only property (ProviderError.text) is derived from the rest anyway.
                 if isinstance(held, str):

@@ -197,8 +197,7 @@ class Engine:
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
     def emit_llm_error(self, started: float, error: BaseException | None = None) -> None:
-        """Emit the ``llm`` metric for a failed model call; mask secrets in ``error`` (a
-        provider's reply may quote the key) before it travels further."""
+        """Emit the ``llm`` metric for a failed model call; mask secrets in ``error``."""
         if error is not None:
             self.cfg.redactor.scrub(error)
         self._emit(

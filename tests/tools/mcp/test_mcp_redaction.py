@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,12 @@ from toolnexus import create_client, create_toolkit, define_tool, pending
 from toolnexus.testing import ScriptedModel, call, text, tool_calls
 
 VARIABLE = "TN_REDACT_TOKEN"
+
+
+@define_tool
+def read_token() -> str:
+    """Fail with the token in the message (a careless tool; the trace goes to the DEBUG log)."""
+    raise RuntimeError(f"token {os.environ[VARIABLE]} rejected")
 
 
 @define_tool
@@ -37,7 +44,9 @@ def _config(http_url: str) -> dict[str, Any]:
 def _script(model: ScriptedModel) -> None:
     """Turn 1 calls both echo tools, turn 2 answers; a second run halts on an approval."""
     model.add(
-        tool_calls(call("web_show_headers", {}), call("web_show_headers_error", {})),
+        tool_calls(
+            call("web_show_headers", {}), call("web_show_headers_error", {}), call("read_token")
+        ),
         text("done"),
         tool_calls(call("web_show_headers_error", {}), call("approve", {"change": "x"})),
     )
@@ -53,7 +62,9 @@ async def _exercise(
     async with ScriptedModel() as model:
         _script(model)
         async with (
-            await create_toolkit(_config(http_url), extra_tools=[approve], strict=True) as tk,
+            await create_toolkit(
+                _config(http_url), extra_tools=[approve, read_token], strict=True
+            ) as tk,
             create_client(
                 base_url=model.openai_base_url,
                 model="m",
@@ -76,6 +87,7 @@ def _assert_echoed_and_masked(first: Any, secret: str) -> None:
     assert first.tool_calls[1].is_error
     assert outputs[1].startswith("denied for ")
     assert '"x-token": "***"' in outputs[1]
+    assert first.tool_calls[2].output == "RuntimeError: token *** rejected"
     assert secret not in json.dumps(first.messages)
 
 
@@ -90,6 +102,7 @@ async def test_an_echoed_header_is_masked_everywhere_with_a_sqlite_store(
     assert '\\"x-token\\": \\"***\\"' in model_saw
     assert secret not in model_saw
     assert secret not in json.dumps([c.output for c in second.tool_calls])
+    assert "RuntimeError: token *** rejected" in caplog.text  # the DEBUG traceback, masked
     assert secret not in caplog.text
     assert events
     assert secret not in json.dumps(events, default=str)
