@@ -103,6 +103,10 @@ def test_value_masks_nested_data_and_keeps_other_objects() -> None:
 # -- the provider boundary ---------------------------------------------------------------------
 
 
+def _ignore(delta: str) -> None:
+    """An ``on_text`` that drops the deltas."""
+
+
 async def test_a_provider_401_quoting_the_key_never_shows_it(
     scripted: ScriptedModel, client_for: ClientFor, style: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -123,7 +127,7 @@ async def test_a_provider_401_quoting_the_key_never_shows_it(
         with pytest.raises(ProviderError) as raised:
             await client.run("hi")
         with pytest.raises(ProviderError) as streamed:
-            await client.ask("hi", on_text=lambda _: None)
+            await client.ask("hi", on_text=_ignore)
         metrics = client.metrics()
     for error in (raised.value, streamed.value):
         assert error.status == 401

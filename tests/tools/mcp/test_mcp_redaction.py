@@ -109,7 +109,10 @@ async def test_an_echoed_header_is_masked_everywhere_with_a_sqlite_store(
     files = sorted(tmp_path.glob("runs.db*"))
     assert files
     stored = b"".join(f.read_bytes() for f in files)
-    assert b"conv-1" in stored or b"approve x?" in stored  # the grep reads real rows
+    # The grep reads real rows: the transcript's and the checkpoint's masked echoes are there.
+    assert b"approve x?" in stored
+    assert b"x-token" in stored
+    assert b"token *** rejected" in stored
     assert secret.encode() not in stored
 
 
