@@ -12,7 +12,13 @@ sibling keys ``builtins``, ``agents``, ``a2a`` and ``mcpServer`` are reserved, n
      "builtins": {"bash": false}}
 
 Parsing is pure: nothing connects and no ``${ENV}`` is expanded here. Header values (and
-``environment`` values) are expanded at connect time and never logged.
+``environment`` and ``command`` values) are expanded at connect time and never logged.
+
+Mistakes fail loudly: an unknown top-level key beside a wrapper, or a key that is no server but
+is close to a known one (``"mcpServer"`` holding servers, ``"mcp_servers"``), is a `UsageError`
+naming the key and the likely intended one. Read from a file, relative ``cwd``, ``command`` and
+argument paths are the file's folder's (see `_anchored`); ``"currentPython": true`` makes a
+``python``/``python3`` command the running interpreter.
 """
 
 from __future__ import annotations
