@@ -134,3 +134,26 @@ async def test_an_echoed_header_is_masked_in_postgres_rows(
     assert second.pending.id in dump
     assert secret not in dump
     assert secret not in caplog.text
+
+
+async def test_a_toolkit_built_from_loaded_mcp_tools_learns_their_secrets(
+    http_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolnexus import load_mcp
+
+    secret = f"tok-{uuid.uuid4().hex}"
+    monkeypatch.setenv(VARIABLE, secret)
+    monkeypatch.setenv("TN_REDACT_COPY", secret)
+
+    @define_tool
+    def show_copy() -> str:
+        """Print a variable that happens to hold the same token."""
+        return os.environ["TN_REDACT_COPY"]
+
+    async with await load_mcp(_config(http_url)) as mcp:
+        tools = [*mcp.tools, show_copy]
+        async with await create_toolkit(extra_tools=tools, builtins=False) as tk:
+            echoed = await tk.execute("web_show_headers", {})
+            copied = await tk.execute("show_copy", {})
+    assert '"x-token": "***"' in echoed.output
+    assert copied.output == "***"
