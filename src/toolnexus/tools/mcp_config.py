@@ -199,13 +199,17 @@ def parse_mcp_config(source: str | os.PathLike[str] | Mapping[str, Any] | McpCon
     return _parse_object(cast(dict[str, Any], data), f"mcp config {path}", base)
 
 
-def _suggest(key: str) -> str:
-    """`` (did you mean 'mcpServers'?)`` for a key close to a known top-level key."""
-    folded = {k.lower().replace("_", "").replace("-", ""): k for k in _KNOWN}
+def _suggest(key: str, value: Any = None) -> str:
+    """`` (did you mean 'mcpServers'?)`` for a key close to a known top-level key (a wrapper
+    first when ``value`` is a map of servers)."""
+    candidates: Sequence[str] = _WRAPPERS if _is_server_map(value) else _KNOWN
+    folded = {k.lower().replace("_", "").replace("-", ""): k for k in candidates}
     exact = folded.get(key.lower().replace("_", "").replace("-", ""))
+    if exact is None and candidates is _WRAPPERS:
+        exact = folded.get(key.lower().replace("_", "").replace("-", "") + "s")
     if exact is not None and exact != key:
         return f" (did you mean {exact!r}?)"
-    close = difflib.get_close_matches(key, _KNOWN, n=1, cutoff=0.6)
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close and close[0] != key else ""
 
 
@@ -216,20 +220,25 @@ def _check_top_level(data: Mapping[str, Any], where: str, wrapped: bool) -> None
     for key, value in data.items():
         if key in _WRAPPERS or key in _RESERVED or key in _IGNORED:
             continue
-        hint = _suggest(key)
+        hint = _suggest(key, value)
         if wrapped:
             known = ", ".join(repr(k) for k in _KNOWN)
             raise UsageError(f"{where}: unknown top-level key {key!r}{hint} (known: {known})")
         if hint and not _looks_like_server(value):
             raise UsageError(f"{where}: top-level key {key!r} is not a server{hint}")
     singular = data.get("mcpServer")
-    if not wrapped and isinstance(singular, dict) and singular:
-        entries = cast(dict[str, Any], singular).values()
-        if all(_looks_like_server(v) for v in entries) and not _servers_in(data):
-            raise UsageError(
-                f"{where}: 'mcpServer' holds servers, but it is the reserved key of the MCP "
-                "server toolnexus serves (did you mean 'mcpServers'?)"
-            )
+    if not wrapped and _is_server_map(singular) and not _servers_in(data):
+        raise UsageError(
+            f"{where}: 'mcpServer' holds servers, but it is the reserved key of the MCP "
+            "server toolnexus serves (did you mean 'mcpServers'?)"
+        )
+
+
+def _is_server_map(value: Any) -> bool:
+    """A non-empty object whose every value looks like a server entry."""
+    if not isinstance(value, dict) or not value:
+        return False
+    return all(_looks_like_server(v) for v in cast(dict[str, Any], value).values())
 
 
 def _servers_in(data: Mapping[str, Any]) -> bool:
