@@ -13,7 +13,6 @@ bring-your-own loop::
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
@@ -302,6 +301,8 @@ class Toolkit:
 
 def _is_local(endpoint: str) -> bool:
     """True for an in-process model or an endpoint on a loopback address."""
+    import ipaddress  # only when a run first meets a toolkit with unconfined built-ins
+
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https"):
         return True
