@@ -980,3 +980,33 @@ async def test_a_cancel_while_wait_for_waits_aborts_the_run(
         with pytest.raises(RunCancelled):
             await client.run("ship", [Gate().tool], cancel=cancel)
     assert len(scripted.requests) == 1
+
+
+# -- pending() refuses what it cannot honour ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "stamp", ["tomorrow", "2026-01-02T03:04:05", "2026-01-02", "", "12:00Z", "2026-13-01T00:00Z"]
+)
+def test_pending_refuses_an_expiry_that_is_not_an_aware_iso_timestamp(stamp: str) -> None:
+    from toolnexus import UsageError, pending
+
+    with pytest.raises(UsageError, match="expiresAt"):
+        pending(kind="approval", prompt="ok?", expiresAt=stamp)
+
+
+@pytest.mark.parametrize("stamp", ["2026-01-02T03:04:05Z", "2026-01-02T03:04:05.123+02:00"])
+def test_pending_accepts_an_aware_iso_timestamp(stamp: str) -> None:
+    from toolnexus import pending, pending_of
+
+    request = pending_of(pending(kind="approval", prompt="ok?", expiresAt=stamp))
+    assert request is not None
+    assert request.expiresAt == stamp
+
+
+@pytest.mark.parametrize(("kind", "prompt"), [("", "ok?"), ("approval", ""), ("  ", "ok?")])
+def test_pending_refuses_an_empty_kind_or_prompt(kind: str, prompt: str) -> None:
+    from toolnexus import UsageError, pending
+
+    with pytest.raises(UsageError, match="must be a non-empty string"):
+        pending(kind=kind, prompt=prompt)

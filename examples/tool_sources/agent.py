@@ -58,27 +58,6 @@ READ_SKILLS_ONLY: dict[str, Any] = {
 """The built-ins: ``read`` alone, and only inside ``skills/``."""
 
 
-def load_mcp_json(path: Path) -> dict[str, Any]:
-    """``path`` parsed, with its relative paths resolved against the file's own folder.
-
-    ``mcp.json`` says ``python notes_server.py`` in ``"cwd": "."`` — paths a user writes
-    relative to the config file, which the process would otherwise read relative to wherever
-    it was started. ``python`` becomes this interpreter, which has the ``mcp`` SDK the server
-    needs (the first ``python`` on PATH may not).
-    """
-    config: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-    base = path.parent
-    for server in config.get("mcpServers", {}).values():
-        if server.get("command") in ("python", "python3"):
-            server["command"] = sys.executable
-        if "cwd" in server:
-            server["cwd"] = str((base / server["cwd"]).resolve())
-        server["args"] = [
-            str(base / arg) if (base / arg).is_file() else arg for arg in server.get("args", [])
-        ]
-    return config
-
-
 def terminal(auto_yes: bool) -> WaitFor:
     """A ``wait_for`` that asks on the terminal (or approves everything with ``--yes``)."""
 
@@ -168,7 +147,7 @@ async def main() -> None:
     args = parser.parse_args()
 
     toolkit = await create_toolkit(
-        mcp_config=load_mcp_json(HERE / "mcp.json"),
+        mcp_config=str(HERE / "mcp.json"),  # its relative paths are read from its folder
         skills_dir=str(SKILLS),
         builtins=READ_SKILLS_ONLY,
         wait_for=terminal(args.yes),

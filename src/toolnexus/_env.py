@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Mapping
 
-__all__ = ["expand_env", "expand_env_headers"]
+__all__ = ["env_references", "expand_env", "expand_env_headers"]
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
@@ -37,6 +37,17 @@ def expand_env(value: str, env: Mapping[str, str] | None = None) -> str:
         return value
     source: Mapping[str, str] = os.environ if env is None else env
     return _VARIABLE.sub(lambda match: source.get(match.group(1), ""), value)
+
+
+def env_references(value: str) -> list[str]:
+    """The variable names ``value`` references, in order, each once.
+
+    >>> env_references("${USER}:${TOKEN}@${USER}")
+    ['USER', 'TOKEN']
+    """
+    if "${" not in value:
+        return []
+    return list(dict.fromkeys(_VARIABLE.findall(value)))
 
 
 def expand_env_headers(

@@ -27,6 +27,7 @@ from .errors import UsageError
 from .llm.openai import OpenAIDialect
 from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
 from .observability import Metrics
+from .redaction import Redactor
 from .stores.base import ConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
 from .toolkit import Toolkit
@@ -102,6 +103,12 @@ class Client(Answering):
         return self._cfg
 
     @property
+    def redactor(self) -> Redactor:
+        """This client's secrets (its API key, credential headers, the provider key variables);
+        add the host's own with ``client.redactor.add(value)`` (see `toolnexus.redaction`)."""
+        return self._cfg.redactor
+
+    @property
     def conversation_store(self) -> ConversationStore:
         """The `ConversationStore` behind ``ask(id=...)``."""
         return self._store
@@ -155,7 +162,10 @@ class Client(Answering):
         cancel: asyncio.Event | None,
     ) -> RunState:
         by_name: dict[str, Tool] | None = None
+        redactor = self._cfg.redactor
         if isinstance(toolkit, Toolkit):
+            toolkit.warn_exposure(self._cfg.url)
+            redactor = toolkit.run_redactor(redactor)
             tools, by_name = toolkit.run_tools()
             wire = toolkit.to_anthropic() if self._cfg.style == "anthropic" else toolkit.to_openai()
             skills_prompt = toolkit.skills_prompt()
@@ -180,6 +190,7 @@ class Client(Answering):
             cancel=cancel,
             by_name=by_name,
         )
+        state.redactor = redactor
         if self._parks:
             state.wait_for = None  # the run halts; `_park` waits on the store and resumes it
         return state
@@ -216,7 +227,7 @@ class Client(Answering):
             "ms": (time.perf_counter() - started) * 1000,
         }
         if error is not None:
-            event["error"] = f"{type(error).__name__}: {error}"
+            event["error"] = self._cfg.redactor.text(f"{type(error).__name__}: {error}")
         self._emit(event)
 
     async def _final(
@@ -391,6 +402,14 @@ class Client(Answering):
             await closer()
 
     async def __aenter__(self) -> Client:
+        # A store opened from a URL connects here, so a wrong URL fails at ``async with``.
+        opener = getattr(self._store, "open", None)
+        if self._owns_store and inspect.iscoroutinefunction(opener):
+            try:
+                await opener()
+            except BaseException:
+                await self.aclose()
+                raise
         return self
 
     async def __aexit__(

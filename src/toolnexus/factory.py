@@ -12,10 +12,11 @@ from .llm.base import Dialect, Style
 from .llm.dialects import api_key_from_env, dialect_for, env_key_names
 from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
-from .llm.retry import OnError, RetryPolicy
+from .llm.retry import ErrorInfo, OnError, RetryPolicy
 from .llm.transport import as_transport
 from .loop.engine import EngineConfig
 from .loop.hooks import as_hooks
+from .redaction import Redactor
 from .stores.url import resolve_store
 from .suspension import WaitFor
 from .tracing import tracing_for
@@ -54,6 +55,7 @@ def _build(
     in_process: bool,
     tracing: Any = None,
     trace_content: bool = False,
+    redactor: Redactor | None = None,
 ) -> Client:
     if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError("model must be a non-empty string")
@@ -63,6 +65,7 @@ def _build(
         raise UsageError("retries and retry_base_ms must not be negative")
     if timeout_ms is not None and timeout_ms <= 0:
         raise UsageError("timeout_ms must be positive")
+    secrets = redactor if redactor is not None else Redactor()
     config = EngineConfig(
         dialect=dialect,
         transport=transport,
@@ -73,7 +76,9 @@ def _build(
         system_prompt=system_prompt,
         max_turns=max_turns,
         hooks=as_hooks(hooks),
-        retry=RetryPolicy(retries=retries, base_ms=retry_base_ms, on_error=on_error),
+        retry=RetryPolicy(
+            retries=retries, base_ms=retry_base_ms, on_error=_masked(on_error, secrets)
+        ),
         timeout_ms=timeout_ms,
         on_metric=on_metric,
         wait_for=wait_for,
@@ -84,9 +89,32 @@ def _build(
         tracing=tracing_for(
             tracing, style=dialect.style, url=url, model=model, content=trace_content
         ),
+        redactor=secrets,
     )
     owns = isinstance(store, str)
     return Client(config, store=resolve_store(store), in_process=in_process, owns_store=owns)
+
+
+def _masked(on_error: OnError | None, secrets: Redactor) -> OnError | None:
+    """``on_error`` seeing the failed attempt's error with the secrets masked."""
+    if on_error is None:
+        return None
+
+    def classify(info: ErrorInfo) -> Any:
+        secrets.scrub(info["error"])
+        return on_error(info)
+
+    return classify
+
+
+def client_secrets(api_key: str | None, headers: Mapping[str, str]) -> Redactor:
+    """The redactor of a client: its key, its credential headers and every provider key
+    variable (a tool that prints the environment must not show them either)."""
+    secrets = Redactor(api_key)
+    secrets.add_env(*env_key_names("openai"))
+    for name, value in headers.items():
+        secrets.add_setting(name, value)
+    return secrets
 
 
 def create_client(
@@ -150,6 +178,7 @@ def create_client(
         raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
     wire_headers = {**dialect.auth_headers(key), **dict(headers or {})}
     transport = as_transport(http_transport)
+    secrets = client_secrets(key, wire_headers)
     return _build(
         dialect=dialect,
         transport=transport,
@@ -172,6 +201,7 @@ def create_client(
         in_process=False,
         tracing=tracing,
         trace_content=trace_content,
+        redactor=secrets,
     )
 
 

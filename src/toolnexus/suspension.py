@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
 from ._types import Tool, ToolContext, ToolResult
+from .errors import UsageError
 
 __all__ = [
     "RELAY_CALLS_KEY",
@@ -235,10 +236,20 @@ def pending(
 
     The output is the human fallback text: the prompt, plus the url on its own line.
 
+    Raises:
+        UsageError: ``kind`` or ``prompt`` is empty (or not a string), or ``expiresAt`` is not
+            an ISO 8601 / RFC 3339 timestamp with a timezone (``"2026-01-02T03:04:05Z"``,
+            ``"...+02:00"``); ``"tomorrow"`` or a naive time would otherwise count as expired.
+
     >>> r = pending(kind="approval", prompt="Ship it?")
     >>> pending_of(r).kind
     'approval'
     """
+    for name, value in (("kind", kind), ("prompt", prompt)):
+        if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"pending: {name} must be a non-empty string, got {value!r}")
+    if expiresAt is not None:
+        _check_expiry(expiresAt)
     request = Request(
         id=id or new_request_id(),
         kind=kind,
@@ -248,6 +259,23 @@ def pending(
         expiresAt=expiresAt,
     )
     return suspension_result(request)
+
+
+def _check_expiry(value: object) -> None:
+    if not isinstance(value, str):
+        raise UsageError(f"pending: expiresAt must be an ISO 8601 string, got {value!r}")
+    text = value.strip()
+    try:
+        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        raise UsageError(
+            f"pending: expiresAt {value!r} is not an ISO 8601 timestamp "
+            '(e.g. "2026-01-02T03:04:05Z")'
+        ) from None
+    if parsed.tzinfo is None:
+        raise UsageError(
+            f"pending: expiresAt {value!r} has no timezone; add Z or an offset such as +02:00"
+        )
 
 
 def suspension_result(request: Request) -> ToolResult:

@@ -17,11 +17,13 @@ import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from ._types import Tool, ToolContext, ToolResult
 from .errors import UsageError
 from .loop.checkpoint import tool_fingerprint
 from .loop.execute import invoke_tool, unknown_tool_result
+from .redaction import Redactor
 from .suspension import WaitFor
 from .tools.validation import validate_arguments
 
@@ -125,10 +127,19 @@ class Toolkit:
         mcp_status: Callable[[], Mapping[str, str]] | Mapping[str, str] | None = None,
         mcp_errors: Callable[[], Mapping[str, str]] | None = None,
         closers: Sequence[Closer] = (),
+        redactor: Redactor | None = None,
+        exposures: Sequence[str] = (),
     ) -> None:
+        self.redactor = redactor if redactor is not None else Redactor()
+        """The toolkit's secrets (MCP ``${ENV}`` references, credential headers, `http_tool`
+        header variables): masked in every tool result (see `toolnexus.redaction`)."""
         self._tools: dict[str, Tool] = {}
         for t in tools:
             self._tools.setdefault(t.name, t)
+            self._adopt(t)
+        self._exposures = tuple(exposures)
+        self._warned = False
+        self._joined: tuple[Redactor, Redactor] | None = None
         self.wait_for = wait_for
         self._skills_prompt = skills_prompt
         self._mcp_status = mcp_status
@@ -171,8 +182,36 @@ class Toolkit:
                 raise UsageError(f'a tool named "{t.name}" is already registered')
             _guard_relay(t)
             self._tools[t.name] = t
+            self._adopt(t)
         self._cache.clear()
         self._shared = None
+
+    def _adopt(self, t: Tool) -> None:
+        """Learn the secrets a tool source registered on its own (an `http_tool`'s)."""
+        owner = getattr(t.execute, "__self__", t.execute)  # a bound method's object
+        own = getattr(owner, "redactor", None)
+        if isinstance(own, Redactor):
+            self.redactor.link(own)
+
+    def run_redactor(self, client: Redactor) -> Redactor:
+        """The redactor of a run of ``client`` over this toolkit: both registries, live."""
+        joined = self._joined
+        if joined is None or joined[0] is not client:
+            joined = self._joined = (client, Redactor.joined(client, self.redactor))
+        return joined[1]
+
+    def warn_exposure(self, endpoint: str) -> None:
+        """Log once, at WARNING, when this toolkit gives unconfined built-ins to a model that
+        is not on this machine (``endpoint`` is not loopback)."""
+        if self._warned or not self._exposures or _is_local(endpoint):
+            return
+        self._warned = True
+        log.warning(
+            "toolnexus: the model at %s (not loopback) gets %s; for a model you do not trust "
+            "see docs/tools.md (workspace, bash allow-list or sandbox, private_network=False)",
+            urlsplit(endpoint).netloc or endpoint,
+            " and ".join(self._exposures),
+        )
 
     def fingerprint(self) -> str:
         """A digest of the tool set; a resumed run compares it to the halted run's."""
@@ -230,7 +269,7 @@ class Toolkit:
         problem = validate_arguments(tool, arguments)
         if problem is not None:
             return ToolResult(problem, True)
-        return await invoke_tool(tool, arguments, ctx)
+        return await invoke_tool(tool, arguments, ctx, self.redactor)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -258,6 +297,39 @@ class Toolkit:
 
     def __repr__(self) -> str:
         return f"Toolkit(tools={list(self._tools)!r})"
+
+
+def _is_local(endpoint: str) -> bool:
+    """True for an in-process model or an endpoint on a loopback address."""
+    import ipaddress  # only when a run first meets a toolkit with unconfined built-ins
+
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https"):
+        return True
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _exposures(tools: Sequence[Tool], builtins: bool | Mapping[str, Any] | None) -> list[str]:
+    """The unconfined built-ins among ``tools``: what `Toolkit.warn_exposure` names."""
+    from .tools.builtins._options import parse_builtin_options
+
+    kept = {t.name for t in tools if t.source == "builtin"}
+    if not kept & {"bash", "webfetch"}:
+        return []
+    options = parse_builtin_options(builtins if isinstance(builtins, Mapping) else None)
+    found: list[str] = []
+    bash = options.bash
+    if "bash" in kept and bash.allow is None and not getattr(bash, "sandbox", False):
+        found.append("unconfined bash")
+    if "webfetch" in kept and options.private_network:
+        found.append("webfetch with private-network access")
+    return found
 
 
 def _check_tool(t: object) -> None:
@@ -292,6 +364,7 @@ async def create_toolkit(
     disable_tools: Iterable[str] | None = None,
     disable_skills: Iterable[str] | None = None,
     cancel: Any = None,
+    strict: bool = False,
 ) -> Toolkit:
     """Assemble a `Toolkit` from every configured source.
 
@@ -314,10 +387,13 @@ async def create_toolkit(
         disable_tools: tool names to drop from the final set.
         disable_skills: skill names to drop from the catalog.
         cancel: an `asyncio.Event` that aborts loading.
+        strict: an MCP server that fails to start or connect is an error (`UsageError`
+            naming each server and why) instead of a ``failed`` entry in `Toolkit.mcp_status`.
 
     Raises:
-        UsageError: a relay tool named like a built-in, a non-Tool in ``extra_tools``, or a
-            source this build does not support yet.
+        UsageError: a relay tool named like a built-in, a non-Tool in ``extra_tools``, a
+            source this build does not support yet, a malformed ``mcp.json``, or (with
+            ``strict``) an MCP server that failed.
     """
     if agents:
         raise UsageError(
@@ -331,10 +407,13 @@ async def create_toolkit(
     closers: list[Closer] = []
     status: Callable[[], Mapping[str, str]] | None = None
     errors: Callable[[], Mapping[str, str]] | None = None
+    redactor = Redactor()
     if mcp_config is not None:
         from .tools.mcp import load_mcp  # the tool sources load when a toolkit is built
 
-        source = await load_mcp(mcp_config, wait_for=wait_for, cancel=cancel)
+        source = await load_mcp(
+            mcp_config, wait_for=wait_for, cancel=cancel, redactor=redactor, strict=strict
+        )
         mcp_tools = list(source.tools)
         closers.append(source.close)
         status = source.status
@@ -357,6 +436,7 @@ async def create_toolkit(
             closers=closers,
             status=status,
             errors=errors,
+            redactor=redactor,
         )
     except BaseException:
         for closer in closers:
@@ -380,6 +460,7 @@ async def _assemble(
     closers: list[Closer],
     status: Callable[[], Mapping[str, str]] | None,
     errors: Callable[[], Mapping[str, str]] | None,
+    redactor: Redactor,
 ) -> Toolkit:
     from .tools.builtins import select_builtins
     from .tools.skills import load_skills
@@ -415,4 +496,6 @@ async def _assemble(
         mcp_status=status,
         mcp_errors=errors,
         closers=closers,
+        redactor=redactor,
+        exposures=_exposures(final, builtins),
     )

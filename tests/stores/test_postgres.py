@@ -102,11 +102,50 @@ def test_the_repr_names_the_server_but_never_the_password() -> None:
 async def test_an_unreachable_server_is_a_store_error_without_the_password() -> None:
     from toolnexus.stores.postgres import PostgresStore
 
-    async with PostgresStore("postgresql://app:s3cret@127.0.0.1:1/x", timeout=0.5) as store:
-        with pytest.raises(StoreError) as caught:
-            await store.get("c1")
+    store = PostgresStore("postgresql://app:s3cret@127.0.0.1:1/x", timeout=0.5)
+    with pytest.raises(StoreError) as caught:
+        await store.get("c1")
+    await store.aclose()
     assert "127.0.0.1:1" in str(caught.value)
     assert "s3cret" not in str(caught.value)
+
+
+async def test_a_client_with_an_unreachable_store_url_fails_at_open_naming_the_cause() -> None:
+    import socket
+    import time
+
+    from toolnexus import create_client
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    for url, cause in (
+        (f"postgresql://app:s3cret@127.0.0.1:{closed}/x", "refused"),
+        ("postgres://nohost.invalid/x", "nohost.invalid"),
+    ):
+        client = create_client(
+            base_url="http://127.0.0.1:9/v1", model="m", api_key="k-unused", store=url
+        )
+        started = time.monotonic()
+        with pytest.raises(StoreError) as caught:
+            async with client:
+                pass
+        assert time.monotonic() - started < 8
+        assert cause in str(caught.value).lower()
+        assert "s3cret" not in str(caught.value)
+
+
+async def test_opening_an_unreachable_store_fails_within_its_connect_timeout() -> None:
+    import time
+
+    from toolnexus.stores.postgres import PostgresStore
+
+    store = PostgresStore("postgresql://app@10.255.255.1:5432/x", connect_timeout=1)
+    started = time.monotonic()
+    with pytest.raises(StoreError, match="cannot reach"):
+        await store.open()
+    await store.aclose()
+    assert time.monotonic() - started < 4
 
 
 async def test_store_errors_chain_the_psycopg_cause(pg_url: str) -> None:
@@ -114,9 +153,10 @@ async def test_store_errors_chain_the_psycopg_cause(pg_url: str) -> None:
 
     from toolnexus.stores.postgres import PostgresStore
 
-    async with PostgresStore(pg_url + "&dbname=no_such_db", timeout=0.5) as store:
-        with pytest.raises(StoreError) as caught:
-            await store.get("c1")
+    with pytest.raises(StoreError) as caught:
+        async with PostgresStore(pg_url + "&dbname=no_such_db", timeout=0.5):
+            pass
+    assert "no_such_db" in str(caught.value)
     assert isinstance(caught.value.__cause__, psycopg.Error)
 
 
@@ -222,9 +262,9 @@ async def test_a_database_from_a_newer_toolnexus_is_refused_and_left_alone(
     await store.save("c1", HELLO)
     with pg_connect(pg_url) as conn:
         conn.execute("INSERT INTO toolnexus_schema_migrations VALUES (99, 'future', 0)")
-    async with PostgresStore(pg_url) as newer:
-        with pytest.raises(StoreError, match="schema version 99, newer"):
-            await newer.get("c1")
+    with pytest.raises(StoreError, match="schema version 99, newer"):
+        async with PostgresStore(pg_url):
+            pass
     with pg_connect(pg_url) as conn:
         assert conn.execute("SELECT count(*) FROM toolnexus_conversations").fetchone() == (1,)
 

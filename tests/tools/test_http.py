@@ -282,7 +282,7 @@ async def test_secrets_are_blanked_out_of_error_bodies(
     result = await call(t, {})
 
     assert result.is_error
-    assert result.output == "HTTP 401: nope [redacted]"
+    assert result.output == "HTTP 401: nope ***"
 
 
 async def test_secrets_never_reach_logs_or_connection_errors(

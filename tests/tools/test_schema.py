@@ -102,7 +102,7 @@ def test_every_inferred_schema_is_valid_json_schema() -> None:
     ("annotation", "expected"),
     [
         (str, {"type": "string"}),
-        (int, {"type": "number"}),
+        (int, {"type": "integer"}),
         (float, {"type": "number"}),
         (bool, {"type": "boolean"}),
         (dict, {"type": "object"}),
@@ -110,17 +110,19 @@ def test_every_inferred_schema_is_valid_json_schema() -> None:
         (Any, {}),
     ],
 )
-def test_scalar_types_map_as_the_contract_pins(annotation: Any, expected: dict[str, Any]) -> None:
+def test_scalar_types_map_to_their_json_schema_types(
+    annotation: Any, expected: dict[str, Any]
+) -> None:
     def f(v: Any) -> None: ...
 
     f.__annotations__ = {"v": annotation}
     assert props(f)["v"] == expected
 
 
-def test_list_of_int_is_an_array_of_numbers() -> None:
+def test_list_of_int_is_an_array_of_integers() -> None:
     def f(v: list[int]) -> None: ...
 
-    assert props(f)["v"] == {"type": "array", "items": {"type": "number"}}
+    assert props(f)["v"] == {"type": "array", "items": {"type": "integer"}}
 
 
 def test_set_is_an_array_of_unique_items() -> None:
@@ -129,10 +131,10 @@ def test_set_is_an_array_of_unique_items() -> None:
     assert props(f)["v"] == {"type": "array", "items": {"type": "string"}, "uniqueItems": True}
 
 
-def test_dict_of_str_to_int_is_an_object_of_numbers() -> None:
+def test_dict_of_str_to_int_is_an_object_of_integers() -> None:
     def f(v: dict[str, int]) -> None: ...
 
-    assert props(f)["v"] == {"type": "object", "additionalProperties": {"type": "number"}}
+    assert props(f)["v"] == {"type": "object", "additionalProperties": {"type": "integer"}}
 
 
 def test_literal_becomes_an_enum() -> None:
@@ -156,7 +158,7 @@ def test_enum_class_becomes_an_inline_enum() -> None:
 def test_union_of_types_becomes_any_of() -> None:
     def f(v: int | str) -> None: ...
 
-    assert props(f)["v"] == {"anyOf": [{"type": "number"}, {"type": "string"}]}
+    assert props(f)["v"] == {"anyOf": [{"type": "integer"}, {"type": "string"}]}
 
 
 # --- optional and defaults -----------------------------------------------------------------
@@ -171,7 +173,7 @@ def test_optional_is_the_nullable_inner_schema() -> None:
 def test_pipe_none_is_the_nullable_inner_schema() -> None:
     def f(v: int | None) -> None: ...
 
-    assert props(f)["v"] == {"type": ["number", "null"]}
+    assert props(f)["v"] == {"type": ["integer", "null"]}
 
 
 def test_optional_without_default_is_still_required() -> None:
@@ -220,7 +222,7 @@ def test_annotated_string_is_the_description() -> None:
 def test_field_description_as_default_is_the_description_and_keeps_it_required() -> None:
     def f(n: int = Field(description="how many", ge=1)) -> None: ...
 
-    assert props(f)["n"] == {"type": "number", "description": "how many", "minimum": 1}
+    assert props(f)["n"] == {"type": "integer", "description": "how many", "minimum": 1}
     assert infer_schema(f)["required"] == ["n"]
 
 
@@ -294,7 +296,7 @@ def test_typed_dict_maps_field_by_field() -> None:
     assert props(f)["a"] == {
         "type": "object",
         "description": "Where someone lives.",
-        "properties": {"street": {"type": "string"}, "number": {"type": "number"}},
+        "properties": {"street": {"type": "string"}, "number": {"type": "integer"}},
         "required": ["street", "number"],
     }
 
@@ -437,7 +439,7 @@ def test_callable_instance_uses_its_call_signature() -> None:
 
     assert infer_schema(Adder()) == {
         "type": "object",
-        "properties": {"a": {"type": "number"}, "b": {"type": "number", "default": 0}},
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer", "default": 0}},
         "required": ["a"],
     }
 
@@ -448,3 +450,45 @@ def test_bound_method_leaves_self_out() -> None:
             return key
 
     assert list(props(Service().lookup)) == ["key"]
+
+
+def test_an_element_type_without_a_json_schema_is_named_with_its_path() -> None:
+    import socket
+
+    def f(conns: list[socket.socket]) -> None: ...
+
+    with pytest.raises(UsageError) as caught:
+        infer_schema(f)
+    message = str(caught.value)
+    assert "parameter 'conns' has type list[socket.socket]" in message
+    assert "socket.socket (at conns[]) has no JSON Schema" in message
+
+
+def test_a_nested_bad_type_is_found_through_dicts_and_typed_dicts() -> None:
+    import socket
+
+    class Peer(TypedDict):
+        sock: socket.socket
+
+    def f(peers: dict[str, list[Peer]]) -> None: ...
+
+    with pytest.raises(UsageError, match=r"socket\.socket \(at peers\{\}\[\]\.sock\)"):
+        infer_schema(f)
+
+
+@pytest.mark.parametrize(("value", "ok"), [(2, True), (2.0, True), (2.5, False), ("2", False)])
+async def test_an_int_parameter_takes_whole_numbers_only(value: Any, ok: bool) -> None:
+    from toolnexus import create_toolkit, define_tool
+
+    @define_tool
+    def double(n: int) -> str:
+        """Double ``n``."""
+        return f"{type(n).__name__} {n * 2}"
+
+    async with await create_toolkit(extra_tools=[double], builtins=False) as tk:
+        result = await tk.execute("double", {"n": value})
+    assert result.is_error is not ok
+    if ok:
+        assert result.output == "int 4"
+    else:
+        assert "is not of type 'integer'" in result.output

@@ -126,6 +126,7 @@ class Engine:
             cancel=cancel,
             deadline=deadline,
             wait_for=cfg.wait_for,
+            redactor=cfg.redactor,
         )
 
     # -- model calls -----------------------------------------------------------------------
@@ -205,8 +206,10 @@ class Engine:
             info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
-    def emit_llm_error(self, started: float) -> None:
-        """Emit the ``llm`` metric for a failed model call."""
+    def emit_llm_error(self, started: float, error: BaseException | None = None) -> None:
+        """Emit the ``llm`` metric for a failed model call; mask secrets in ``error``."""
+        if error is not None:
+            self.cfg.redactor.scrub(error)
         self._emit(
             {
                 "event": "llm",
@@ -263,7 +266,7 @@ class Engine:
                 )
             reply = cfg.dialect.parse_reply(payload)
         except BaseException as exc:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, exc)
             if chat is not None:
                 cfg.tracing.end_chat(chat, None, exc)  # pyright: ignore[reportOptionalMemberAccess]
             raise
@@ -307,7 +310,7 @@ class Engine:
                 timeout_ms=cfg.timeout_ms,
             )
         except BaseException as exc:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, exc)
             if tracing is not None:
                 tracing.end_chat(chat, None, exc)
             raise
@@ -334,7 +337,7 @@ class Engine:
                     await rest.aclose()
             turn = assembler.finish()
         except BaseException as exc:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, exc)
             if tracing is not None:
                 tracing.end_chat(chat, None, exc)
             raise
@@ -389,7 +392,8 @@ class Engine:
         problem = validate_arguments(tool, args)
         if problem is not None:
             return ToolResult(problem, True), tool.source
-        return await invoke_tool(tool, args, self._ctx(state, slot, answer)), tool.source
+        ctx = self._ctx(state, slot, answer)
+        return await invoke_tool(tool, args, ctx, state.redactor), tool.source
 
     async def _run(self, state: RunState, slot: Slot, answer: Answer | None) -> ToolResult:
         started = time.perf_counter()

@@ -6,13 +6,41 @@ behaves the same whichever loop drives it.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import json
-from typing import Any, cast
+import logging
+import traceback
+from typing import TYPE_CHECKING, Any, cast
 
 from .._types import Tool, ToolContext, ToolResult
 
-__all__ = ["coerce_result", "invoke_tool", "unknown_tool_result"]
+if TYPE_CHECKING:
+    from ..redaction import Redactor
+
+__all__ = ["coerce_result", "invoke_tool", "log_tool_failure", "unknown_tool_result"]
+
+log = logging.getLogger("toolnexus")
+
+_ACTIVE: contextvars.ContextVar[Redactor | None] = contextvars.ContextVar(
+    "toolnexus_tool_redactor", default=None
+)
+"""The redactor of the tool call in progress (a tool that catches its own raise logs with it)."""
+
+
+def log_tool_failure(name: str, exc: BaseException) -> None:
+    """Log the traceback of a tool's raise at DEBUG, masked with the call's redactor.
+
+    Never shown to the model: the model gets ``<Type>: <message>``; the traceback is for the
+    host's logs only. Tool sources that turn a raise into a result themselves call this too.
+    """
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    trace = "".join(traceback.format_exception(exc))
+    redactor = _ACTIVE.get()
+    if redactor is not None:
+        trace = redactor.text(trace)
+    log.debug("toolnexus: tool %s raised:\n%s", name, trace)
 
 
 def coerce_result(returned: object) -> ToolResult:
@@ -38,15 +66,31 @@ def coerce_result(returned: object) -> ToolResult:
         return ToolResult(str(returned))
 
 
-async def invoke_tool(tool: Tool, args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
-    """Execute ``tool`` once; a raise becomes ``is_error`` with the exception named."""
+async def invoke_tool(
+    tool: Tool,
+    args: dict[str, Any],
+    ctx: ToolContext | None,
+    redactor: Redactor | None = None,
+) -> ToolResult:
+    """Execute ``tool`` once; a raise becomes ``is_error`` with the exception named.
+
+    The traceback of a raise is logged at DEBUG (``toolnexus`` logger), never shown to the
+    model. With a ``redactor``, the result — and that log line — have every secret masked:
+    this is the boundary where a tool's text enters the run.
+    """
+    token = _ACTIVE.set(redactor)
     try:
         value = tool.execute(args, ctx)
         if inspect.isawaitable(value):
             value = await value
     except Exception as exc:
-        return ToolResult(f"tool {tool.name} failed: {type(exc).__name__}: {exc}", True)
-    return coerce_result(value)
+        log_tool_failure(tool.name, exc)
+        result = ToolResult(f"tool {tool.name} failed: {type(exc).__name__}: {exc}", True)
+    else:
+        result = coerce_result(value)
+    finally:
+        _ACTIVE.reset(token)
+    return redactor.result(result) if redactor is not None else result
 
 
 def unknown_tool_result(name: str, available: list[str]) -> ToolResult:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 from .._types import Message, RunResult, Tool, ToolCallRecord, ToolResult, Usage
 from ..llm.base import Dialect, Transport
 from ..llm.retry import RetryPolicy
+from ..redaction import Redactor
 from ..suspension import Answer, Request, WaitFor
 from .checkpoint import Checkpoint, tool_fingerprint
 from .hooks import Hooks
@@ -55,6 +56,8 @@ class EngineConfig:
     """The client's spans (`toolnexus.tracing`); ``None`` when untraced."""
     agent_name: str | None = None
     """The agent whose runs these are (the ``invoke_agent`` span's name), if any."""
+    redactor: Redactor = field(default_factory=Redactor)
+    """The client's secrets (API key, credential headers): masked in everything that enters."""
 
 
 CallState = Literal["not_run", "suspended", "done"]
@@ -180,6 +183,7 @@ class RunState:
     turn_slots: Sequence[Slot] = ()
     bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
     span: Any = None  # the run's ``invoke_agent`` span while it is traced and recording
+    redactor: Redactor | None = None  # the client's and the toolkit's secrets, for tool results
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""

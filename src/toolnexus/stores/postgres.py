@@ -30,6 +30,7 @@ store belongs to the event loop that first used it, like the pool under it.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncGenerator, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -125,7 +126,10 @@ class PostgresStore:
         min_size: connections the pool keeps open.
         max_size: the most connections the pool opens (plus one for ``LISTEN``, opened by
             the first `wait_for_answer` or `wait_for_queued`).
-        timeout: seconds to wait for the server at open, and for a free pooled connection.
+        timeout: seconds to wait for a free pooled connection (and for the pool to fill).
+        connect_timeout: seconds the first connection may take (default 5, never more than
+            ``timeout``; a ``connect_timeout`` in the URL wins): an unreachable server fails
+            the open within it, with the driver's reason in the `StoreError`.
         clock: the time source for leases, ``answered_at`` and ages (default `time.time`).
 
     Raises:
@@ -140,6 +144,7 @@ class PostgresStore:
         min_size: int = 1,
         max_size: int = 10,
         timeout: float = 30.0,
+        connect_timeout: float = 5.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
         psycopg, _ = _import()
@@ -155,6 +160,12 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise UsageError(f"cannot parse the postgres connection string: {exc}") from exc
         self._timeout = check_seconds(timeout, "timeout", positive=True)
+        given = params.get("connect_timeout")
+        self._connect_timeout = min(
+            check_seconds(connect_timeout, "connect_timeout", positive=True), self._timeout
+        )
+        if given is not None and str(given).isdigit() and int(given) > 0:
+            self._connect_timeout = float(given)
         self._url = url
         self._where = _describe(params)
         # The LISTEN connection is opened outside the pool: bound its connect the same way.
@@ -599,7 +610,16 @@ class PostgresStore:
         if pool is not None:
             await pool.close()
 
+    async def open(self) -> None:
+        """Connect now (and migrate): an unreachable server fails here, within
+        ``connect_timeout`` seconds, with the driver's reason in the `StoreError`.
+
+        Optional — the first operation opens the store too. ``async with store`` calls it.
+        """
+        await self._connection_pool()
+
     async def __aenter__(self) -> Self:
+        await self.open()
         return self
 
     async def __aexit__(
@@ -622,9 +642,13 @@ class PostgresStore:
         async with self._translated():
             # The first open waits inside psycopg_pool, whose `wait_for` can swallow a cancel
             # (see `_promptly`): a worker stopped as it starts must stop, not open the pool.
-            pool = self._pool or await _promptly(self._open())
+            pool = self._pool or await self._connection_pool()
             async with pool.connection() as conn:
                 yield conn
+
+    async def _connection_pool(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
+        async with self._translated():
+            return self._pool or await _promptly(self._open())
 
     @asynccontextmanager
     async def _translated(self) -> AsyncGenerator[None]:
@@ -652,6 +676,7 @@ class PostgresStore:
                 kwargs={"autocommit": True},
                 name="toolnexus",
             )
+            await self._probe()
             try:
                 await pool.open(wait=True, timeout=self._timeout)
                 async with pool.connection() as conn:
@@ -664,6 +689,23 @@ class PostgresStore:
                 raise StoreError(f"the store for {self._where} is closed")
             self._pool = pool
             return pool
+
+    async def _probe(self) -> None:
+        """One direct connection before the pool: the pool retries a refused connect quietly
+        until its ``timeout`` and then names no cause; this fails at once with the driver's."""
+        psycopg, _ = _import()
+        seconds = self._connect_timeout
+        try:
+            async with asyncio.timeout(seconds + 1):
+                conn = await psycopg.AsyncConnection.connect(
+                    self._url, autocommit=True, connect_timeout=max(1, math.ceil(seconds))
+                )
+        except TimeoutError:
+            raise StoreError(
+                f"cannot reach {self._where} (no answer within {seconds:g} s); check that the "
+                "server is up and the URL right"
+            ) from None
+        await conn.close()
 
 
 def _check_claim(claim: object) -> Claim:

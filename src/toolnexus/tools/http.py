@@ -25,7 +25,8 @@ How the arguments travel:
   the querystring.
 
 Headers expand ``${ENV}`` on every call (see `toolnexus._env`); the values are never logged,
-and any secret that came from the environment is blanked out of error texts.
+and any secret that came from the environment (or a credential header) is masked (``***``) in
+error texts; a toolkit holding the tool masks it in every other tool's result too.
 
 Results: 2xx ⇒ the body text, ``metadata={"status": status}``. ``result_mode="json"`` parses
 the body and re-serialises it compactly (an empty body stays ``""``; invalid JSON is an
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
 import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -54,6 +54,7 @@ from urllib.parse import quote, urlencode
 from .._env import expand_env_headers
 from .._types import JSONSchema, Tool, ToolContext, ToolResult, sanitize
 from ..errors import UsageError
+from ..redaction import Redactor
 
 if TYPE_CHECKING:
     import aiohttp
@@ -68,8 +69,6 @@ _RESULT_MODES = ("text", "json", "status+text")
 _BODYLESS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
 _METHOD = re.compile(r"^[A-Z]+$")
 _PLACEHOLDER = re.compile(r"\{([^{}]+)\}")
-_ENV_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_MIN_SECRET = 4  # shorter expanded values are not blanked out of error texts
 _RAW_KEYS = ("body", "content")
 
 
@@ -168,9 +167,10 @@ class _Endpoint:
         self.url = url
         self.placeholders = tuple(dict.fromkeys(_PLACEHOLDER.findall(url)))
         self.headers = headers
-        self.secret_names = tuple(
-            dict.fromkeys(n for v in headers.values() for n in _ENV_NAME.findall(str(v)))
-        )
+        self.redactor = Redactor()
+        """The header variables and credential headers of this endpoint (masked in errors)."""
+        for header, value in headers.items():
+            self.redactor.add_setting(header, str(value))
         self.query = query
         self.body = body
         self.timeout_ms = timeout_ms
@@ -274,11 +274,7 @@ class _Endpoint:
         return ToolResult(text, False, metadata)
 
     def _redact(self, text: str) -> str:
-        for secret_name in self.secret_names:
-            secret = os.environ.get(secret_name, "")
-            if len(secret) >= _MIN_SECRET:
-                text = text.replace(secret, "[redacted]")
-        return text
+        return self.redactor.text(text)
 
 
 def _text(value: Any) -> str:

@@ -27,7 +27,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from .._types import Tool, sanitize
-from ..errors import RunCancelled
+from ..errors import RunCancelled, UsageError
+from ..redaction import Redactor
 from ..suspension import WaitFor
 from .mcp_config import (
     DEFAULT_TIMEOUT,
@@ -79,9 +80,17 @@ class McpSource:
     connections until closed.
     """
 
-    def __init__(self, config: McpConfig, links: list[ServerLink], tools: list[Tool]) -> None:
+    def __init__(
+        self,
+        config: McpConfig,
+        links: list[ServerLink],
+        tools: list[Tool],
+        redactor: Redactor | None = None,
+    ) -> None:
         self.config = config
         self.tools = tools
+        self.redactor = redactor if redactor is not None else Redactor()
+        """Every secret of the configured servers (see `toolnexus.redaction`)."""
         self._links = links
         self._closed = False
 
@@ -146,6 +155,8 @@ async def load_mcp(
     *,
     wait_for: WaitFor | None = None,
     cancel: asyncio.Event | None = None,
+    redactor: Redactor | None = None,
+    strict: bool = False,
 ) -> McpSource:
     """Connect to every enabled server and expose their tools.
 
@@ -154,15 +165,26 @@ async def load_mcp(
         wait_for: answers servers' elicitations inline; only then is the elicitation
             capability advertised.
         cancel: setting it aborts the whole load (every started server is closed).
+        redactor: learns every server's secrets (``${ENV}`` references, credential headers);
+            a new one when omitted (`McpSource.redactor`).
+        strict: a server that fails (cannot start, crashes, refuses, times out) raises
+            instead of being isolated as ``failed``.
 
     Raises:
-        UsageError: the config is malformed.
+        UsageError: the config is malformed; with ``strict``, a server failed (the message
+            names each failed server and why).
         RunCancelled: ``cancel`` was set before every server settled.
         ImportError: the ``mcp`` extra is not installed.
     """
     parsed = parse_mcp_config(config)
-    links = await _connect_all(parsed, wait_for, cancel)
-    return McpSource(parsed, links, _tools(links, wait_for))
+    secrets = redactor if redactor is not None else Redactor()
+    links = await _connect_all(parsed, wait_for, cancel, secrets)
+    failed = [link for link in links if link.status == "failed"]
+    if strict and failed:
+        await asyncio.gather(*(link.close() for link in links))
+        reasons = "; ".join(f"{link.name}: {link.error}" for link in failed)
+        raise UsageError(f"MCP server(s) failed to start (strict): {reasons}")
+    return McpSource(parsed, links, _tools(links, wait_for), secrets)
 
 
 async def load_mcp_with_context(
@@ -180,7 +202,7 @@ async def list_mcp_tools(
     Failures are isolated per server, as in `load_mcp`.
     """
     parsed = parse_mcp_config(config)
-    links = await _connect_all(parsed, None, cancel)
+    links = await _connect_all(parsed, None, cancel, Redactor())
     try:
         return McpInventory(
             servers={
@@ -195,7 +217,10 @@ async def list_mcp_tools(
 
 
 async def _connect_all(
-    config: McpConfig, wait_for: WaitFor | None, cancel: asyncio.Event | None
+    config: McpConfig,
+    wait_for: WaitFor | None,
+    cancel: asyncio.Event | None,
+    redactor: Redactor,
 ) -> list[ServerLink]:
     try:
         importlib.import_module("mcp")  # fail early, with the hint, without the extra
@@ -205,7 +230,7 @@ async def _connect_all(
         raise ImportError(MCP_EXTRA_HINT) from exc
     if cancel is not None and cancel.is_set():
         raise RunCancelled("MCP loading cancelled")
-    links = [ServerLink(server, wait_for=wait_for) for server in config.servers]
+    links = [ServerLink(server, wait_for=wait_for, redactor=redactor) for server in config.servers]
     try:
         ready = [link.start() for link in links if link.config.enabled]
         if ready:
@@ -249,8 +274,8 @@ def _tools(links: list[ServerLink], wait_for: WaitFor | None) -> list[Tool]:
             tools.append(
                 Tool(
                     name=name,
-                    description=info.description,
-                    input_schema=_object_schema(info.input_schema),
+                    description=link.redact(info.description),
+                    input_schema=link.redactor.value(_object_schema(info.input_schema)),
                     source="mcp",
                     execute=McpToolRunner(link, info.name, wait_for),
                 )

@@ -23,6 +23,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from .._types import ToolContext, ToolResult
+from ..redaction import Redactor
 from ..suspension import (
     Answer,
     Request,
@@ -92,7 +93,16 @@ class McpToolRunner:
         self.tool = tool
         self.wait_for = wait_for
 
+    @property
+    def redactor(self) -> Redactor:
+        """The server's secrets; a toolkit holding this tool masks them in every result."""
+        return self.link.redactor
+
     async def __call__(self, args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
+        # What the server sends back is outside text: masked here, where it enters.
+        return self.link.redactor.result(await self._call(args, ctx))
+
+    async def _call(self, args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
         signal = ctx.signal if ctx is not None else None
         deadline = None
         if ctx is not None and ctx.timeout is not None:

@@ -12,14 +12,22 @@ sibling keys ``builtins``, ``agents``, ``a2a`` and ``mcpServer`` are reserved, n
      "builtins": {"bash": false}}
 
 Parsing is pure: nothing connects and no ``${ENV}`` is expanded here. Header values (and
-``environment`` values) are expanded at connect time and never logged.
+``environment`` and ``command`` values) are expanded at connect time and never logged.
+
+Mistakes fail loudly: an unknown top-level key beside a wrapper, or a key that is no server but
+is close to a known one (``"mcpServer"`` holding servers, ``"mcp_servers"``), is a `UsageError`
+naming the key and the likely intended one. Read from a file, relative ``cwd``, ``command`` and
+argument paths are the file's folder's (see `_anchored`); ``"currentPython": true`` makes a
+``python``/``python3`` command the running interpreter.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +58,8 @@ McpStatus: TypeAlias = Literal["connected", "disabled", "failed"]
 
 _WRAPPERS = ("mcpServers", "servers", "mcp")
 _RESERVED = frozenset({"builtins", "agents", "a2a", "mcpServer"})
+_IGNORED = frozenset({"$schema", "inputs"})  # JSON Schema pointer; VS Code's input prompts
+_KNOWN = (*_WRAPPERS, *sorted(_RESERVED))
 _LOCAL_TYPES = frozenset({"local", "stdio"})
 _REMOTE_TYPES = frozenset(
     {"remote", "http", "streamable-http", "streamable_http", "streamableHttp"}
@@ -171,7 +181,7 @@ def parse_mcp_config(source: str | os.PathLike[str] | Mapping[str, Any] | McpCon
     if isinstance(source, McpConfig):
         return source
     if isinstance(source, Mapping):
-        return _parse_object(source, "mcp config")
+        return _parse_object(source, "mcp config", None)
     path = Path(source)
     try:
         text = path.read_text(encoding="utf-8")
@@ -185,10 +195,57 @@ def parse_mcp_config(source: str | os.PathLike[str] | Mapping[str, Any] | McpCon
         ) from None
     if not isinstance(data, dict):
         raise UsageError(f"mcp config {path}: the top level must be a JSON object")
-    return _parse_object(cast(dict[str, Any], data), f"mcp config {path}")
+    base = path.resolve().parent
+    return _parse_object(cast(dict[str, Any], data), f"mcp config {path}", base)
 
 
-def _parse_object(data: Mapping[str, Any], where: str) -> McpConfig:
+def _suggest(key: str, value: Any = None) -> str:
+    """`` (did you mean 'mcpServers'?)`` for a key close to a known top-level key (a wrapper
+    first when ``value`` is a map of servers)."""
+    candidates: Sequence[str] = _WRAPPERS if _is_server_map(value) else _KNOWN
+    folded = {k.lower().replace("_", "").replace("-", ""): k for k in candidates}
+    exact = folded.get(key.lower().replace("_", "").replace("-", ""))
+    if exact is None and candidates is _WRAPPERS:
+        exact = folded.get(key.lower().replace("_", "").replace("-", "") + "s")
+    if exact is not None and exact != key:
+        return f" (did you mean {exact!r}?)"
+    close = difflib.get_close_matches(key, candidates, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close and close[0] != key else ""
+
+
+def _check_top_level(data: Mapping[str, Any], where: str, wrapped: bool) -> None:
+    """Unknown top-level keys are errors next to a wrapper; in a bare server map a key that
+    is no server but looks like a known key is one too; so is a server map under the
+    reserved ``mcpServer`` key (a typo for ``mcpServers``) when no server was found."""
+    for key, value in data.items():
+        if key in _WRAPPERS or key in _RESERVED or key in _IGNORED:
+            continue
+        hint = _suggest(key, value)
+        if wrapped:
+            known = ", ".join(repr(k) for k in _KNOWN)
+            raise UsageError(f"{where}: unknown top-level key {key!r}{hint} (known: {known})")
+        if hint and not _looks_like_server(value):
+            raise UsageError(f"{where}: top-level key {key!r} is not a server{hint}")
+    singular = data.get("mcpServer")
+    if not wrapped and _is_server_map(singular) and not _servers_in(data):
+        raise UsageError(
+            f"{where}: 'mcpServer' holds servers, but it is the reserved key of the MCP "
+            "server toolnexus serves (did you mean 'mcpServers'?)"
+        )
+
+
+def _is_server_map(value: Any) -> bool:
+    """A non-empty object whose every value looks like a server entry."""
+    if not isinstance(value, dict) or not value:
+        return False
+    return all(_looks_like_server(v) for v in cast(dict[str, Any], value).values())
+
+
+def _servers_in(data: Mapping[str, Any]) -> bool:
+    return any(k not in _RESERVED and k not in _IGNORED for k in data)
+
+
+def _parse_object(data: Mapping[str, Any], where: str, base: Path | None) -> McpConfig:
     servers: dict[str, Any] = {}
     wrapped = False
     for key in _WRAPPERS:
@@ -200,9 +257,10 @@ def _parse_object(data: Mapping[str, Any], where: str) -> McpConfig:
         wrapped = True
         for name, entry in cast(dict[str, Any], value).items():
             servers.setdefault(name, entry)
+    _check_top_level(data, where, wrapped)
     if not wrapped:
-        servers = {k: v for k, v in data.items() if k not in _RESERVED}
-    parsed = tuple(_parse_server(str(name), entry, where) for name, entry in servers.items())
+        servers = {k: v for k, v in data.items() if k not in _RESERVED and k not in _IGNORED}
+    parsed = tuple(_parse_server(str(name), entry, where, base) for name, entry in servers.items())
     return McpConfig(servers=parsed, builtins=data.get("builtins"))
 
 
@@ -210,7 +268,7 @@ def _looks_like_server(value: Any) -> bool:
     return isinstance(value, dict) and ("command" in value or "url" in value)
 
 
-def _parse_server(name: str, entry: Any, where: str) -> ServerConfig:
+def _parse_server(name: str, entry: Any, where: str, base: Path | None) -> ServerConfig:
     def fail(problem: str) -> UsageError:
         return UsageError(f'{where}: server "{name}": {problem}')
 
@@ -229,12 +287,17 @@ def _parse_server(name: str, entry: Any, where: str) -> ServerConfig:
             raise fail('"url" must start with http:// or https://')
     disabled = _optional(raw, "disabled", bool, fail)
     enabled = _optional(raw, "enabled", bool, fail)
+    cwd = _optional(raw, "cwd", str, fail)
+    if _optional(raw, "currentPython", bool, fail) and command and command[0] in _PYTHONS:
+        command = (sys.executable, *command[1:])
+    if base is not None:
+        command, cwd = _anchored(command, cwd, base)
     return ServerConfig(
         name=name,
         type=kind,
         command=command,
         environment=_string_map(raw, ("environment", "env"), fail),
-        cwd=_optional(raw, "cwd", str, fail),
+        cwd=cwd,
         enabled=not disabled and enabled is not False,
         timeout=_timeout(raw, fail),
         url=url,
@@ -242,6 +305,40 @@ def _parse_server(name: str, entry: Any, where: str) -> ServerConfig:
         tools=_tools_map(raw, fail),
         sse=str(raw.get("type", "")).lower() == "sse",
     )
+
+
+_PYTHONS = frozenset({"python", "python3"})
+
+
+def _anchored(
+    command: tuple[str, ...], cwd: str | None, base: Path
+) -> tuple[tuple[str, ...], str | None]:
+    """Relative paths of a file's server resolved against the file's folder ``base``.
+
+    ``cwd`` when relative; ``command[0]`` when it is a relative path (has a ``/``; a bare name
+    is looked up on ``PATH``); each argument that is a relative path naming something that
+    exists under the server's working directory (or ``base`` without one). Options (``-x``)
+    and anything that exists nowhere stay as written.
+    """
+    if cwd is not None and not os.path.isabs(cwd) and "${" not in cwd:
+        cwd = str((base / cwd).resolve())
+    if not command:
+        return command, cwd
+    program, *args = command
+    if "/" in program and not os.path.isabs(program) and "${" not in program:
+        program = str((base / program).resolve())
+    root = Path(cwd) if cwd is not None else base
+    anchored = [
+        str((root / arg).resolve())
+        if arg
+        and not arg.startswith("-")
+        and not os.path.isabs(arg)
+        and "${" not in arg
+        and (root / arg).exists()
+        else arg
+        for arg in args
+    ]
+    return (program, *anchored), cwd
 
 
 def _server_type(

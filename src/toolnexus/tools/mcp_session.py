@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 import anyio
 
 from .._env import expand_env, expand_env_headers
+from ..redaction import Redactor
 from ..suspension import WaitFor
 from .mcp_config import McpStatus, ServerConfig, ToolInfo
 from .mcp_elicit import MCP_EXTRA_HINT, answer_to_elicit_result, ask_inline, elicitation_to_request
@@ -38,7 +39,6 @@ log = logging.getLogger("toolnexus")
 
 MAX_PAGES = 1000
 """tools/list pages read at most (a server that paginates forever cannot hang a load)."""
-_SECRET_MIN = 4
 
 
 class CallFailed(Exception):
@@ -53,8 +53,21 @@ class CallFailed(Exception):
 class ServerLink:
     """The connection to one configured server (see the module docstring)."""
 
-    def __init__(self, config: ServerConfig, *, wait_for: WaitFor | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        wait_for: WaitFor | None = None,
+        redactor: Redactor | None = None,
+    ) -> None:
         self.config = config
+        self.redactor = redactor if redactor is not None else Redactor()
+        for header, raw in config.headers.items():
+            self.redactor.add_setting(header, raw)
+        for variable, raw in config.environment.items():
+            self.redactor.add_setting(variable, raw)
+        for argument in config.command:
+            self.redactor.add_setting(None, argument)
         self.name = config.name
         self.status: McpStatus = "failed" if config.enabled else "disabled"
         self.error: str | None = None
@@ -65,7 +78,6 @@ class ServerLink:
         self._budget = config.timeout / 1000
         self._phase = "start"
         self._guard = anyio.CancelScope()
-        self._secrets: tuple[str, ...] = ()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._active: set[_IdleClock] = set()
@@ -134,6 +146,7 @@ class ServerLink:
     def _fail(self, reason: str) -> None:
         if self.error is not None:
             return
+        reason = self.redact(reason)
         self.status, self.error = "failed", reason
         log.warning("toolnexus: MCP server %r failed: %s", self.name, reason)
 
@@ -144,12 +157,12 @@ class ServerLink:
         if config.type == "local":
             env = {**os.environ, **self._expanded_env()}
             self._begin("start")
+            command = tuple(expand_env(part) for part in config.command)
             self.channel = await stack.enter_async_context(
-                open_stdio(config.command, env=env, cwd=config.cwd)
+                open_stdio(command, env=env, cwd=config.cwd)
             )
             return await self._handshake(stack, self.channel.read, self.channel.write)
         headers = expand_env_headers(config.headers)
-        self._remember_secrets(headers.values())
         if config.sse:
             return await self._open_remote(stack, headers, sse=True)
         import httpx2
@@ -244,19 +257,11 @@ class ServerLink:
         return infos
 
     def _expanded_env(self) -> dict[str, str]:
-        env = {k: expand_env(v) for k, v in self.config.environment.items()}
-        self._remember_secrets(env.values())
-        return env
-
-    def _remember_secrets(self, values: Any) -> None:
-        found = {v for v in values if isinstance(v, str) and len(v) >= _SECRET_MIN}
-        self._secrets = tuple(sorted({*self._secrets, *found}, key=len, reverse=True))
+        return {k: expand_env(v) for k, v in self.config.environment.items()}
 
     def redact(self, text: str) -> str:
-        """``text`` with every configured header / environment value replaced by ``***``."""
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
+        """``text`` with every secret the redactor knows masked (see `toolnexus.redaction`)."""
+        return self.redactor.text(text)
 
     async def _describe(self, exc: BaseException) -> str:
         """One line saying why the server failed (secrets redacted)."""
@@ -339,7 +344,7 @@ class ServerLink:
                     allow_input_required=True,
                 )
         except Exception as exc:
-            raise await self._call_error(name, exc) from None
+            raise self.redactor.scrub(await self._call_error(name, exc)) from None
         finally:
             self._active.discard(clock)
             if watcher is not None:

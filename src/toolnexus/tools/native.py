@@ -45,6 +45,7 @@ from typing import Any, overload
 
 from .._types import JSONSchema, Tool, ToolContext, ToolResult, sanitize
 from ..errors import UsageError
+from ..loop.execute import log_tool_failure
 from .schema import (
     Parameter,
     callable_doc,
@@ -174,6 +175,7 @@ def _executor(fn: Callable[..., Any], tool_name: str, bind: Binder) -> Callable[
                 value = await value
             return to_tool_result(value)
         except Exception as exc:
+            log_tool_failure(tool_name, exc)
             return ToolResult(_error_text(exc), is_error=True)
 
     execute.__qualname__ = f"{tool_name}.execute"

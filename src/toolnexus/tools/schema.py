@@ -4,13 +4,16 @@ The top level is always the object shape every provider accepts for function cal
 
     {"type": "object", "properties": {...}, "required": [...]}
 
-Parameters map as the contract pins them: ``str`` → ``string``, ``int``/``float`` →
+Parameters map as JSON Schema has them: ``str`` → ``string``, ``int`` → ``integer``, ``float`` →
 ``number``, ``bool`` → ``boolean``, ``list[T]`` → ``array`` of ``T``, ``dict`` → ``object``,
 ``Literal[...]`` → ``enum``, ``T | None`` → ``T`` made nullable. ``TypedDict`` classes map
 field by field. Anything else (dataclasses, pydantic models, enums, ``datetime``…) is handed to
-pydantic, whose JSON Schema is used as it comes (so an ``int`` *inside* a model reads
-``integer``), minus its auto-generated ``title`` keys. References are inlined, so a schema is
-self-contained; only recursive types keep a top-level ``$defs`` with ``#/$defs/…`` references.
+pydantic, whose JSON Schema is used as it comes, minus its auto-generated ``title`` keys.
+An ``integer`` admits ``2`` and ``2.0`` (JSON Schema counts any number with a zero fraction as an
+integer; the tool function receives the ``int`` 2) and rejects ``2.5``. A type with no JSON Schema
+is named precisely: ``list[socket.socket]`` blames ``socket.socket`` at ``param[]``. References
+are inlined, so a schema is self-contained; only recursive types keep a top-level ``$defs`` with
+``#/$defs/…`` references.
 
 Descriptions come from ``Annotated[T, "text"]``, from pydantic ``Field(description=...)``
 (as the default or inside ``Annotated``, constraints such as ``ge=`` included), or else from
@@ -189,6 +192,13 @@ def function_signature(fn: Callable[..., Any]) -> FunctionSignature:
             schema = _schema_for(annotation, defs)
         except UsageError:
             raise
+        except _NoSchema as exc:
+            where = param.name + "".join(exc.path)
+            detail = (
+                f"parameter {param.name!r} has type {_type_label(annotation)}, and "
+                f"{_type_label(exc.tp)} (at {where}) has no JSON Schema"
+            )
+            raise UsageError(_cannot_infer(label, detail)) from exc.__cause__
         except Exception as exc:
             kind = _type_label(annotation)
             detail = f"parameter {param.name!r} has type {kind}, which has no JSON Schema"
@@ -281,7 +291,14 @@ def _star(param: inspect.Parameter) -> str:
 
 
 def _type_label(annotation: Any) -> str:
-    return getattr(annotation, "__name__", None) or repr(annotation)
+    """``socket.socket``, ``list[socket.socket]``: a class by its qualified name, generics as
+    Python writes them."""
+    if isinstance(annotation, type) and typing.get_origin(annotation) is None:
+        module, name = annotation.__module__, annotation.__qualname__
+        if module in ("builtins", "__main__") or "<locals>" in name:
+            return annotation.__name__
+        return f"{module}.{name}"
+    return repr(annotation).replace("typing.", "")
 
 
 def is_context_parameter(name: str, annotation: Any) -> bool:
@@ -389,7 +406,9 @@ def _schema_for(tp: Any, defs: _Definitions) -> JSONSchema:
         return {"type": "string"}
     if tp is bool:
         return {"type": "boolean"}
-    if tp is int or tp is float:
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
         return {"type": "number"}
     if tp is None or tp is type(None):
         return {"type": "null"}
@@ -410,18 +429,40 @@ def _schema_for(tp: Any, defs: _Definitions) -> JSONSchema:
     if origin in _ARRAY_ORIGINS or (origin is tuple and len(args) == 2 and args[1] is Ellipsis):
         schema: JSONSchema = {"type": "array"}
         if args:
-            schema["items"] = _schema_for(args[0], defs)
+            schema["items"] = _inner(args[0], defs, "[]")
         if origin in (set, frozenset, collections.abc.Set, collections.abc.MutableSet):
             schema["uniqueItems"] = True
         return schema
     if origin in _MAPPING_ORIGINS:
         schema = {"type": "object"}
         if len(args) == 2 and args[1] is not Any:
-            schema["additionalProperties"] = _schema_for(args[1], defs)
+            schema["additionalProperties"] = _inner(args[1], defs, "{}")
         return schema
     if typing.is_typeddict(tp):
         return _typeddict_schema(tp, defs)
-    return _pydantic_schema(tp, defs)
+    try:
+        return _pydantic_schema(tp, defs)
+    except Exception as exc:
+        raise _NoSchema(tp) from exc
+
+
+class _NoSchema(Exception):
+    """``tp`` has no JSON Schema; ``path`` leads to it from the parameter (``[]``, ``{}``,
+    ``.field``)."""
+
+    def __init__(self, tp: Any) -> None:
+        super().__init__(_type_label(tp))
+        self.tp = tp
+        self.path: list[str] = []
+
+
+def _inner(tp: Any, defs: _Definitions, step: str) -> JSONSchema:
+    """The schema of a part of a type (an item, a value, a field), recording where it failed."""
+    try:
+        return _schema_for(tp, defs)
+    except _NoSchema as exc:
+        exc.path.insert(0, step)
+        raise
 
 
 def _annotated_schema(base: Any, metadata: tuple[Any, ...], defs: _Definitions) -> JSONSchema:
@@ -456,7 +497,9 @@ def _literal_schema(values: tuple[Any, ...]) -> JSONSchema:
 def _json_type(value: Any) -> str | None:
     if isinstance(value, bool):
         return "boolean"
-    if isinstance(value, int | float):
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
         return "number"
     if isinstance(value, str):
         return "string"
@@ -499,7 +542,7 @@ def _typeddict_schema(tp: Any, defs: _Definitions) -> JSONSchema:
     hints = typing.get_type_hints(tp, include_extras=True)
     schema: JSONSchema = {
         "type": "object",
-        "properties": {key: _schema_for(hint, defs) for key, hint in hints.items()},
+        "properties": {key: _inner(hint, defs, f".{key}") for key, hint in hints.items()},
         "required": [key for key in hints if key in tp.__required_keys__],
     }
     doc = tp.__doc__

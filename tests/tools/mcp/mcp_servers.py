@@ -70,6 +70,8 @@ DEMO_TOOLS = frozenset(
         "ask_expiring",
         "whoami",
         "leak",
+        "show_headers",
+        "show_headers_error",
         "ask_forever",
         "ask_roots",
         "ask_sampling",

@@ -260,6 +260,19 @@ def leak(ctx: Context) -> str:
 
 
 @server.tool(structured_output=False)
+def show_headers(ctx: Context) -> str:
+    """Echo every request header back (a careless server quoting the credentials it got)."""
+    return json.dumps(dict(ctx.headers or {}), sort_keys=True)
+
+
+@server.tool()
+def show_headers_error(ctx: Context) -> t.CallToolResult:
+    """The same echo, as a tool-level error (``isError``) result."""
+    text = f"denied for {json.dumps(dict(ctx.headers or {}), sort_keys=True)}"
+    return t.CallToolResult(content=[t.TextContent(type="text", text=text)], is_error=True)
+
+
+@server.tool(structured_output=False)
 def whoami(ctx: Context) -> str:
     """Whether the expected header arrived (never echoes its value)."""
     if options.expect_header is None:
