@@ -12,6 +12,7 @@ from .llm.base import Dialect, Style
 from .llm.dialects import api_key_from_env, dialect_for, env_key_names
 from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
+from .llm.parts_wire import OnUnsupportedPart, PartPolicy
 from .llm.retry import OnError, RetryPolicy
 from .llm.transport import as_transport
 from .loop.engine import EngineConfig
@@ -104,6 +105,9 @@ def create_client(
     http_transport: Any = None,
     on_error: OnError | None = None,
     pending_ttl: float | None = None,
+    # merge: compat also adds these two options (COMPAT §2); parts implements their behaviour.
+    on_unsupported_part: OnUnsupportedPart = None,
+    max_part_bytes: int | None = None,
 ) -> Client:
     """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
 
@@ -131,8 +135,13 @@ def create_client(
             ``post(url, headers, payload, timeout) -> dict``.
         on_error: ``info -> "retry" | "fail"`` for failed model calls.
         pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
+        on_unsupported_part: what a content part that cannot be sent does: ``None`` (an
+            attached part fails the request, a tool's becomes a text placeholder), ``"error"``
+            or ``"text"`` for both (docs/parts.md).
+        max_part_bytes: the decoded-byte ceiling per content part, checked when a request is
+            built; ``None`` = `toolnexus.get_max_part_bytes`.
     """
-    dialect = dialect_for(style)
+    dialect = dialect_for(style, PartPolicy(on_unsupported_part, max_part_bytes))
     key = _resolve_api_key(dialect.style, api_key)
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
@@ -175,6 +184,9 @@ def create_in_process_client(
     request_params: Mapping[str, Any] | None = None,
     body_transform: Callable[[dict[str, Any]], Any] | None = None,
     pending_ttl: float | None = None,
+    # merge: compat also adds these two options (COMPAT §2); parts implements their behaviour.
+    on_unsupported_part: OnUnsupportedPart = None,
+    max_part_bytes: int | None = None,
 ) -> Client:
     """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
 
@@ -183,7 +195,7 @@ def create_in_process_client(
     key or HTTP is involved; failures are final (no retries); streaming raises `UsageError`.
     """
     return _build(
-        dialect=OpenAIDialect(),
+        dialect=OpenAIDialect(PartPolicy(on_unsupported_part, max_part_bytes)),
         transport=InProcessTransport(generate),
         url="inprocess://model",
         headers={},

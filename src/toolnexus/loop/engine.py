@@ -27,6 +27,7 @@ from ..errors import AnswerMismatch, CallbackError, ProviderError, TransportErro
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
 from ..llm.convert import normalize_history
+from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
 from ..suspension import (
     RELAY_CALLS_KEY,
@@ -83,7 +84,7 @@ class Engine:
 
     def new_state(
         self,
-        prompt: str | None,
+        prompt: str | Sequence[Any] | None,
         tools: list[Tool],
         wire_tools: list[dict[str, Any]],
         *,
@@ -93,8 +94,9 @@ class Engine:
         by_name: dict[str, Tool] | None = None,
     ) -> RunState:
         """A fresh run: the history (normalised to the canonical shape) or the system prompt,
-        then the user ``prompt`` (none on a resume). ``by_name`` indexes ``tools`` (built
-        when not given; a shared one must not change while the run lives)."""
+        then the user ``prompt`` (none on a resume; a list is content parts). ``by_name``
+        indexes ``tools`` (built when not given; a shared one must not change while the run
+        lives)."""
         cfg = self.cfg
         messages = normalize_history(list(history)) if history else []
         if prompt is not None:
@@ -104,7 +106,7 @@ class Engine:
             if system:
                 messages.append({"role": "system", "content": system})
         if prompt is not None:
-            messages.append({"role": "user", "content": prompt})
+            messages.append(tx.user_message(prompt))
         deadline = None
         if cfg.timeout_ms is not None:
             deadline = asyncio.get_running_loop().time() + cfg.timeout_ms / 1000
@@ -178,40 +180,51 @@ class Engine:
             model=cfg.model, messages=state.messages, tools=tools, stream=stream
         )
 
-    async def finish_call(self, turn: ModelTurn, started: float, turn_index: int) -> None:
-        """Emit the ``llm`` metric and run ``after_llm`` for a finished model call."""
+    async def finish_call(
+        self, turn: ModelTurn, started: float, turn_index: int, parts: list[Any] | None = None
+    ) -> None:
+        """Emit the ``llm`` metric (with ``parts``, the summaries of the content parts sent,
+        when there are any) and run ``after_llm`` for a finished model call."""
         cfg = self.cfg
-        self._emit(
-            {
-                "event": "llm",
-                "model": cfg.model,
-                "status": "ok",
-                "ms": (time.perf_counter() - started) * 1000,
-                "prompt_tokens": turn.usage.get("prompt_tokens", 0),
-                "completion_tokens": turn.usage.get("completion_tokens", 0),
-            }
-        )
+        event: dict[str, Any] = {
+            "event": "llm",
+            "model": cfg.model,
+            "status": "ok",
+            "ms": (time.perf_counter() - started) * 1000,
+            "prompt_tokens": turn.usage.get("prompt_tokens", 0),
+            "completion_tokens": turn.usage.get("completion_tokens", 0),
+        }
+        if parts:
+            event["parts"] = parts
+        self._emit(event)
         if cfg.hooks.after_llm is not None:
             info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
-    def emit_llm_error(self, started: float) -> None:
+    def emit_llm_error(self, started: float, parts: list[Any] | None = None) -> None:
         """Emit the ``llm`` metric for a failed model call."""
-        self._emit(
-            {
-                "event": "llm",
-                "model": self.cfg.model,
-                "status": "error",
-                "ms": (time.perf_counter() - started) * 1000,
-                "prompt_tokens": 0,
-                "completion_tokens": 0,
-            }
-        )
+        event: dict[str, Any] = {
+            "event": "llm",
+            "model": self.cfg.model,
+            "status": "error",
+            "ms": (time.perf_counter() - started) * 1000,
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+        }
+        if parts:
+            event["parts"] = parts
+        self._emit(event)
 
     async def call_model(self, state: RunState) -> ModelTurn:
         """One non-streaming model call of the loop (hooks, then `send`)."""
         body = await self._prepare(state, stream=False)
-        return await self.send(body, cancel=state.cancel, deadline=state.deadline, turn=state.turns)
+        return await self.send(
+            body,
+            cancel=state.cancel,
+            deadline=state.deadline,
+            turn=state.turns,
+            parts=transcript_parts(state.messages),
+        )
 
     async def send(
         self,
@@ -220,6 +233,7 @@ class Engine:
         cancel: asyncio.Event | None,
         deadline: float | None,
         turn: int,
+        parts: list[Any] | None = None,
     ) -> ModelTurn:
         """Post one finished body and parse the reply: retries with ``Retry-After``, abort on
         ``cancel`` / ``deadline`` (loop time) / ``timeout_ms``, the ``llm`` metric and the
@@ -246,9 +260,9 @@ class Engine:
                 )
             reply = cfg.dialect.parse_reply(payload)
         except BaseException:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, parts)
             raise
-        await self.finish_call(reply, started, turn)
+        await self.finish_call(reply, started, turn, parts)
         return reply
 
     async def stream_model(self, state: RunState) -> AsyncIterator[Event | ModelTurn]:
@@ -261,6 +275,7 @@ class Engine:
             yield turn
             return
         body = await self._prepare(state, stream=True)
+        parts = transcript_parts(state.messages)
         started = time.perf_counter()
         transport = cfg.transport
         url, headers = cfg.url, cfg.headers
@@ -284,7 +299,7 @@ class Engine:
                 timeout_ms=cfg.timeout_ms,
             )
         except BaseException:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, parts)
             raise
         assembler = cfg.dialect.new_stream()
         try:
@@ -309,11 +324,11 @@ class Engine:
                     await rest.aclose()
             turn = assembler.finish()
         except BaseException:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, parts)
             raise
         finally:
             await tx.aclose(events)
-        await self.finish_call(turn, started, state.turns)
+        await self.finish_call(turn, started, state.turns, parts)
         yield turn
 
     # -- tool calls --------------------------------------------------------------------------
@@ -727,7 +742,7 @@ class Engine:
         """Append one tool message and one record per call, in emission order."""
         for s in slots:
             assert s.result is not None
-            state.messages.append(tx.tool_message(s.id, s.result))
+            state.messages.append(tx.tool_message(s.id, s.result, s.name))
             state.records.append(tx.record(s, s.result))
 
     def snapshot(self, state: RunState, slots: Sequence[Slot], pending: Request) -> Checkpoint:
