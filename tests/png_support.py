@@ -28,7 +28,8 @@ def read_png_size(data: bytes) -> tuple[int, int]:
     """The width and height a PNG's IHDR declares (checks the signature and the chunk CRC)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     length, kind = struct.unpack(">I4s", data[8:16])
-    assert kind == b"IHDR" and length == 13
+    assert kind == b"IHDR"
+    assert length == 13
     crc = struct.unpack(">I", data[29:33])[0]
     assert zlib.crc32(data[12:29]) & 0xFFFFFFFF == crc
     width, height = struct.unpack(">II", data[16:24])

@@ -11,9 +11,9 @@ import json
 from typing import Any
 
 import pytest
-from png_support import make_png, read_png_size
 
 import toolnexus as tn
+from png_support import make_png, read_png_size
 from toolnexus import Tool, ToolResult
 from toolnexus.testing import ScriptedModel, call, tool_calls
 from toolnexus.testing import text as reply
