@@ -92,6 +92,8 @@ def encode_part(p: ContentPart | Mapping[str, Any], style: str) -> dict[str, Any
             URL, openai audio by URL or in a format other than mp3/wav.
         UsageError: ``style`` is neither style.
     """
+    if style not in ("openai", "anthropic"):
+        raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
     if isinstance(p, ContentPart):
         p = to_dict(p)
     kind = p.get("type")
@@ -108,13 +110,11 @@ def encode_part(p: ContentPart | Mapping[str, Any], style: str) -> dict[str, Any
         fmt = _AUDIO_FORMATS.get(str(mime).lower())
         if kind == "audio" and p.get("data") is not None and fmt is not None:
             return {"type": "input_audio", "input_audio": {"data": p["data"], "format": fmt}}
-    elif style == "anthropic":
+    else:
         if kind == "image":
             return {"type": "image", "source": _source(p)}
         if kind == "file":
             return {"type": "document", "source": _source(p)}
-    else:
-        raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
     raise UnsupportedPartError(str(kind), mime if isinstance(mime, str) else None, style)
 
 
