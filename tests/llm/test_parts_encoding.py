@@ -422,3 +422,84 @@ async def test_translate_to_anthropic_puts_the_text_first_and_never_fails_on_a_p
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": B64}},
         {"type": "text", "text": f"[unsupported audio (audio/wav, {len(WAV)} bytes)]"},
     ]
+
+
+def test_the_pure_translation_encodes_tool_parts_and_placeholders_audio() -> None:
+    messages = [
+        {
+            "role": "user",
+            "content": ["hear ", {"type": "audio", "mimeType": "audio/wav", "data": WAV_B64}],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "snap", "arguments": "{}"}}
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": "rendered",
+            "parts": [{"type": "image", "mimeType": "image/png", "url": "https://x.test/a.png"}],
+            "name": "snap",
+        },
+    ]
+    rendered, system = tn.openai_messages_to_anthropic(messages)
+    assert system is None
+    assert rendered[0] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "hear "},
+            {"type": "text", "text": f"[unsupported audio (audio/wav, {len(WAV)} bytes)]"},
+        ],
+    }
+    assert rendered[2]["content"][0] == {
+        "type": "tool_result",
+        "tool_use_id": "c1",
+        "content": [
+            {"type": "text", "text": "rendered"},
+            {"type": "image", "source": {"type": "url", "url": "https://x.test/a.png"}},
+        ],
+    }
+
+
+async def test_an_anthropic_shaped_history_keeps_tool_result_parts(scripted, client_for) -> None:
+    part = {"type": "image", "mimeType": "image/png", "data": B64}
+    history = [
+        {"role": "user", "content": "take a picture"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "snap", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "c1",
+                    "content": "rendered",
+                    "is_error": False,
+                    "parts": [part],
+                }
+            ],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "a red square"}]},
+    ]
+    scripted.add(reply("still red"))
+    async with client_for(scripted, "openai") as client:
+        result = await client.run("and now?", history=history)
+    assert result.messages[2] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": "rendered",
+        "parts": [part],
+        "name": "snap",
+    }
+    assert sent(scripted)[3] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "Output of tool snap (c1):"},
+            {"type": "image_url", "image_url": {"url": DATA_URL}},
+        ],
+    }

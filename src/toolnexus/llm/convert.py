@@ -397,7 +397,7 @@ def to_anthropic(
     return out, chosen or None
 
 
-def _from_blocks(message: Message, i: int) -> list[Message]:
+def _from_blocks(message: Message, i: int, names: dict[str, str]) -> list[Message]:
     role = message["role"]
     blocks = cast(list[Any], message["content"])
     texts: list[str] = []
@@ -416,6 +416,7 @@ def _from_blocks(message: Message, i: int) -> list[Message]:
             if not isinstance(name, str) or not name or not isinstance(call_id, str):
                 raise UsageError(f"messages[{i}].content[{j}] is a tool_use without id or name")
             arguments = block.get("input", {})
+            names[call_id] = name
             calls.append(
                 {
                     "id": call_id,
@@ -431,6 +432,10 @@ def _from_blocks(message: Message, i: int) -> list[Message]:
             result: Message = {"role": "tool", "tool_call_id": call_id, "content": text}
             if block.get("is_error") is True:
                 result["is_error"] = True
+            if isinstance(block.get("parts"), list) and block["parts"]:
+                # The reference's anthropic transcript keeps a result's parts on the block.
+                result["parts"] = block["parts"]
+                result["name"] = names.get(call_id)
             results.append(result)
     text = "".join(texts)
     if calls:
@@ -444,17 +449,19 @@ def from_anthropic(messages: Sequence[Message]) -> list[Message]:
     """Turn an Anthropic-shaped history into canonical messages.
 
     ``tool_use`` blocks become ``tool_calls`` (arguments as compact JSON text), each
-    ``tool_result`` block becomes its own ``tool`` message (before any text of the same turn),
-    text blocks are concatenated into ``content``. Messages whose content is a string or
+    ``tool_result`` block becomes its own ``tool`` message (before any text of the same turn;
+    a block's ``parts`` are kept, with the tool's name), text blocks are concatenated into
+    ``content``. Messages whose content is a string or
     ``None`` are already canonical and pass through (copied), so a mixed history works too.
 
     Raises:
         UsageError: a message is not a dict or has no role, or a block is unreadable.
     """
     out: list[Message] = []
+    names: dict[str, str] = {}  # tool_use id → tool name, for results that carry parts
     for i, message in enumerate(_checked(messages)):
         if isinstance(message.get("content"), list):
-            out.extend(_from_blocks(message, i))
+            out.extend(_from_blocks(message, i, names))
         else:
             out.append(dict(message))
     return out
