@@ -22,15 +22,11 @@ COMPAT §6 pins; both error classes are `UsageError`\\s and so also ``ValueError
 
 from __future__ import annotations
 
-import base64
-import binascii
 import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 from typing import Any, Literal, Protocol, TypeAlias, cast, runtime_checkable
-from urllib.parse import urlsplit
 
 from .errors import UsageError
 
@@ -275,6 +271,9 @@ def shape_problem(p: ContentPart | Mapping[str, Any], *, check_data: bool = True
 
 
 def _is_base64(data: str) -> bool:
+    import base64  # here, not at the top: ``import toolnexus`` stays cheap
+    import binascii
+
     if len(data) % 4:
         return False
     try:
@@ -423,8 +422,13 @@ def part(
     return p
 
 
+def _suffix(path: str) -> str:
+    """The extension of ``path``'s last component, with its dot (``""`` when none)."""
+    return os.path.splitext(os.path.basename(path.replace("\\", "/")))[1]
+
+
 def _mime_for_extension(path: str) -> str:
-    suffix = PurePosixPath(path.replace("\\", "/")).suffix
+    suffix = _suffix(path)
     if not suffix or suffix == ".":
         raise ContentPartError("file has no extension — pass an explicit mime_type")
     ext = suffix[1:].lower()
@@ -435,6 +439,8 @@ def _mime_for_extension(path: str) -> str:
 
 
 def _b64(raw: bytes | bytearray | memoryview) -> str:
+    import base64
+
     return base64.b64encode(bytes(raw)).decode("ascii")
 
 
@@ -457,7 +463,9 @@ def _build(
     elif isinstance(source, str) and source.startswith(("http://", "https://")):
         url = source
         if not mime_type:
-            ext = PurePosixPath(urlsplit(source).path).suffix[1:].lower()
+            from urllib.parse import urlsplit
+
+            ext = _suffix(urlsplit(source).path)[1:].lower()
             if ext not in MEDIA_TYPES:
                 raise ContentPartError(
                     "mime_type is required for a URL whose extension is not in the media table"

@@ -241,6 +241,8 @@ def transcript_parts(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, An
     """`summarize` of every non-text part in a transcript being sent (for the ``llm`` metric)."""
     out: list[dict[str, Any]] = []
     for message in messages:
-        if message.get("parts") or isinstance(message.get("content"), list):
+        # Called on every turn: the common message (string content, no parts) costs one key
+        # test and one lookup.
+        if "parts" in message or type(message.get("content")) is list:
             out.extend(summarize(p) for p in message_parts(message))
     return out
