@@ -503,3 +503,48 @@ async def test_an_anthropic_shaped_history_keeps_tool_result_parts(scripted, cli
             {"type": "image_url", "image_url": {"url": DATA_URL}},
         ],
     }
+
+
+async def test_an_in_process_model_receives_openai_blocks() -> None:
+    seen: list[Any] = []
+
+    def generate(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request["messages"])
+        return {"content": "ok"}
+
+    client = tn.create_in_process_client(model="local", generate=generate, max_part_bytes=len(PNG))
+    async with client:
+        await client.run(["look", tn.image(PNG, mime_type="image/png")])
+        with pytest.raises(tn.ContentPartError):
+            await client.run([tn.image(PNG + b"x", mime_type="image/png")])
+    assert len(seen) == 1
+    assert seen[0][0]["content"][1] == {"type": "image_url", "image_url": {"url": DATA_URL}}
+
+
+async def test_toolkit_execute_gives_canonical_parts_to_a_host_loop() -> None:
+    toolkit = await tn.create_toolkit(
+        extra_tools=[snap_tool(tn.image(PNG, mime_type="image/png"))], builtins=False
+    )
+    result = await toolkit.execute("snap", {})
+    assert result.parts == [{"type": "image", "mimeType": "image/png", "data": B64}]
+    assert tn.encode_part(result.parts[0], "anthropic")["source"]["data"] == B64
+
+
+async def test_on_unsupported_part_also_decides_for_a_part_over_the_limit(
+    scripted, client_for, capsys
+) -> None:
+    scripted.add(reply("ok"))
+    async with client_for(scripted, "openai", max_part_bytes=8, on_unsupported_part="text") as c:
+        await c.run(["big", tn.image(PNG, mime_type="image/png")])
+    assert sent(scripted)[0]["content"][1] == {
+        "type": "text",
+        "text": f"[unsupported image (image/png, {len(PNG)} bytes)]",
+    }
+    assert (
+        "over the maxPartBytes limit of 8 — sent as a text placeholder" in capsys.readouterr().err
+    )
+    scripted.add(tool_calls(call("snap", {}, id="c1")), reply("never"))
+    async with client_for(scripted, "openai", max_part_bytes=8, on_unsupported_part="error") as c:
+        with pytest.raises(tn.ContentPartError, match="over the maxPartBytes limit of 8"):
+            await c.run("go", [snap_tool(tn.image(PNG, mime_type="image/png"))])
+    assert len(scripted.requests) == 2  # the tool turn's follow-up was never sent
