@@ -548,3 +548,34 @@ async def test_on_unsupported_part_also_decides_for_a_part_over_the_limit(
         with pytest.raises(tn.ContentPartError, match="over the maxPartBytes limit of 8"):
             await c.run("go", [snap_tool(tn.image(PNG, mime_type="image/png"))])
     assert len(scripted.requests) == 2  # the tool turn's follow-up was never sent
+
+
+@pytest.mark.parametrize(
+    ("parts", "problem"),
+    [
+        (["junk"], "not a content part: str"),
+        ([{"type": "image", "mimeType": "image/png"}], "carries neither data nor url"),
+        (
+            [{"type": "hologram", "mimeType": "x/y", "data": "AA=="}],
+            'unknown content part type "hologram"',
+        ),
+    ],
+)
+async def test_a_host_history_with_a_broken_tool_part_fails_before_any_http_call(
+    scripted, client_for, style, parts: list[Any], problem: str
+) -> None:
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "snap", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "x", "parts": parts, "name": "snap"},
+    ]
+    async with client_for(scripted, style) as client:
+        with pytest.raises(tn.ContentPartError, match=problem):
+            await client.run("again", history=history)
+    assert scripted.requests == []

@@ -340,9 +340,7 @@ class AnthropicRendering:
             raise UsageError(f"messages[{i}].parts must be a list of content parts")
         blocks = [{"type": "text", "text": output}] if output else []
         for p in cast(list[Any], parts):
-            if not isinstance(p, dict):
-                raise UsageError(f"messages[{i}].parts holds a {type(p).__name__}, not a part")
-            blocks.append(self._parts.block(cast(dict[str, Any], p), "anthropic", attached=False))
+            blocks.append(self._parts.block(p, "anthropic", attached=False))
         return blocks
 
     def _append(self, role: str, content: str | list[dict[str, Any]]) -> None:

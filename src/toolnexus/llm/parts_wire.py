@@ -175,6 +175,8 @@ class PartPolicy:
             ContentPartError: ``p`` is malformed, or it is over the size limit and may fail.
             UnsupportedPartError: ``p`` has no block shape in ``style`` and may fail.
         """
+        if not isinstance(p, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ContentPartError(f"not a content part: {type(p).__name__}")
         problem = shape_problem(p, check_data=False)
         if problem is not None:
             raise ContentPartError(problem)
