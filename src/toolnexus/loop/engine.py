@@ -94,9 +94,8 @@ class Engine:
         by_name: dict[str, Tool] | None = None,
     ) -> RunState:
         """A fresh run: the history (normalised to the canonical shape) or the system prompt,
-        then the user ``prompt`` (none on a resume; a list is content parts). ``by_name``
-        indexes ``tools`` (built when not given; a shared one must not change while the run
-        lives)."""
+        then the user ``prompt`` (none on a resume; a list: content parts). ``by_name`` indexes
+        ``tools`` (built when not given; a shared one must not change while the run lives)."""
         cfg = self.cfg
         messages = normalize_history(list(history)) if history else []
         if prompt is not None:
@@ -183,33 +182,28 @@ class Engine:
     async def finish_call(
         self, turn: ModelTurn, started: float, turn_index: int, parts: list[Any] | None = None
     ) -> None:
-        """Emit the ``llm`` metric (with ``parts``, the summaries of the content parts sent,
-        when there are any) and run ``after_llm`` for a finished model call."""
+        """Emit the ``llm`` metric and run ``after_llm`` for a finished model call."""
         cfg = self.cfg
-        event: dict[str, Any] = {
-            "event": "llm",
-            "model": cfg.model,
-            "status": "ok",
-            "ms": (time.perf_counter() - started) * 1000,
-            "prompt_tokens": turn.usage.get("prompt_tokens", 0),
-            "completion_tokens": turn.usage.get("completion_tokens", 0),
-        }
-        if parts:
-            event["parts"] = parts
-        self._emit(event)
+        self._llm_event("ok", started, turn.usage, parts)
         if cfg.hooks.after_llm is not None:
             info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
     def emit_llm_error(self, started: float, parts: list[Any] | None = None) -> None:
         """Emit the ``llm`` metric for a failed model call."""
+        self._llm_event("error", started, {}, parts)
+
+    def _llm_event(
+        self, status: str, started: float, usage: Mapping[str, int], parts: list[Any] | None
+    ) -> None:
+        """The ``llm`` metric; ``parts`` (summaries of the content parts sent) when any."""
         event: dict[str, Any] = {
             "event": "llm",
             "model": self.cfg.model,
-            "status": "error",
+            "status": status,
             "ms": (time.perf_counter() - started) * 1000,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
+            "prompt_tokens": usage.get("prompt_tokens", 0),
+            "completion_tokens": usage.get("completion_tokens", 0),
         }
         if parts:
             event["parts"] = parts
@@ -218,12 +212,9 @@ class Engine:
     async def call_model(self, state: RunState) -> ModelTurn:
         """One non-streaming model call of the loop (hooks, then `send`)."""
         body = await self._prepare(state, stream=False)
+        parts = transcript_parts(state.messages)
         return await self.send(
-            body,
-            cancel=state.cancel,
-            deadline=state.deadline,
-            turn=state.turns,
-            parts=transcript_parts(state.messages),
+            body, cancel=state.cancel, deadline=state.deadline, turn=state.turns, parts=parts
         )
 
     async def send(
