@@ -68,12 +68,16 @@ class ToolResult:
     """What a tool hands back: ``output`` is the text the model sees.
 
     A result whose ``metadata["pending"]`` is a `Request` is a *suspension*, not an error
-    (see `toolnexus.pending`).
+    (see `toolnexus.pending`). ``parts`` are content parts (images, files, audio, text; see
+    `toolnexus.image`) the model sees after ``output``; ``None`` changes nothing.
     """
 
     output: str = ""
     is_error: bool = False
     metadata: dict[str, Any] | None = None
+    parts: list[Any] | None = None
+    """Content parts (`ContentPart` objects or part dicts); the loop keeps them as canonical
+    dicts."""
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)

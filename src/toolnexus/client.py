@@ -40,6 +40,8 @@ __all__ = ["Client", "Conversation", "ToolSet"]
 log = logging.getLogger("toolnexus")
 
 ToolSet = Toolkit | Sequence[Tool] | None
+Prompt = str | Sequence[Any]
+"""A user message: text, or a list of content parts (`toolnexus.image`, part dicts, strings)."""
 
 
 class Conversation:
@@ -50,8 +52,9 @@ class Conversation:
         self._toolkit = toolkit
         self.messages: list[Message] = []
 
-    async def send(self, prompt: str) -> RunResult:
-        """Send one user message; the transcript carries over to the next ``send``."""
+    async def send(self, prompt: Prompt) -> RunResult:
+        """Send one user message (text or content parts); the transcript carries over to the
+        next ``send``."""
         result = await self._client.run(prompt, self._toolkit, history=self.messages)
         self.messages = result.messages
         return result
@@ -156,7 +159,7 @@ class Client(Answering):
 
     def _state(
         self,
-        prompt: str | None,
+        prompt: Prompt | None,
         toolkit: ToolSet,
         history: Sequence[Message] | None,
         cancel: asyncio.Event | None,
@@ -245,7 +248,7 @@ class Client(Answering):
 
     async def run(
         self,
-        prompt: str,
+        prompt: Prompt,
         toolkit: ToolSet = None,
         history: Sequence[Message] | None = None,
         cancel: asyncio.Event | None = None,
@@ -253,7 +256,8 @@ class Client(Answering):
         """Run the tool-calling loop on ``prompt`` until the model answers.
 
         Args:
-            prompt: the user message.
+            prompt: the user message: text, or a list of content parts (``[tn.text("What
+                is this?"), tn.image("cat.png")]``; COMPAT §6).
             toolkit: a `Toolkit` (or a list of tools, or ``None`` for none).
             history: an earlier transcript (``RunResult.messages``) to continue.
             cancel: an `asyncio.Event`; setting it aborts the in-flight request
@@ -279,7 +283,7 @@ class Client(Answering):
 
     async def ask(
         self,
-        prompt: str,
+        prompt: Prompt,
         toolkit: ToolSet = None,
         *,
         id: str | None = None,
@@ -318,7 +322,7 @@ class Client(Answering):
 
     async def stream(
         self,
-        prompt: str,
+        prompt: Prompt,
         toolkit: ToolSet = None,
         *,
         id: str | None = None,

@@ -12,6 +12,7 @@ from .llm.base import Dialect, Style
 from .llm.dialects import api_key_from_env, dialect_for, env_key_names
 from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
+from .llm.parts_wire import OnUnsupportedPart, PartPolicy
 from .llm.retry import ErrorInfo, OnError, RetryPolicy
 from .llm.transport import as_transport
 from .loop.engine import EngineConfig
@@ -140,6 +141,9 @@ def create_client(
     pending_ttl: float | None = None,
     tracing: Any = None,
     trace_content: bool = False,
+    # merge: compat also adds these two options (COMPAT §2); parts implements their behaviour.
+    on_unsupported_part: OnUnsupportedPart = None,
+    max_part_bytes: int | None = None,
 ) -> Client:
     """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
 
@@ -171,8 +175,13 @@ def create_client(
             ``opentelemetry-api`` is installed, ``True`` requires it, ``False`` never traces;
             a ``TracerProvider`` sends the spans there rather than to the global provider.
         trace_content: also record prompts, replies and tool arguments/results on the spans.
+        on_unsupported_part: what a content part that cannot be sent does: ``None`` (an
+            attached part fails the request, a tool's becomes a text placeholder), ``"error"``
+            or ``"text"`` for both (docs/parts.md).
+        max_part_bytes: the decoded-byte ceiling per content part, checked when a request is
+            built; ``None`` = `toolnexus.get_max_part_bytes`.
     """
-    dialect = dialect_for(style)
+    dialect = dialect_for(style, PartPolicy(on_unsupported_part, max_part_bytes))
     key = _resolve_api_key(dialect.style, api_key)
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
@@ -221,6 +230,9 @@ def create_in_process_client(
     pending_ttl: float | None = None,
     tracing: Any = None,
     trace_content: bool = False,
+    # merge: compat also adds these two options (COMPAT §2); parts implements their behaviour.
+    on_unsupported_part: OnUnsupportedPart = None,
+    max_part_bytes: int | None = None,
 ) -> Client:
     """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
 
@@ -229,7 +241,7 @@ def create_in_process_client(
     key or HTTP is involved; failures are final (no retries); streaming raises `UsageError`.
     """
     return _build(
-        dialect=OpenAIDialect(),
+        dialect=OpenAIDialect(PartPolicy(on_unsupported_part, max_part_bytes)),
         transport=InProcessTransport(generate),
         url="inprocess://model",
         headers={},

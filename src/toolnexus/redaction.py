@@ -153,7 +153,7 @@ class Redactor:
         metadata = _mask(result.metadata, secrets) if result.metadata else result.metadata
         if output == result.output and metadata == result.metadata:
             return result
-        return ToolResult(output, result.is_error, metadata)
+        return dataclasses.replace(result, output=output, metadata=metadata)
 
     def scrub(self, exc: BaseException) -> BaseException:
         """Mask ``exc`` in place — its message, ``body``/``message``/``text``/``strerror`` and

@@ -12,6 +12,7 @@ from typing import Any, cast
 from ._types import Message
 from .llm.anthropic import tools_from_openai
 from .llm.convert import normalize_history
+from .llm.parts_wire import transcript_parts
 from .loop.engine import Engine
 from .loop.hooks import call_callback
 from .translate import TranslateResult, merge_tools, to_translate_result, with_system
@@ -55,10 +56,12 @@ async def translate_once(
         stream=False,
         max_tokens=max_tokens or None,
         tool_choice=tool_choice if wire_tools else None,
+        translating=True,
     )
     body = await engine.finish_body(body)
     deadline = None
     if cfg.timeout_ms is not None:
         deadline = asyncio.get_running_loop().time() + cfg.timeout_ms / 1000
-    turn = await engine.send(body, cancel=cancel, deadline=deadline, turn=0)
+    parts = transcript_parts(working)
+    turn = await engine.send(body, cancel=cancel, deadline=deadline, turn=0, parts=parts)
     return to_translate_result(turn, cfg.model)

@@ -83,3 +83,18 @@ def test_durable_halt_is_answered_by_a_new_process_exactly_once(tmp_path: Path) 
     )
     assert proc.returncode == 1
     assert "already answered by cli" in proc.stdout
+
+
+def test_image_prompt_sends_the_picture_and_the_tool_snapshot() -> None:
+    out = run("image_prompt.py")
+    assert "1) I see a 2×2 PNG (1 image(s) so far)." in out
+    assert "2) I see a 2×2 PNG (2 image(s) so far)." in out
+    assert "transcript keeps: [{'type': 'image', 'mimeType': 'image/png', 'bytes': 73}]" in out
+
+
+def test_image_prompt_reads_the_picture_given_on_the_command_line(tmp_path: Path) -> None:
+    from png_support import make_png
+
+    (tmp_path / "wide.png").write_bytes(make_png(7, 3))
+    out = run("image_prompt.py", str(tmp_path / "wide.png"))
+    assert "1) I see a 7×3 PNG (1 image(s) so far)." in out

@@ -24,6 +24,7 @@ from .convert import (
     normalize_finish_reason,
     to_anthropic,
 )
+from .parts_wire import PartPolicy
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -346,8 +347,8 @@ class AnthropicTranscript:
 
     __slots__ = ("_rendering",)
 
-    def __init__(self) -> None:
-        self._rendering = AnthropicRendering()
+    def __init__(self, parts: PartPolicy | None = None) -> None:
+        self._rendering = AnthropicRendering(parts)
 
     def build_body(
         self,
@@ -366,6 +367,10 @@ class AnthropicDialect:
     """`Dialect` for ``POST {base}/v1/messages`` (Anthropic and compatible servers)."""
 
     style: Style = "anthropic"
+
+    def __init__(self, parts: PartPolicy | None = None) -> None:
+        self.parts = parts or PartPolicy()
+        """How content parts are sent (size ceiling, ``on_unsupported_part``)."""
 
     def endpoint(self, base_url: str) -> str:
         """``{base}/v1/messages``, or ``{base}/messages`` when the base already ends in ``/v1``."""
@@ -395,24 +400,28 @@ class AnthropicDialect:
         stream: bool,
         max_tokens: int | None = None,
         tool_choice: Any = None,
+        translating: bool = False,
     ) -> dict[str, Any]:
         """A messages-API body from the canonical transcript.
 
         ``system`` is top-level when any system text exists; ``max_tokens`` defaults to
         `DEFAULT_MAX_TOKENS` (0 or ``None``); ``tools`` (Anthropic- or OpenAI-shaped) and the
-        mapped ``tool_choice`` appear only with a non-empty tool list.
+        mapped ``tool_choice`` appear only with a non-empty tool list. Content parts become
+        blocks; ``translating`` applies §11's rules to them (text first, placeholders).
 
         Raises:
             UsageError: unreadable messages or tools, or a negative ``max_tokens``.
+            ContentPartError: an attached part is malformed or over the size limit.
+            UnsupportedPartError: an attached part has no anthropic block shape (audio).
         """
         if max_tokens is not None and max_tokens < 0:
             raise UsageError(f"max_tokens must not be negative, got {max_tokens}")
-        rendered, system = to_anthropic(messages)
+        rendered, system = to_anthropic(messages, parts=self.parts, translating=translating)
         return _body(model, rendered, system, tools, stream, max_tokens, tool_choice)
 
     def new_transcript(self) -> AnthropicTranscript:
         """A body builder for one run that renders each transcript message once."""
-        return AnthropicTranscript()
+        return AnthropicTranscript(self.parts)
 
     def parse_reply(self, payload: dict[str, Any]) -> ModelTurn:
         """Read a messages-API reply into a `ModelTurn` (``raw`` is the payload itself).

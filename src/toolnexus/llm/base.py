@@ -98,6 +98,7 @@ class Dialect(Protocol):
         stream: bool,
         max_tokens: int | None = None,
         tool_choice: Any = None,
+        translating: bool = False,
     ) -> dict[str, Any]: ...
 
     def parse_reply(self, payload: dict[str, Any]) -> ModelTurn: ...

@@ -20,8 +20,9 @@ Decisions the contract leaves open, taken here:
 - Consecutive messages of the same role are merged into one message of content blocks, so the
   rendered conversation always alternates user/assistant. This is what makes consecutive tool
   results ONE user turn, and it keeps a user message that follows tool results valid too.
-- Content parts other than text (images, audio) are dropped when flattening: the canonical
-  transcript carries text and tool calls.
+- Content parts (`toolnexus.parts`) in a message's list ``content`` and a tool message's
+  ``parts`` are encoded as Anthropic blocks (`toolnexus.llm.parts_wire`); other non-text items
+  of a list without any part are dropped when flattening, as before.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from typing import Any, cast
 from .._types import Message, Usage
 from ..errors import UsageError
 from .base import FinishReason
+from .parts_wire import PartPolicy, content_has_parts
 
 __all__ = [
     "PRIVATE_MESSAGE_KEYS",
@@ -49,7 +51,7 @@ __all__ = [
     "to_anthropic",
 ]
 
-PRIVATE_MESSAGE_KEYS = frozenset({"is_error", "toolnexus_halt"})
+PRIVATE_MESSAGE_KEYS = frozenset({"is_error", "toolnexus_halt", "parts"})
 """Keys we keep on canonical messages that no provider accepts on the wire."""
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -235,9 +237,13 @@ class AnthropicRendering:
     was sent.
     """
 
-    __slots__ = ("_hoisted", "_out", "_sealed", "_sources")
+    __slots__ = ("_hoisted", "_out", "_parts", "_sealed", "_sources", "_translating")
 
-    def __init__(self) -> None:
+    def __init__(self, parts: PartPolicy | None = None, *, translating: bool = False) -> None:
+        # Translation never fails on a part: what cannot be sent becomes a placeholder.
+        policy = parts or PartPolicy()
+        self._parts = policy.lenient() if translating else policy
+        self._translating = translating
         self._sources: list[Message] = []
         self._out: list[dict[str, Any]] = []
         self._hoisted: list[str] = []
@@ -275,9 +281,15 @@ class AnthropicRendering:
             if text:
                 self._hoisted.append(text)
         elif role == "user":
-            self._append("user", _content_text(message, i))
+            if content_has_parts(message):
+                self._append("user", self._part_blocks(message, attached=True))
+            else:
+                self._append("user", _content_text(message, i))
         elif role == "assistant":
-            text = _content_text(message, i)
+            parts = content_has_parts(message)
+            text = (
+                self._part_blocks(message, attached=False) if parts else _content_text(message, i)
+            )
             uses = _tool_use_blocks(message.get("tool_calls"), i)
             if uses:
                 self._append("assistant", _as_blocks(text) + uses)
@@ -287,16 +299,49 @@ class AnthropicRendering:
             call_id = message.get("tool_call_id")
             if not isinstance(call_id, str) or not call_id:
                 raise UsageError(f"messages[{i}] is a tool result without tool_call_id")
+            output: str | list[dict[str, Any]] = _content_text(message, i)
+            if message.get("parts"):
+                output = self._result_blocks(output, message["parts"], i)
             block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": call_id,
-                "content": _content_text(message, i),
+                "content": output,
             }
             if message.get("is_error") is True:
                 block["is_error"] = True
             self._append("user", [block])
         else:
             raise UsageError(f"messages[{i}] has an unsupported role {role!r}")
+
+    def _part_blocks(self, message: Message, *, attached: bool) -> list[dict[str, Any]]:
+        """A list content holding parts, as blocks: text items as text blocks, parts encoded,
+        native blocks as they are. Translating puts all the text first, as one block."""
+        items = cast(list[Any], message["content"])
+        blocks: list[dict[str, Any]] = []
+        texts: list[str] = []
+        for item in items:
+            if isinstance(item, str):
+                item = {"type": "text", "text": item}
+            if not isinstance(item, dict):
+                continue
+            block = cast(dict[str, Any], item)
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                if self._translating:
+                    texts.append(block["text"])
+                elif block["text"]:
+                    blocks.append({"type": "text", "text": block["text"]})
+                continue
+            blocks.extend(self._parts.content([block], "anthropic", attached=attached))
+        joined = "".join(texts)
+        return ([{"type": "text", "text": joined}] if joined else []) + blocks
+
+    def _result_blocks(self, output: str, parts: Any, i: int) -> list[dict[str, Any]]:
+        if not isinstance(parts, list):
+            raise UsageError(f"messages[{i}].parts must be a list of content parts")
+        blocks = [{"type": "text", "text": output}] if output else []
+        for p in cast(list[Any], parts):
+            blocks.append(self._parts.block(p, "anthropic", attached=False))
+        return blocks
 
     def _append(self, role: str, content: str | list[dict[str, Any]]) -> None:
         # Same-role neighbours merge into one message of blocks. Every list in ``out`` was
@@ -318,7 +363,11 @@ class AnthropicRendering:
 
 
 def to_anthropic(
-    messages: Sequence[Message], system: str | None = None
+    messages: Sequence[Message],
+    system: str | None = None,
+    *,
+    parts: PartPolicy | None = None,
+    translating: bool = True,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Render a canonical transcript as Anthropic ``messages`` plus the top-level ``system``.
 
@@ -326,7 +375,10 @@ def to_anthropic(
     ``system`` overrides them. Assistant ``tool_calls`` become ``tool_use`` blocks after the
     text; ``tool`` messages become ``tool_result`` blocks; same-role neighbours merge, so
     consecutive tool results form one user turn. An assistant turn with neither text nor tool
-    calls is dropped. The input is not modified.
+    calls is dropped. Content parts become blocks under ``parts`` (a fresh `PartPolicy` when
+    ``None``); ``translating`` (the default here: this is §11's pure translation) sends a part
+    that cannot go as a text placeholder and puts a user message's text first. The input is
+    not modified.
 
     Raises:
         UsageError: a message is not a dict, has no role or an unknown one, unreadable
@@ -338,12 +390,12 @@ def to_anthropic(
                       {"role": "user", "content": "hi"}])
         # ([{"role": "user", "content": "hi"}], "Be brief.")
     """
-    out, hoisted = AnthropicRendering().render(list(messages))
+    out, hoisted = AnthropicRendering(parts, translating=translating).render(list(messages))
     chosen = system if system is not None else hoisted
     return out, chosen or None
 
 
-def _from_blocks(message: Message, i: int) -> list[Message]:
+def _from_blocks(message: Message, i: int, names: dict[str, str]) -> list[Message]:
     role = message["role"]
     blocks = cast(list[Any], message["content"])
     texts: list[str] = []
@@ -362,6 +414,7 @@ def _from_blocks(message: Message, i: int) -> list[Message]:
             if not isinstance(name, str) or not name or not isinstance(call_id, str):
                 raise UsageError(f"messages[{i}].content[{j}] is a tool_use without id or name")
             arguments = block.get("input", {})
+            names[call_id] = name
             calls.append(
                 {
                     "id": call_id,
@@ -377,6 +430,10 @@ def _from_blocks(message: Message, i: int) -> list[Message]:
             result: Message = {"role": "tool", "tool_call_id": call_id, "content": text}
             if block.get("is_error") is True:
                 result["is_error"] = True
+            if isinstance(block.get("parts"), list) and block["parts"]:
+                # The reference's anthropic transcript keeps a result's parts on the block.
+                result["parts"] = block["parts"]
+                result["name"] = names.get(call_id)
             results.append(result)
     text = "".join(texts)
     if calls:
@@ -390,17 +447,19 @@ def from_anthropic(messages: Sequence[Message]) -> list[Message]:
     """Turn an Anthropic-shaped history into canonical messages.
 
     ``tool_use`` blocks become ``tool_calls`` (arguments as compact JSON text), each
-    ``tool_result`` block becomes its own ``tool`` message (before any text of the same turn),
-    text blocks are concatenated into ``content``. Messages whose content is a string or
+    ``tool_result`` block becomes its own ``tool`` message (before any text of the same turn;
+    a block's ``parts`` are kept, with the tool's name), text blocks are concatenated into
+    ``content``. Messages whose content is a string or
     ``None`` are already canonical and pass through (copied), so a mixed history works too.
 
     Raises:
         UsageError: a message is not a dict or has no role, or a block is unreadable.
     """
     out: list[Message] = []
+    names: dict[str, str] = {}  # tool_use id → tool name, for results that carry parts
     for i, message in enumerate(_checked(messages)):
         if isinstance(message.get("content"), list):
-            out.extend(_from_blocks(message, i))
+            out.extend(_from_blocks(message, i, names))
         else:
             out.append(dict(message))
     return out

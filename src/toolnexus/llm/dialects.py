@@ -7,18 +7,20 @@ import os
 from ..errors import UsageError
 from .base import Dialect
 from .openai import OpenAIDialect
+from .parts_wire import PartPolicy
 
 __all__ = ["api_key_from_env", "dialect_for", "env_key_names"]
 
 
-def dialect_for(style: str) -> Dialect:
-    """The dialect of ``style`` (``"openai"`` or ``"anthropic"``)."""
+def dialect_for(style: str, parts: PartPolicy | None = None) -> Dialect:
+    """The dialect of ``style`` (``"openai"`` or ``"anthropic"``), sending content parts under
+    ``parts`` (a fresh `PartPolicy` when ``None``)."""
     if style == "openai":
-        return OpenAIDialect()
+        return OpenAIDialect(parts)
     if style == "anthropic":
         from .anthropic import AnthropicDialect  # loaded when a client speaks it
 
-        return AnthropicDialect()
+        return AnthropicDialect(parts)
     raise UsageError(f'style must be "openai" or "anthropic", got {style!r}')
 
 

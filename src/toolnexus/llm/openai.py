@@ -26,6 +26,7 @@ from .convert import (
     normalize_finish_reason,
     text_of,
 )
+from .parts_wire import PartPolicy, has_parts
 
 __all__ = ["OpenAIDialect", "OpenAIStream", "OpenAITranscript"]
 
@@ -59,6 +60,53 @@ def _wire_message(message: Message) -> Message:
     if wired is not None:
         wire["tool_calls"] = wired
     return wire
+
+
+def _wire_with_parts(message: Message, policy: PartPolicy, relocated: list[Any]) -> Message:
+    """A message carrying content parts, for the wire. A tool message's non-text parts are
+    appended to ``relocated`` (each after a line naming the tool); its text parts join the
+    output as a content list."""
+    wire = dict(_wire_message(message))
+    if message.get("role") != "tool":
+        content = message.get("content")
+        if isinstance(content, list):
+            attached = message.get("role") == "user"
+            wire["content"] = policy.content(cast(list[Any], content), "openai", attached=attached)
+        return wire
+    wire.pop("parts", None)
+    wire.pop("name", None)
+    output = message.get("content")
+    texts: list[Any] = []
+    for p in cast(list[Any], message.get("parts") or []):
+        if isinstance(p, dict) and cast(dict[str, Any], p).get("type") == "text":
+            texts.append(policy.block(cast(dict[str, Any], p), "openai", attached=False))
+            continue
+        header = f"Output of tool {message.get('name')} ({message.get('tool_call_id')}):"
+        relocated.append({"type": "text", "text": header})
+        relocated.append(policy.block(cast(dict[str, Any], p), "openai", attached=False))
+    if texts:
+        lead = [{"type": "text", "text": output}] if isinstance(output, str) and output else []
+        wire["content"] = lead + texts
+    return wire
+
+
+def _wire_messages(messages: Sequence[Message], policy: PartPolicy) -> tuple[list[Message], bool]:
+    """The messages for the wire, and whether the last one is a synthetic user message holding
+    the relocated parts of the tool results before it (COMPAT §6)."""
+    out: list[Message] = []
+    relocated: list[Any] = []
+    for message in messages:
+        if relocated and message.get("role") != "tool":
+            out.append({"role": "user", "content": relocated})
+            relocated = []
+        if has_parts(message):
+            out.append(_wire_with_parts(message, policy, relocated))
+        else:
+            out.append(_wire_message(message))
+    if relocated:
+        out.append({"role": "user", "content": relocated})
+        return out, True
+    return out, False
 
 
 def _call_id(value: Any) -> str:
@@ -313,11 +361,13 @@ class OpenAITranscript:
     edited in place once sent; the engine prepares every body afresh whenever a hook could.
     """
 
-    __slots__ = ("_sources", "_wire")
+    __slots__ = ("_parts", "_relocated", "_sources", "_wire")
 
-    def __init__(self) -> None:
+    def __init__(self, parts: PartPolicy | None = None) -> None:
+        self._parts = parts or PartPolicy()
         self._sources: list[Message] = []
         self._wire: list[Message] = []
+        self._relocated = False  # the wire ends with relocated tool parts
 
     def build_body(
         self,
@@ -329,10 +379,14 @@ class OpenAITranscript:
     ) -> dict[str, Any]:
         """The body for this turn (see `OpenAIDialect.build_body`)."""
         added = appended_since(messages, self._sources)
-        if added is None:
-            self._sources, self._wire = [], []
+        if added is None or (self._relocated and added and added[0].get("role") == "tool"):
+            # Not an extension, or more tool results join a run whose parts were relocated.
+            self._sources, self._wire, self._relocated = [], [], False
             added = messages
-        self._wire.extend([_wire_message(m) for m in added])
+        wired, relocated = _wire_messages(added, self._parts)
+        if added:
+            self._relocated = relocated
+        self._wire.extend(wired)
         self._sources.extend(added)
         # Only the engine's unhooked path renders through a transcript: no hook sees the
         # body, so the tool declarations can be shared instead of copied.
@@ -343,6 +397,10 @@ class OpenAIDialect:
     """`Dialect` for ``POST {base}/chat/completions`` (OpenAI and compatible servers)."""
 
     style: Style = "openai"
+
+    def __init__(self, parts: PartPolicy | None = None) -> None:
+        self.parts = parts or PartPolicy()
+        """How content parts are sent (size ceiling, ``on_unsupported_part``)."""
 
     def endpoint(self, base_url: str) -> str:
         """``{base}/chat/completions``, tolerating a trailing ``/`` on the base."""
@@ -376,6 +434,7 @@ class OpenAIDialect:
         stream: bool,
         max_tokens: int | None = None,
         tool_choice: Any = None,
+        translating: bool = False,
     ) -> dict[str, Any]:
         """A chat-completions body.
 
@@ -384,15 +443,22 @@ class OpenAIDialect:
         objects, no copy). ``tools`` and ``tool_choice`` appear only with a non-empty tool
         list; ``max_tokens`` only when positive (0 or ``None`` ⇒ the provider default).
 
+        Content parts are encoded (`toolnexus.llm.parts_wire`); a tool result's non-text parts
+        move into one user message after its run of tool messages. ``translating`` sends every
+        part that cannot go as a text placeholder instead of failing.
+
         Raises:
             UsageError: ``max_tokens`` is negative.
+            ContentPartError: an attached part is malformed or over the size limit.
+            UnsupportedPartError: an attached part has no openai block shape.
         """
-        wire = [_wire_message(m) for m in messages]
+        policy = self.parts.lenient() if translating else self.parts
+        wire, _ = _wire_messages(messages, policy)
         return _body(model, wire, tools, stream, max_tokens, tool_choice)
 
     def new_transcript(self) -> OpenAITranscript:
         """A body builder for one run that renders each transcript message once."""
-        return OpenAITranscript()
+        return OpenAITranscript(self.parts)
 
     def parse_reply(self, payload: dict[str, Any]) -> ModelTurn:
         """Read a chat completion into a `ModelTurn` (``raw`` is the payload itself).

@@ -8,6 +8,10 @@ other.
 
 Version history:
     1: first format.
+    2: content parts: a recorded tool result may carry ``parts``, and the transcript may hold
+       part dicts (COMPAT §6). A checkpoint holding no part is still written as version 1, so
+       a reader that knows only version 1 keeps reading it; one holding parts is refused by
+       such a reader instead of losing them.
 
 Reading is strict: a checkpoint comes back from a store or a transcript that people and other
 programs can edit, so `Checkpoint.loads` / `Checkpoint.from_json` turn anything malformed —
@@ -27,11 +31,15 @@ from typing import Any, Literal, cast
 
 from .._types import Message, Tool, ToolCallRecord, ToolResult, Usage, empty_usage
 from ..errors import CheckpointError
+from ..llm.parts_wire import has_parts
+from ..parts import ContentPartError, is_part_dict, normalize_parts
 from ..suspension import Request
 
 __all__ = ["CHECKPOINT_VERSION", "Checkpoint", "Outstanding", "SlotState", "tool_fingerprint"]
 
-CHECKPOINT_VERSION = 1
+CHECKPOINT_VERSION = 2
+"""The newest version this toolnexus reads and writes."""
+_PARTS_VERSION = 2
 
 SlotState = Literal["done", "suspended", "not_run"]
 
@@ -61,10 +69,12 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_
 
 
 def result_to_json(result: ToolResult) -> dict[str, Any]:
-    """A ToolResult as JSON data (metadata made JSON-safe)."""
+    """A ToolResult as JSON data (metadata made JSON-safe; parts as their canonical dicts)."""
     out: dict[str, Any] = {"output": result.output, "is_error": result.is_error}
     if result.metadata:
         out["metadata"] = _json_safe(result.metadata)
+    if result.parts:
+        out["parts"] = _json_safe(result.parts)
     return out
 
 
@@ -76,7 +86,38 @@ def result_from_json(data: Any) -> ToolResult:
     meta = d.get("metadata")
     if not isinstance(is_error, bool) or not (meta is None or isinstance(meta, dict)):
         raise CheckpointError("checkpoint: a recorded tool result is malformed")
-    return ToolResult(d["output"], is_error, cast("dict[str, Any] | None", meta))
+    parts = d.get("parts")
+    if parts is not None:
+        parts = _parts(parts, "a recorded tool result")
+    return ToolResult(d["output"], is_error, cast("dict[str, Any] | None", meta), parts or None)
+
+
+def _parts(value: Any, where: str) -> list[dict[str, Any]]:
+    """Stored content parts, each one checked (its base64 included)."""
+    if not isinstance(value, list):
+        raise CheckpointError(f"checkpoint: the parts of {where} are not a list")
+    try:
+        return normalize_parts(cast(list[Any], value), check_size=False)
+    except ContentPartError as exc:
+        raise CheckpointError(f"checkpoint: {where} holds a bad content part: {exc}") from None
+
+
+def _check_message_parts(messages: list[Any]) -> None:
+    for i, message in enumerate(messages):
+        m = cast(dict[str, Any], message)
+        if "parts" in m:
+            _parts(m["parts"], f"messages[{i}]")
+        content = m.get("content")
+        if isinstance(content, list):
+            media = [p for p in cast(list[Any], content) if is_part_dict(p)]
+            if media:
+                _parts(media, f"messages[{i}]")
+
+
+def _holds_parts(messages: list[Message], outstanding: list[Outstanding]) -> bool:
+    return any(o.result is not None and o.result.parts for o in outstanding) or any(
+        has_parts(m) for m in messages
+    )
 
 
 # Recent tool sets and their digests, keyed by the tools' identities (the tools themselves are
@@ -186,7 +227,8 @@ class Checkpoint:
     trace: str = ""
     """The W3C ``traceparent`` of the run that halted (``""`` untraced): the resumed run's
     spans are parented under it, in whichever process resumes (see `toolnexus.tracing`)."""
-    version: int = CHECKPOINT_VERSION
+    version: int = 1
+    """The version read; the version written is the lowest that holds this checkpoint."""
 
     def to_json(self) -> dict[str, Any]:
         """The checkpoint as JSON-safe data."""
@@ -195,8 +237,11 @@ class Checkpoint:
     def _data(self, *, safe: bool, messages: bool = True) -> dict[str, Any]:
         # ``safe=False`` leaves the transcript and the records as they are, for `dumps`,
         # whose encoder makes the odd value JSON-safe on the way out.
+        version = self.version
+        if version < _PARTS_VERSION and _holds_parts(self.messages, self.outstanding):
+            version = _PARTS_VERSION
         data: dict[str, Any] = {
-            "version": self.version,
+            "version": version,
             "model": self.model,
             "style": self.style,
         }
@@ -297,6 +342,7 @@ class Checkpoint:
         messages = d.get("messages")
         if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):  # pyright: ignore[reportUnknownVariableType]
             raise CheckpointError("checkpoint messages must be a list of objects")
+        _check_message_parts(cast(list[Any], messages))
         outstanding_raw = d.get("outstanding")
         if not isinstance(outstanding_raw, list) or not outstanding_raw:
             raise CheckpointError("checkpoint has no outstanding tool calls")

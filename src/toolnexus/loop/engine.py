@@ -32,6 +32,7 @@ from ..errors import AnswerMismatch, CallbackError, ProviderError, TransportErro
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
 from ..llm.convert import normalize_history
+from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
 from ..suspension import (
     RELAY_CALLS_KEY,
@@ -93,7 +94,7 @@ class Engine:
 
     def new_state(
         self,
-        prompt: str | None,
+        prompt: str | Sequence[Any] | None,
         tools: list[Tool],
         wire_tools: list[dict[str, Any]],
         *,
@@ -103,8 +104,8 @@ class Engine:
         by_name: dict[str, Tool] | None = None,
     ) -> RunState:
         """A fresh run: the history (normalised to the canonical shape) or the system prompt,
-        then the user ``prompt`` (none on a resume). ``by_name`` indexes ``tools`` (built
-        when not given; a shared one must not change while the run lives)."""
+        then the user ``prompt`` (none on a resume; a list: content parts). ``by_name`` indexes
+        ``tools`` (built when not given; a shared one must not change while the run lives)."""
         cfg = self.cfg
         messages = normalize_history(list(history)) if history else []
         if prompt is not None:
@@ -114,7 +115,7 @@ class Engine:
             if system:
                 messages.append({"role": "system", "content": system})
         if prompt is not None:
-            messages.append({"role": "user", "content": prompt})
+            messages.append(tx.user_message(prompt))
         deadline = None
         if cfg.timeout_ms is not None:
             deadline = asyncio.get_running_loop().time() + cfg.timeout_ms / 1000
@@ -189,43 +190,51 @@ class Engine:
             model=cfg.model, messages=state.messages, tools=tools, stream=stream
         )
 
-    async def finish_call(self, turn: ModelTurn, started: float, turn_index: int) -> None:
+    async def finish_call(
+        self, turn: ModelTurn, started: float, turn_index: int, parts: list[Any] | None = None
+    ) -> None:
         """Emit the ``llm`` metric and run ``after_llm`` for a finished model call."""
         cfg = self.cfg
-        self._emit(
-            {
-                "event": "llm",
-                "model": cfg.model,
-                "status": "ok",
-                "ms": (time.perf_counter() - started) * 1000,
-                "prompt_tokens": turn.usage.get("prompt_tokens", 0),
-                "completion_tokens": turn.usage.get("completion_tokens", 0),
-            }
-        )
+        self._llm_event("ok", started, turn.usage, parts)
         if cfg.hooks.after_llm is not None:
             info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
-    def emit_llm_error(self, started: float, error: BaseException | None = None) -> None:
+    def emit_llm_error(
+        self, started: float, error: BaseException | None = None, parts: list[Any] | None = None
+    ) -> None:
         """Emit the ``llm`` metric for a failed model call; mask secrets in ``error``."""
         if error is not None:
             self.cfg.redactor.scrub(error)
-        self._emit(
-            {
-                "event": "llm",
-                "model": self.cfg.model,
-                "status": "error",
-                "ms": (time.perf_counter() - started) * 1000,
-                "prompt_tokens": 0,
-                "completion_tokens": 0,
-            }
-        )
+        self._llm_event("error", started, {}, parts)
+
+    def _llm_event(
+        self, status: str, started: float, usage: Mapping[str, int], parts: list[Any] | None
+    ) -> None:
+        """The ``llm`` metric; ``parts`` (summaries of the content parts sent) when any."""
+        event: dict[str, Any] = {
+            "event": "llm",
+            "model": self.cfg.model,
+            "status": status,
+            "ms": (time.perf_counter() - started) * 1000,
+            "prompt_tokens": usage.get("prompt_tokens", 0),
+            "completion_tokens": usage.get("completion_tokens", 0),
+        }
+        if parts:
+            event["parts"] = parts
+        self._emit(event)
 
     async def call_model(self, state: RunState) -> ModelTurn:
         """One non-streaming model call of the loop (hooks, then `send`)."""
         body = await self._prepare(state, stream=False)
+        parts = transcript_parts(state.messages)
         return await self.send(
-            body, cancel=state.cancel, deadline=state.deadline, turn=state.turns, span=state.span
+            body,
+            cancel=state.cancel,
+            deadline=state.deadline,
+            turn=state.turns,
+            span=state.span,
+            parts=parts,
         )
 
     async def send(
@@ -236,6 +245,7 @@ class Engine:
         deadline: float | None,
         turn: int,
         span: Any = None,
+        parts: list[Any] | None = None,
     ) -> ModelTurn:
         """Post one finished body and parse the reply: retries with ``Retry-After``, abort on
         ``cancel`` / ``deadline`` (loop time) / ``timeout_ms``, the ``llm`` metric and the
@@ -266,13 +276,13 @@ class Engine:
                 )
             reply = cfg.dialect.parse_reply(payload)
         except BaseException as exc:
-            self.emit_llm_error(started, exc)
+            self.emit_llm_error(started, exc, parts)
             if chat is not None:
                 cfg.tracing.end_chat(chat, None, exc)  # pyright: ignore[reportOptionalMemberAccess]
             raise
         if chat is not None:
             cfg.tracing.end_chat(chat, reply, None)  # pyright: ignore[reportOptionalMemberAccess]
-        await self.finish_call(reply, started, turn)
+        await self.finish_call(reply, started, turn, parts)
         return reply
 
     async def stream_model(self, state: RunState) -> AsyncIterator[Event | ModelTurn]:
@@ -287,6 +297,7 @@ class Engine:
         body = await self._prepare(state, stream=True)
         tracing = cfg.tracing if state.span is not None else None
         chat = tracing.start_chat(state.span, body) if tracing is not None else None
+        parts = transcript_parts(state.messages)
         started = time.perf_counter()
         transport = cfg.transport
         url, headers = cfg.url, cfg.headers
@@ -310,7 +321,7 @@ class Engine:
                 timeout_ms=cfg.timeout_ms,
             )
         except BaseException as exc:
-            self.emit_llm_error(started, exc)
+            self.emit_llm_error(started, exc, parts)
             if tracing is not None:
                 tracing.end_chat(chat, None, exc)
             raise
@@ -337,7 +348,7 @@ class Engine:
                     await rest.aclose()
             turn = assembler.finish()
         except BaseException as exc:
-            self.emit_llm_error(started, exc)
+            self.emit_llm_error(started, exc, parts)
             if tracing is not None:
                 tracing.end_chat(chat, None, exc)
             raise
@@ -345,7 +356,7 @@ class Engine:
             await tx.aclose(events)
         if tracing is not None:
             tracing.end_chat(chat, turn, None)
-        await self.finish_call(turn, started, state.turns)
+        await self.finish_call(turn, started, state.turns, parts)
         yield turn
 
     # -- tool calls --------------------------------------------------------------------------
@@ -808,7 +819,7 @@ class Engine:
         """Append one tool message and one record per call, in emission order."""
         for s in slots:
             assert s.result is not None
-            state.messages.append(tx.tool_message(s.id, s.result))
+            state.messages.append(tx.tool_message(s.id, s.result, s.name))
             state.records.append(tx.record(s, s.result))
 
     def snapshot(self, state: RunState, slots: Sequence[Slot], pending: Request) -> Checkpoint:

@@ -44,10 +44,14 @@ def log_tool_failure(name: str, exc: BaseException) -> None:
 
 
 def coerce_result(returned: object) -> ToolResult:
-    """Normalise a tool's return value into a `ToolResult`."""
+    """Normalise a tool's return value into a `ToolResult`.
+
+    Content parts (``ContentPart`` objects or part dicts) become canonical dicts; a result
+    whose parts are malformed becomes an error result that says why.
+    """
     value = cast(Any, returned)
     if isinstance(value, ToolResult):
-        return value
+        return value if value.parts is None else _with_parts(value, value.parts)
     if isinstance(value, str):
         return ToolResult(value)
     if value is None:
@@ -55,15 +59,30 @@ def coerce_result(returned: object) -> ToolResult:
     if isinstance(value, dict) and "output" in value:
         data = cast(dict[str, Any], value)
         meta = data.get("metadata")
-        return ToolResult(
+        result = ToolResult(
             str(data["output"]),
             bool(data.get("is_error", data.get("isError", False))),
             meta if isinstance(meta, dict) else None,  # pyright: ignore[reportUnknownArgumentType]
         )
+        raw = data.get("parts")
+        return result if raw is None else _with_parts(result, raw)
     try:
         return ToolResult(json.dumps(returned))
     except (TypeError, ValueError):
         return ToolResult(str(returned))
+
+
+def _with_parts(result: ToolResult, raw: Any) -> ToolResult:
+    # Size is not checked here: a tool-derived part over the limit is sent as a placeholder.
+    from ..parts import ContentPartError, normalize_parts
+
+    try:
+        if not isinstance(raw, list | tuple):
+            raise ContentPartError(f"parts must be a list, got {type(raw).__name__}")
+        parts = normalize_parts(cast("list[Any]", raw), check_size=False)
+    except ContentPartError as exc:
+        return ToolResult(f"tool returned an invalid content part: {exc}", True, result.metadata)
+    return ToolResult(result.output, result.is_error, result.metadata, parts or None)
 
 
 async def invoke_tool(

@@ -6,13 +6,14 @@ No I/O and no engine state: plain functions over the run's data, testable on the
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
 from .._types import Message, RunResult, ToolCallRecord, ToolResult, Usage
-from ..errors import CallbackError
+from ..errors import CallbackError, UsageError
 from ..llm.base import ModelToolCall
+from ..parts import normalize_parts
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -104,10 +105,34 @@ def assistant_message(text: str | None, calls: list[ModelToolCall]) -> Message:
     return message
 
 
-def tool_message(call_id: str, result: ToolResult) -> Message:
+def user_message(prompt: str | Sequence[Any]) -> Message:
+    """The user turn of a prompt: a string as it is, a list as canonical content parts
+    (`ContentPart`\\s, part dicts and bare strings, validated, order kept).
+
+    Raises:
+        ContentPartError: a list item is not a part, or a part is malformed or too big.
+        UsageError: ``prompt`` is neither a string nor a list.
+    """
+    if isinstance(prompt, str):
+        return {"role": "user", "content": prompt}
+    if not isinstance(prompt, list | tuple):
+        raise UsageError(
+            f"prompt must be a string or a list of content parts, got {type(prompt).__name__}"
+        )
+    # The size is checked when the request is built, against the client's own ceiling.
+    parts = normalize_parts(cast("Sequence[Any]", prompt), check_size=False)
+    return {"role": "user", "content": parts}
+
+
+def tool_message(call_id: str, result: ToolResult, name: str | None = None) -> Message:
+    """The canonical tool message; a result with parts also keeps them and the tool's name
+    (COMPAT §6: ``parts``/``name`` only with parts)."""
     message: Message = {"role": "tool", "tool_call_id": call_id, "content": result.output}
     if result.is_error:
         message["is_error"] = True
+    if result.parts:
+        message["parts"] = result.parts
+        message["name"] = name
     return message
 
 

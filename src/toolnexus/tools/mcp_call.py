@@ -1,6 +1,7 @@
 """Executing one MCP tool: the call, its result as text, and input the server asks for.
 
-``execute(args, ctx)`` sends ``tools/call`` and maps the answer (`to_tool_result`). When the
+``execute(args, ctx)`` sends ``tools/call`` and maps the answer (`to_tool_result`, in
+`toolnexus.tools.mcp_content`: text as the output, images, audio and resources as parts). When the
 server answers *input required* (protocol 2026-07-28: questions plus an opaque state token):
 
 - with a ``wait_for``, each question is asked inline and the call is retried with the answers;
@@ -14,7 +15,6 @@ server answers *input required* (protocol 2026-07-28: questions plus an opaque s
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
@@ -32,6 +32,7 @@ from ..suspension import (
     parse_timestamp,
     suspension_result,
 )
+from .mcp_content import to_tool_result
 from .mcp_elicit import answer_to_elicit_result, ask_inline, elicitation_to_request
 from .mcp_session import CallFailed, ServerLink
 
@@ -49,38 +50,6 @@ MCP_DATA_KEY = "mcp"
 _INVALID_PARAMS = -32602
 
 _Call = Callable[..., Awaitable["CallToolResult | InputRequiredResult"]]
-
-
-def to_tool_result(result: CallToolResult, server: str = "") -> ToolResult:
-    """The `ToolResult` for a ``tools/call`` result.
-
-    ``isError`` ⇒ the joined text, as an error; else ``structuredContent`` ⇒ its compact JSON;
-    else the text parts joined by newlines (other parts become ``[image]``, ``[audio]``,
-    ``[resource: uri]``).
-    """
-    meta = {"server": server} if server else None
-    if result.is_error:
-        return ToolResult(_join(result.content) or "the MCP tool reported an error", True, meta)
-    if result.structured_content is not None:
-        text = json.dumps(result.structured_content, separators=(",", ":"), ensure_ascii=False)
-        return ToolResult(text, False, meta)
-    return ToolResult(_join(result.content), False, meta)
-
-
-def _join(content: list[Any]) -> str:
-    parts: list[str] = []
-    for block in content:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(str(block.text))
-        elif kind == "resource_link":
-            parts.append(f"[resource: {block.uri}]")
-        elif kind == "resource":
-            text = getattr(block.resource, "text", None)
-            parts.append(text if isinstance(text, str) else f"[resource: {block.resource.uri}]")
-        else:
-            parts.append(f"[{kind or 'content'}]")
-    return "\n".join(parts)
 
 
 class McpToolRunner:

@@ -50,14 +50,19 @@ async def test_structured_content_wins_as_compact_json(source: McpSource) -> Non
 
 
 @MODULE
-async def test_non_text_parts_become_placeholders(source: McpSource) -> None:
-    assert (await run(source, "d_mixed")).output == "before\n[image]\n[audio]\nafter"
+async def test_non_text_content_becomes_parts_beside_the_text(source: McpSource) -> None:
+    result = await run(source, "d_mixed")
+    assert result.output == "before\nafter"
+    assert [(p["type"], p["mimeType"]) for p in result.parts or []] == [
+        ("image", "image/png"),
+        ("audio", "audio/wav"),
+    ]
 
 
 @MODULE
 async def test_an_is_error_result_is_an_error_with_the_joined_text(source: McpSource) -> None:
     result = await run(source, "d_fail")
-    assert (result.output, result.is_error) == ("boom\nagain", True)
+    assert (result.output, result.is_error) == ("boom\n\nagain", True)
 
 
 @MODULE
@@ -148,11 +153,21 @@ async def test_a_call_to_a_dead_server_is_an_error_without_waiting(source: McpSo
 # -- the mapping, on SDK result objects ----------------------------------------------------
 
 
-def test_a_resource_link_is_named_by_its_uri() -> None:
-    result = t.CallToolResult(
-        content=[t.ResourceLink(type="resource_link", uri="file:///a.txt", name="a")]
+def test_a_resource_link_is_a_file_part_by_url() -> None:
+    result = to_tool_result(
+        t.CallToolResult(
+            content=[t.ResourceLink(type="resource_link", uri="file:///a.txt", name="a")]
+        )
     )
-    assert to_tool_result(result).output == "[resource: file:///a.txt]"
+    assert result.output == "file (application/octet-stream, 0 bytes)"
+    assert result.parts == [
+        {
+            "type": "file",
+            "mimeType": "application/octet-stream",
+            "url": "file:///a.txt",
+            "name": "a",
+        }
+    ]
 
 
 def test_an_embedded_text_resource_contributes_its_text() -> None:
@@ -164,7 +179,7 @@ def test_an_embedded_text_resource_contributes_its_text() -> None:
 
 def test_an_error_without_text_still_says_it_failed() -> None:
     result = to_tool_result(t.CallToolResult(content=[], is_error=True))
-    assert (result.output, result.is_error) == ("the MCP tool reported an error", True)
+    assert (result.output, result.is_error) == ("MCP tool returned an error", True)
 
 
 def test_structured_content_may_be_any_json_value() -> None:

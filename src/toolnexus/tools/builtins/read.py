@@ -1,21 +1,30 @@
 """The ``read`` built-in: a UTF-8 text file, whole or a window of lines.
 
 ``read{path, offset?, limit?}``: ``offset`` is the 1-based first line, ``limit`` the number of
-lines. Without either the file comes back exactly as stored; with a window the lines are joined
-by ``\\n`` (the last line's newline dropped). A missing file, a directory, a non-regular file,
-a binary file (a NUL byte in the first 8 KiB) or invalid UTF-8 is an error, and so is an
-``offset`` past the last line. The file is read only as far as the output cap needs, so a huge
-file costs no more than its first ``max_output_bytes``.
+lines. A file whose lower-cased extension is in `toolnexus.MEDIA_TYPES` (png, jpg, jpeg, gif,
+webp, pdf, mp3, wav) comes back as a content part instead: the output ``<path> (<mime>, <n>
+bytes)`` and one part with the file's bytes, which the model sees as an image, a document or
+audio (COMPAT §5); ``offset`` and ``limit`` do not apply to it, and one over the process-wide
+``max_part_bytes`` is refused unread.
+
+For a text file, without ``offset`` or ``limit`` the file comes back exactly as stored; with a
+window the lines are joined by ``\\n`` (the last line's newline dropped). A missing file, a
+directory, a non-regular file, a binary file (a NUL byte in the first 8 KiB) or invalid UTF-8
+is an error, and so is an ``offset`` past the last line. The file is read only as far as the
+output cap needs, so a huge file costs no more than its first ``max_output_bytes``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import codecs
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
+from ...parts import MEDIA_TYPES, get_max_part_bytes
 from ._args import int_arg, text_arg
 from ._confine import Paths
 from ._files import SNIFF_BYTES, check_regular_file, looks_binary
@@ -37,7 +46,8 @@ READ_SCHEMA: JSONSchema = {
 
 _DESCRIPTION = (
     "Read a UTF-8 text file. With offset (1-based line) and/or limit (number of lines) only "
-    "that window of lines is returned. Long output is truncated; page through with offset."
+    "that window of lines is returned. Long output is truncated; page through with offset. "
+    "Images (png, jpg, gif, webp), PDFs and audio (mp3, wav) are shown to you as they are."
 )
 
 
@@ -58,6 +68,9 @@ def _read(args: dict[str, Any], paths: Paths, cap: int) -> ToolResult:
     limit = int_arg(args, "limit", None, minimum=0)
     path = paths.resolve(raw)
     check_regular_file(path, raw)
+    media = MEDIA_TYPES.get(path.suffix[1:].lower()) if path.suffix else None
+    if media is not None:
+        return _read_media(path, raw, *media)
     try:
         handle = path.open("rb")
     except PermissionError:
@@ -77,6 +90,21 @@ def _read(args: dict[str, Any], paths: Paths, cap: int) -> ToolResult:
     except UnicodeDecodeError:
         raise BuiltinError(f"{raw} is not valid UTF-8 text") from None
     return ToolResult(text)
+
+
+def _read_media(path: Path, raw: str, mime: str, kind: str) -> ToolResult:
+    """A media file as one content part (its bytes base64-encoded, named by its basename)."""
+    limit = get_max_part_bytes()
+    try:
+        size = path.stat().st_size
+        if limit is not None and size > limit:
+            raise BuiltinError(f"{raw} is {size} bytes, over the maxPartBytes limit of {limit}")
+        data = path.read_bytes()
+    except PermissionError:
+        raise BuiltinError(f"permission denied: {raw}") from None
+    encoded = base64.b64encode(data).decode("ascii")
+    part = {"type": kind, "mimeType": mime, "data": encoded, "name": path.name}
+    return ToolResult(f"{raw} ({mime}, {len(data)} bytes)", parts=[part])
 
 
 def _window(handle: BinaryIO, offset: int, limit: int | None, cap: int) -> tuple[bytes, int, bool]:
