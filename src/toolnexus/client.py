@@ -17,18 +17,21 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ._compat import UsageTypeError
 from ._types import Message, RunResult, Tool
 from .client_answers import Answering
 from .errors import UsageError
 from .llm.openai import OpenAIDialect
+from .llm.retry import OnError
 from .loop.engine import Engine, EngineConfig, RunState, Slot
 from .observability import Metrics
 from .stores.base import ConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
+from .suspension import WaitFor
 from .toolkit import Toolkit
 
 if TYPE_CHECKING:
@@ -42,16 +45,24 @@ ToolSet = Toolkit | Sequence[Tool] | None
 
 
 class Conversation:
-    """A multi-turn conversation held in memory: ``await conv.send(prompt)``."""
+    """A multi-turn conversation held in memory: ``await conv.send(prompt)``.
 
-    def __init__(self, client: Client, toolkit: ToolSet) -> None:
+    ``cancel`` (an `asyncio.Event`) applies to every ``send``.
+    """
+
+    def __init__(
+        self, client: Client, toolkit: ToolSet, cancel: asyncio.Event | None = None
+    ) -> None:
         self._client = client
         self._toolkit = toolkit
+        self._cancel = cancel
         self.messages: list[Message] = []
 
     async def send(self, prompt: str) -> RunResult:
         """Send one user message; the transcript carries over to the next ``send``."""
-        result = await self._client.run(prompt, self._toolkit, history=self.messages)
+        result = await self._client.run(
+            prompt, self._toolkit, history=self.messages, cancel=self._cancel
+        )
         self.messages = result.messages
         return result
 
@@ -61,22 +72,52 @@ class Conversation:
 
 
 class Client(Answering):
-    """Runs the tool-calling loop against one model endpoint. Build with `create_client`."""
+    """Runs the tool-calling loop against one model endpoint.
+
+    ``Client(**options)`` takes `create_client`'s options (``Client(base_url=..., model=...)``
+    ≡ ``create_client(base_url=..., model=...)``; ``in_process=generate`` ≡
+    `create_in_process_client`). The options read back as attributes (``client.max_turns``,
+    ``client.retryable_statuses``, ...), read-only. ``Client(engine_config, store=...)`` is the
+    internal form; giving both is a `UsageError`.
+    """
 
     def __init__(
         self,
-        config: EngineConfig,
+        config: EngineConfig | None = None,
         *,
-        store: ConversationStore,
-        in_process: bool = False,
+        store: Any = None,
+        in_process: Any = False,
         owns_store: bool = False,
+        **options: Any,
     ) -> None:
+        if config is None:
+            from .factory import setup_client
+
+            generate = None if in_process is False or in_process is None else in_process
+            config, store, in_process, owns_store, given = setup_client(
+                store=store, in_process=generate, **options
+            )
+        elif options:
+            raise UsageError(
+                "Client takes either an EngineConfig or create_client options, not both "
+                f"(got {', '.join(sorted(options))})"
+            )
+        elif not isinstance(config, EngineConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageTypeError(
+                f"Client() takes create_client keyword options, got a positional "
+                f"{type(config).__name__}"
+            )
+        else:
+            given = _options_of(config, store)
+        if not isinstance(store, ConversationStore):
+            raise UsageError(f"store must be a ConversationStore, got {type(store).__name__}")
+        self._options = given
         self._cfg = config
         self._metrics = Metrics()
         self._on_metric = config.on_metric
         self._engine = Engine(config, self._emit)
         self._store = store
-        self._in_process = in_process
+        self._in_process = bool(in_process)
         self._runs: RunStore = store if isinstance(store, RunStore) else InMemoryRunStore()
         self._owns_store = owns_store
         self._metric_tasks: set[asyncio.Future[Any]] = set()
@@ -90,11 +131,94 @@ class Client(Answering):
 
     @property
     def model(self) -> str:
+        """The configured model (``before_llm`` may override it for one turn)."""
         return self._cfg.model
 
     @property
     def style(self) -> str:
+        """``"openai"`` or ``"anthropic"``."""
         return self._cfg.style
+
+    @property
+    def base_url(self) -> str | None:
+        """The ``base_url`` given (``None`` for an in-process model)."""
+        return self._options.get("base_url")
+
+    @property
+    def api_key(self) -> str | None:
+        """The ``api_key`` given (``None`` when it came from the environment)."""
+        return self._options.get("api_key")
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """The extra ``headers`` given."""
+        return self._options.get("headers")
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self._cfg.system_prompt
+
+    @property
+    def max_turns(self) -> int:
+        return self._cfg.max_turns
+
+    @property
+    def hooks(self) -> Any:
+        """The ``hooks`` as given."""
+        return self._options.get("hooks")
+
+    @property
+    def retries(self) -> int:
+        return self._cfg.retry.retries
+
+    @property
+    def retry_base_ms(self) -> float:
+        return self._cfg.retry.base_ms
+
+    @property
+    def retryable_statuses(self) -> frozenset[int] | None:
+        """The statuses added to the default retryable set, or ``None``."""
+        return self._options.get("retryable_statuses")
+
+    @property
+    def timeout_ms(self) -> float | None:
+        return self._cfg.timeout_ms
+
+    @property
+    def request_params(self) -> Mapping[str, Any] | None:
+        return self._cfg.request_params
+
+    @property
+    def body_transform(self) -> Callable[[dict[str, Any]], Any] | None:
+        return self._cfg.body_transform
+
+    @property
+    def on_error(self) -> OnError | None:
+        return self._cfg.retry.on_error
+
+    @property
+    def on_unsupported_part(self) -> str | None:
+        return self._cfg.on_unsupported_part
+
+    @property
+    def max_part_bytes(self) -> int | None:
+        return self._cfg.max_part_bytes
+
+    @property
+    def store(self) -> Any:
+        """The ``store`` option as given (`conversation_store` is the resolved store)."""
+        return self._options.get("store")
+
+    @property
+    def wait_for(self) -> WaitFor | None:
+        return self._cfg.wait_for
+
+    @property
+    def on_metric(self) -> Callable[[dict[str, Any]], Any] | None:
+        return self._cfg.on_metric
+
+    def __repr__(self) -> str:
+        return f"Client(style={self.style!r}, model={self.model!r}, base_url={self.base_url!r})"
 
     @property
     def engine_config(self) -> EngineConfig:
@@ -331,9 +455,11 @@ class Client(Answering):
                     await self._store.save(id, event["result"].messages)
                 yield event
 
-    def conversation(self, toolkit: ToolSet = None) -> Conversation:
-        """An in-memory multi-turn conversation over ``toolkit``."""
-        return Conversation(self, toolkit)
+    def conversation(
+        self, toolkit: ToolSet = None, cancel: asyncio.Event | None = None
+    ) -> Conversation:
+        """An in-memory multi-turn conversation over ``toolkit``; ``cancel`` aborts a send."""
+        return Conversation(self, toolkit, cancel)
 
     async def translate(
         self,
@@ -390,6 +516,11 @@ class Client(Answering):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _options_of(config: EngineConfig, store: Any) -> dict[str, Any]:
+    """The attribute view of a client built from an `EngineConfig` (the internal form)."""
+    return {"hooks": config.hooks, "store": store}
 
 
 class _Observed:

@@ -46,6 +46,10 @@ class EngineConfig:
     body_transform: Callable[[dict[str, Any]], Any] | None = None
     pending_ttl: float | None = None
     supports_stream: bool = True
+    max_part_bytes: int | None = None
+    """Decoded-byte ceiling per content part (``None``: the process-wide limit)."""
+    on_unsupported_part: str | None = None
+    """``None`` (by provenance), ``"error"`` or ``"text"``: a part the wire cannot carry."""
 
 
 @dataclass(slots=True)
