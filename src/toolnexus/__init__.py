@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._types import (
     JSONSchema,
     Message,
+    PendingRunResult,
     RunResult,
     RunStatus,
     Tool,
@@ -32,6 +33,7 @@ from ._types import (
     ToolResult,
     ToolSource,
     Usage,
+    is_pending,
     sanitize,
 )
 from .client import Client, Conversation
@@ -99,6 +101,9 @@ from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_ge
 from .waiting import StoreWaitFor, store_wait_for
 
 if TYPE_CHECKING:
+    from .client import HTTP_DEFAULT_TIMEOUT, ClientStyle
+    from .llm.inprocess import InProcessTransport
+    from .llm.urllib_transport import HttpTransport, UrllibTransport
     from .stores.postgres import (
         PostgresStore,
     )
@@ -162,6 +167,7 @@ __all__ = [
     "BUILTIN_NAMES",
     "DEFAULT_TIMEOUT",
     "EXPIRED_BY",
+    "HTTP_DEFAULT_TIMEOUT",
     "RELAY_CALLS_KEY",
     "RELAY_IS_ERROR_KEY",
     "RELAY_KIND",
@@ -182,15 +188,18 @@ __all__ = [
     "CheckpointError",
     "Claim",
     "Client",
+    "ClientStyle",
     "Conversation",
     "ConversationStore",
     "ErrorClassifier",
     "ErrorInfo",
     "ErrorTier",
     "Hooks",
+    "HttpTransport",
     "InMemoryConversationStore",
     "InMemoryRunStore",
     "InMemoryStore",
+    "InProcessTransport",
     "InvalidAnswer",
     "JSONSchema",
     "LeaseLost",
@@ -205,6 +214,7 @@ __all__ = [
     "OnError",
     "OnMetric",
     "PendingEntry",
+    "PendingRunResult",
     "PostgresStore",
     "ProviderError",
     "RelayCall",
@@ -240,6 +250,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "UnknownRequest",
+    "UrllibTransport",
     "Usage",
     "UsageError",
     "WaitFor",
@@ -261,6 +272,7 @@ __all__ = [
     "http_tool",
     "is_enabled",
     "is_expired",
+    "is_pending",
     "is_relay_request",
     "is_remote",
     "list_mcp_tools",
@@ -285,6 +297,11 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
+    "ClientStyle": ".client",
+    "HTTP_DEFAULT_TIMEOUT": ".client",
+    "HttpTransport": ".llm.urllib_transport",
+    "InProcessTransport": ".llm.inprocess",
+    "UrllibTransport": ".llm.urllib_transport",
     "Worker": ".worker",
     "BuiltinsConfig": ".tools.builtins",
     "DEFAULT_TIMEOUT": ".tools.mcp",

@@ -22,22 +22,106 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ._compat import UsageTypeError
-from ._types import Message, RunResult, Tool
+from ._error_body import (
+    MAX_ERROR_BODY,
+    REDACTED,
+    capped_error_body,
+    redact_identifiers,
+    safe_error_body,
+)
+from ._types import (
+    LIMIT_COMPLETION,
+    LIMIT_MAX_TURNS,
+    LIMIT_TIMEOUT,
+    RUN_STATUS_DONE,
+    RUN_STATUS_INCOMPLETE,
+    RUN_STATUS_PENDING,
+    RUN_STATUSES,
+    Message,
+    RunResult,
+    Tool,
+)
 from .client_answers import Answering
-from .errors import UsageError
+from .errors import ProviderError, RunCancelled, RunTimeout, UsageError
+from .llm.base import Style as ClientStyle
+from .llm.inprocess import InProcessTransport
 from .llm.openai import OpenAIDialect
-from .llm.retry import OnError
+from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
 from .loop.engine import Engine, EngineConfig, RunState, Slot
-from .observability import Metrics
+from .loop.hooks import Hooks
+from .observability import MetricEvent, Metrics, OnMetric
+from .observability import Metrics as MetricsRegistry
 from .stores.base import ConversationStore
+from .stores.memory import InMemoryConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
 from .suspension import WaitFor
 from .toolkit import Toolkit
 
 if TYPE_CHECKING:
+    from .factory import create_client, create_in_process_client
+    from .llm.urllib_transport import HttpTransport, UrllibTransport
     from .translate import TranslateResult
 
-__all__ = ["Client", "Conversation", "ToolSet"]
+__all__ = [
+    "HTTP_DEFAULT_TIMEOUT",
+    "LIMIT_COMPLETION",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_TIMEOUT",
+    "MAX_ERROR_BODY",
+    "REDACTED",
+    "RUN_STATUSES",
+    "RUN_STATUS_DONE",
+    "RUN_STATUS_INCOMPLETE",
+    "RUN_STATUS_PENDING",
+    "Client",
+    "ClientStyle",
+    "Conversation",
+    "ConversationStore",
+    "ErrorClassifier",
+    "ErrorInfo",
+    "ErrorTier",
+    "Hooks",
+    "HttpTransport",
+    "InMemoryConversationStore",
+    "InProcessTransport",
+    "MetricEvent",
+    "MetricsRegistry",
+    "OnMetric",
+    "ProviderError",
+    "RunCancelled",
+    "RunResult",
+    "RunTimeout",
+    "ToolSet",
+    "UrllibTransport",
+    "WaitFor",
+    "capped_error_body",
+    "create_client",
+    "create_in_process_client",
+    "redact_identifiers",
+    "safe_error_body",
+]
+"""The existing package's ``toolnexus.client`` names (COMPAT §1), the same objects as the
+top level's; the urllib transport loads on first use."""
+
+HTTP_DEFAULT_TIMEOUT = 30.0
+"""The existing package's default HTTP timeout, in seconds."""
+
+_LAZY = {
+    "HttpTransport": ".llm.urllib_transport",
+    "UrllibTransport": ".llm.urllib_transport",
+    "create_client": ".factory",
+    "create_in_process_client": ".factory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
+
+        return getattr(importlib.import_module(module, __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 log = logging.getLogger("toolnexus")
 
@@ -330,14 +414,14 @@ class Client(Answering):
     def _run_event(self, state: RunState, started: float, error: BaseException | None) -> None:
         event: dict[str, Any] = {
             "event": "run",
-            "model": self._cfg.model,
+            "model": state.sent_model or self._cfg.model,
             "turns": state.turns,
             "tool_calls": len(state.records),
             "total_tokens": state.usage["total_tokens"],
             "ms": (time.perf_counter() - started) * 1000,
         }
         if error is not None:
-            event["error"] = f"{type(error).__name__}: {error}"
+            event["error"] = str(error)
         self._emit(event)
 
     async def _final(

@@ -356,10 +356,11 @@ class AnthropicTranscript:
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]],
         stream: bool,
+        tool_choice: Any = None,
     ) -> dict[str, Any]:
         """The body for this turn (see `AnthropicDialect.build_body`)."""
         rendered, system = self._rendering.render(messages)
-        return _body(model, rendered, system, tools, stream, None, None)
+        return _body(model, rendered, system, tools, stream, None, tool_choice)
 
 
 class AnthropicDialect:

@@ -124,6 +124,7 @@ class Engine:
         cfg = self.cfg
         wire_tools = state.wire_tools
         hooks = cfg.hooks
+        model = cfg.model
         if hooks.before_llm is not None:
             info = {
                 "messages": state.messages,
@@ -137,7 +138,13 @@ class Engine:
                     state.messages = list(change["messages"])  # pyright: ignore[reportUnknownArgumentType]
                 if change.get("tools") is not None:  # pyright: ignore[reportUnknownMemberType]
                     wire_tools = cast(list[dict[str, Any]], list(change["tools"]))  # pyright: ignore[reportUnknownArgumentType]
-        return await self.finish_body(self._build_body(state, wire_tools, stream))
+                turn_model = change.get("model")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+                if isinstance(turn_model, str) and turn_model:
+                    model = turn_model  # this turn only
+        body = await self.finish_body(self._build_body(state, wire_tools, stream, model))
+        sent = body.get("model")
+        state.sent_model = sent if isinstance(sent, str) else model
+        return body
 
     async def finish_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """The last touches of every request body: ``request_params``, then ``body_transform``
@@ -156,15 +163,17 @@ class Engine:
         return body
 
     def _build_body(
-        self, state: RunState, tools: list[dict[str, Any]], stream: bool
+        self, state: RunState, tools: list[dict[str, Any]], stream: bool, model: str
     ) -> dict[str, Any]:
         cfg = self.cfg
         # A hook that sees the transcript or the body may edit a message in place, so with one
         # every body is rendered afresh; otherwise each message is rendered once per run.
         hooked = cfg.hooks.before_llm is not None or cfg.body_transform is not None
+        # The loop asks for "auto" explicitly on the OpenAI wire (COMPAT §7).
+        choice = "auto" if cfg.style == "openai" else None
         if self._new_transcript is None or hooked:
             return cfg.dialect.build_body(
-                model=cfg.model, messages=state.messages, tools=tools, stream=stream
+                model=model, messages=state.messages, tools=tools, stream=stream, tool_choice=choice
             )
         bodies = state.bodies
         if bodies is None:
@@ -175,16 +184,20 @@ class Engine:
             if state.turns:
                 state.bodies = bodies
         return bodies.build_body(
-            model=cfg.model, messages=state.messages, tools=tools, stream=stream
+            model=model, messages=state.messages, tools=tools, stream=stream, tool_choice=choice
         )
 
-    async def finish_call(self, turn: ModelTurn, started: float, turn_index: int) -> None:
-        """Emit the ``llm`` metric and run ``after_llm`` for a finished model call."""
+    async def finish_call(
+        self, turn: ModelTurn, started: float, turn_index: int, model: str | None = None
+    ) -> None:
+        """Emit the ``llm`` metric and run ``after_llm`` for a finished model call (``model``:
+        the one sent, when a hook overrode the configured one for this turn)."""
         cfg = self.cfg
+        model = model or cfg.model
         self._emit(
             {
                 "event": "llm",
-                "model": cfg.model,
+                "model": model,
                 "status": "ok",
                 "ms": (time.perf_counter() - started) * 1000,
                 "prompt_tokens": turn.usage.get("prompt_tokens", 0),
@@ -192,15 +205,15 @@ class Engine:
             }
         )
         if cfg.hooks.after_llm is not None:
-            info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
+            info = {"response": turn.raw, "model": model, "turn": turn_index}
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
-    def emit_llm_error(self, started: float) -> None:
+    def emit_llm_error(self, started: float, model: str | None = None) -> None:
         """Emit the ``llm`` metric for a failed model call."""
         self._emit(
             {
                 "event": "llm",
-                "model": self.cfg.model,
+                "model": model or self.cfg.model,
                 "status": "error",
                 "ms": (time.perf_counter() - started) * 1000,
                 "prompt_tokens": 0,
@@ -246,9 +259,9 @@ class Engine:
                 )
             reply = cfg.dialect.parse_reply(payload)
         except BaseException:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, _model_of(body))
             raise
-        await self.finish_call(reply, started, turn)
+        await self.finish_call(reply, started, turn, _model_of(body))
         return reply
 
     def _attempt(
@@ -300,7 +313,7 @@ class Engine:
                 timeout_ms=cfg.timeout_ms,
             )
         except BaseException:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, state.sent_model)
             raise
         assembler = cfg.dialect.new_stream()
         try:
@@ -325,11 +338,11 @@ class Engine:
                     await rest.aclose()
             turn = assembler.finish()
         except BaseException:
-            self.emit_llm_error(started)
+            self.emit_llm_error(started, state.sent_model)
             raise
         finally:
             await tx.aclose(events)
-        await self.finish_call(turn, started, state.turns)
+        await self.finish_call(turn, started, state.turns, state.sent_model)
         yield turn
 
     # -- tool calls --------------------------------------------------------------------------
@@ -388,6 +401,7 @@ class Engine:
             "source": source,
             "is_error": result.is_error and request is None,
             "ms": (time.perf_counter() - started) * 1000,
+            "model": state.sent_model or self.cfg.model,
         }
         if request is not None:
             event["pending"] = True
@@ -440,6 +454,7 @@ class Engine:
                     "source": tx.source(state, slot.name),
                     "is_error": True,
                     "ms": 0.0,
+                    "model": state.sent_model or self.cfg.model,
                 }
             )
             slot.result = await self._after_tool(state, slot, ToolResult(problem, True))
@@ -527,6 +542,7 @@ class Engine:
                         "source": "relay",
                         "is_error": result.is_error,
                         "ms": (time.perf_counter() - started) * 1000,
+                        "model": state.sent_model or self.cfg.model,
                     }
                 )
                 slot.result = await self._after_tool(state, slot, result)
@@ -807,12 +823,17 @@ class Engine:
             tool_call_count=len(state.records),
             turns=state.turns,
             usage=state.usage,
-            model=self.cfg.model,
+            model=state.sent_model or self.cfg.model,
             status=status,
             limit=limit,
             pending=pending,
             expired=state.expired,
         )
+
+
+def _model_of(body: Mapping[str, Any]) -> str | None:
+    model = body.get("model")
+    return model if isinstance(model, str) else None
 
 
 async def _ready(value: Any) -> Any:

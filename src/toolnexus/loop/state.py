@@ -87,6 +87,7 @@ class BodyBuilder(Protocol):
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]],
         stream: bool,
+        tool_choice: Any = None,
     ) -> dict[str, Any]: ...
 
 
@@ -131,6 +132,7 @@ class RunState:
     guard: TurnGuard | None = None
     turn_slots: Sequence[Slot] = ()
     bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
+    sent_model: str = ""  # the model of the last body sent ("" before the first call)
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""
