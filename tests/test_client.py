@@ -703,14 +703,14 @@ async def test_an_in_process_failure_is_final_and_never_retried() -> None:
 
 async def test_streaming_from_the_in_process_client_is_a_usage_error() -> None:
     async with create_in_process_client(model="local", generate=lambda r: "ok") as client:
-        with pytest.raises(UsageError, match="does not stream"):
+        with pytest.raises(UsageError, match="does not support streaming"):
             async for _ in client.stream("hi"):
                 pass
 
 
 async def test_asking_the_in_process_client_with_on_text_is_a_usage_error() -> None:
     async with create_in_process_client(model="local", generate=lambda r: "ok") as client:
-        with pytest.raises(UsageError, match="does not stream"):
+        with pytest.raises(UsageError, match="does not support streaming"):
             await client.ask("hi", on_text=print)
 
 

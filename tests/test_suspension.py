@@ -675,7 +675,7 @@ async def test_the_stream_resolves_suspensions_in_call_order_with_wait_for(
     ]
 
 
-async def test_a_halted_stream_ends_with_done_pending_and_no_result_for_the_halted_call(
+async def test_a_halted_stream_ends_with_pending_then_done_and_no_result_for_the_halted_call(
     scripted: ScriptedModel, client_for: ClientFor, style: str
 ) -> None:
     scripted.add(
@@ -692,10 +692,12 @@ async def test_a_halted_stream_ends_with_done_pending_and_no_result_for_the_halt
         ("tool_call", "halt"),
         ("tool_call", "after"),
         ("tool_result", "before"),
+        ("pending", None),  # issue 11: emitted without a wait_for too, before done
         ("done", None),
     ]
     result = events[-1]["result"]
     assert (result.status, result.text) == ("pending", "Ship it?")
+    assert events[-2]["request"] is result.pending
 
 
 # -- relay tools -----------------------------------------------------------------------------------

@@ -51,6 +51,7 @@ __all__ = [
     "UsageRuntimeError",
     "UsageTypeError",
     "dual_error",
+    "no_stream_error",
     "reorder_positional",
     "warn_once",
     "warn_stderr",
@@ -122,6 +123,13 @@ def dual_error(ours: type[E], builtin: type[BaseException]) -> type[E]:
         cls = type(f"{ours.__name__}{builtin.__name__}", (ours, builtin), {"__module__": __name__})
         _DUALS[key] = cls
     return cls  # pyright: ignore[reportReturnType]
+
+
+def no_stream_error(instead: str) -> UsageNotImplementedError:
+    """What streaming from an in-process model raises: the existing package's phrase, typed."""
+    return UsageNotImplementedError(
+        f"toolnexus: create_in_process_client does not support streaming — use {instead}"
+    )
 
 
 # -- G3 ------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ._compat import UsageTypeError
+from ._compat import UsageTypeError, no_stream_error
 from ._error_body import (
     MAX_ERROR_BODY,
     REDACTED,
@@ -487,7 +487,7 @@ class Client(Answering):
             result = await self._final(state)
         else:
             if self._in_process:
-                raise UsageError("the in-process client does not stream; call ask without on_text")
+                raise no_stream_error("ask() without on_text")
             result = None
             async for event in self._drive(state, stream=True):
                 if event["type"] == "text":
@@ -520,7 +520,7 @@ class Client(Answering):
         before and saved on ``done``.
         """
         if self._in_process:
-            raise UsageError("the in-process client does not stream; use run() or ask()")
+            raise no_stream_error("run() or ask()")
         history = await self._load(id)
         state = self._state(prompt, toolkit, history, cancel)
         state.conversation_id = id

@@ -23,6 +23,7 @@ from .convert import (
     make_usage,
     normalize_finish_reason,
     to_anthropic,
+    token_count,
 )
 
 __all__ = [
@@ -116,10 +117,20 @@ def _raise_error(payload: dict[str, Any]) -> None:
     raise ProviderError(f"provider error: {message}", body=json.dumps(payload, default=str))
 
 
+_PROMPT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 def _usage(value: Any, into: Usage | None = None) -> Usage:
+    """Our usage from an Anthropic one. The prompt is every input token the request carried:
+    ``input_tokens`` counts only those after the last cache breakpoint, so the cached
+    (``cache_read_input_tokens``) and newly cached (``cache_creation_input_tokens``) ones are
+    added. A usage naming none of the three (a stream's ``message_delta``) keeps ``into``'s."""
     usage = cast(dict[str, Any], value) if isinstance(value, dict) else {}
     base = into or empty_usage()
-    prompt = usage.get("input_tokens", base["prompt_tokens"])
+    if any(key in usage for key in _PROMPT_KEYS):
+        prompt = sum(token_count(usage.get(key)) for key in _PROMPT_KEYS)
+    else:
+        prompt = base["prompt_tokens"]
     completion = usage.get("output_tokens", base["completion_tokens"])
     return make_usage(prompt, completion)
 

@@ -15,6 +15,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+from .._compat import no_stream_error
 from ..errors import BadResponse, UsageError
 from .base import SSEEvent
 
@@ -95,7 +96,7 @@ class InProcessTransport:
     def stream(
         self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
     ) -> AsyncIterator[SSEEvent]:
-        raise UsageError("the in-process client does not stream; use run() or ask()")
+        raise no_stream_error("run() or ask()")
 
     async def aclose(self) -> None:
         return None

@@ -67,6 +67,7 @@ __all__ = [
 log = logging.getLogger("toolnexus")
 
 Event = dict[str, Any]
+_NO_TOOLKIT = "custom (no toolkit)"  # the source of a call in a run without tools: no event
 _STRIPPED_PARAMS = ("messages", "tools", "stream")
 
 
@@ -385,6 +386,9 @@ class Engine:
                     args = slot.args = dict(new_args)  # pyright: ignore[reportUnknownArgumentType]
         tool = state.by_name.get(slot.name)
         if tool is None:
+            if not state.by_name:
+                # A toolkit-less run: the existing package's text, and no ``tool`` event.
+                return ToolResult(f"unknown tool: {slot.name}", True), _NO_TOOLKIT
             return unknown_tool_result(slot.name, list(state.by_name)), "custom"
         problem = validate_arguments(tool, args)
         if problem is not None:
@@ -394,6 +398,8 @@ class Engine:
     async def _run(self, state: RunState, slot: Slot, answer: Answer | None) -> ToolResult:
         started = time.perf_counter()
         result, source = await self._execute_once(state, slot, answer)
+        if source is _NO_TOOLKIT:
+            return result
         request = pending_of(result)
         event: dict[str, Any] = {
             "event": "tool",
@@ -745,6 +751,9 @@ class Engine:
                 yield {"type": "pending", "request": s.request}
                 await self.resolve(state, s, await self.ask(state, s.request))
             if s.request is not None:
+                # Whichever posture the host chose, a stream consumer that listens for
+                # ``pending`` (to post the link) sees the halted call's request first.
+                yield {"type": "pending", "request": s.request}
                 yield tx.done_event(self._halt(state, slots, s))
                 return
             yield tx.result_event(s)
