@@ -574,7 +574,7 @@ async def test_request_params_win_on_collision_and_cannot_replace_messages_tools
     assert "stream" not in body
     warned = " ".join(r.getMessage() for r in caplog.records)
     for key in ("messages", "tools", "stream"):
-        assert f"request_params key '{key}' ignored" in warned
+        assert f'request_params key "{key}" is not allowed — ignored (use body_transform)' in warned
 
 
 async def test_body_transform_runs_last_after_before_llm_and_request_params(

@@ -335,8 +335,8 @@ def _body(
         "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
         "messages": rendered,
     }
-    if system is not None:
-        body["system"] = system
+    # Always present, as the existing package sends it ("" without system text).
+    body["system"] = system if system is not None else ""
     if tools:
         body["tools"] = tools_from_openai(tools)
         choice = map_tool_choice(tool_choice)
@@ -410,7 +410,7 @@ class AnthropicDialect:
     ) -> dict[str, Any]:
         """A messages-API body from the canonical transcript.
 
-        ``system`` is top-level when any system text exists; ``max_tokens`` defaults to
+        ``system`` is always top-level (``""`` without system text); ``max_tokens`` defaults to
         `DEFAULT_MAX_TOKENS` (0 or ``None``); ``tools`` (Anthropic- or OpenAI-shaped) and the
         mapped ``tool_choice`` appear only with a non-empty tool list.
 

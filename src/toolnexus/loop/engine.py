@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any, cast
 
+from .._compat import warn_once
 from .._types import Message, RunResult, Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
@@ -154,7 +155,11 @@ class Engine:
         if cfg.request_params:
             for key, value in cfg.request_params.items():
                 if key in _STRIPPED_PARAMS:
-                    log.warning("toolnexus: request_params key %r ignored", key)
+                    warn_once(
+                        ("request_params", id(cfg), key),
+                        f'request_params key "{key}" is not allowed — ignored (use '
+                        "body_transform)",
+                    )
                     continue
                 body[key] = value
         if cfg.body_transform is not None:
