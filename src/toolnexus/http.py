@@ -4,8 +4,6 @@ A thin re-export: every name is the same object as ``toolnexus.<name>``. ``DEFAU
 is in **seconds** (``30.0``), the unit of ``http_tool(timeout=)``.
 """
 
-from __future__ import annotations
-
 from .tools.http import DEFAULT_TIMEOUT, http_tool
 
 __all__ = ["DEFAULT_TIMEOUT", "http_tool"]

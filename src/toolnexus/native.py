@@ -3,8 +3,6 @@
 A thin re-export: every name is the same object as ``toolnexus.<name>``.
 """
 
-from __future__ import annotations
-
 from .tools.native import define_tool, tool
 
 __all__ = ["define_tool", "tool"]

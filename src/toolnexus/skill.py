@@ -3,8 +3,6 @@
 A thin re-export: every name is the same object as ``toolnexus.<name>``.
 """
 
-from __future__ import annotations
-
 from .tools.skills import (
     SKILL_TOOL_DESCRIPTION,
     SKILLS_PROMPT_PREAMBLE,

@@ -3,8 +3,6 @@
 A thin re-export: every name is the same object as ``toolnexus.<name>``.
 """
 
-from __future__ import annotations
-
 from ._types import JSONSchema, Tool, ToolContext, ToolResult, ToolSource, sanitize
 from ._types import ToolExecute as ExecuteFn
 from .suspension import (

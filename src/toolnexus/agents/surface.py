@@ -3,8 +3,6 @@
 A thin re-export: every name is the same object as ``toolnexus.agents.<name>``.
 """
 
-from __future__ import annotations
-
 from .agent import Agent, agent
 from .home import StartedAgent, agent_from_dir, start_agent
 from .persona import BOOTSTRAP_ORDER, HEARTBEAT_OK, HEARTBEAT_PROMPT, compose_soul, memory_tool
