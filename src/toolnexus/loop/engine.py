@@ -44,7 +44,7 @@ from ..tools.validation import parse_arguments, validate_arguments
 from . import transcript as tx
 from .checkpoint import Checkpoint, Outstanding
 from .execute import coerce_result, invoke_tool, unknown_tool_result
-from .hooks import call_callback
+from .hooks import call_callback, llm_change
 from .state import (
     EngineConfig,
     ParkingWaitFor,
@@ -134,15 +134,13 @@ class Engine:
                 "model": cfg.model,
                 "turn": state.turns,
             }
-            change = await call_callback("before_llm hook", hooks.before_llm, info)
-            if isinstance(change, Mapping):
-                if change.get("messages") is not None:  # pyright: ignore[reportUnknownMemberType]
-                    state.messages = list(change["messages"])  # pyright: ignore[reportUnknownArgumentType]
-                if change.get("tools") is not None:  # pyright: ignore[reportUnknownMemberType]
-                    wire_tools = cast(list[dict[str, Any]], list(change["tools"]))  # pyright: ignore[reportUnknownArgumentType]
-                turn_model = change.get("model")  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-                if isinstance(turn_model, str) and turn_model:
-                    model = turn_model  # this turn only
+            change = llm_change(await call_callback("before_llm hook", hooks.before_llm, info))
+            if change.messages is not None:
+                state.messages = change.messages
+            if change.tools is not None:
+                wire_tools = change.tools
+            if change.model is not None:
+                model = change.model  # this turn only
         body = await self.finish_body(self._build_body(state, wire_tools, stream, model))
         sent = body.get("model")
         state.sent_model = sent if isinstance(sent, str) else model
@@ -157,8 +155,7 @@ class Engine:
                 if key in _STRIPPED_PARAMS:
                     warn_once(
                         ("request_params", id(cfg), key),
-                        f'request_params key "{key}" is not allowed — ignored (use '
-                        "body_transform)",
+                        f'request_params key "{key}" is not allowed — ignored (use body_transform)',
                     )
                     continue
                 body[key] = value
