@@ -94,7 +94,7 @@ def test_a_mapping_record_reads_and_compares_like_the_dict() -> None:
     assert len(rec) == 2
     assert dict(rec) == {"name": "a", "size": 3}
     assert rec == {"name": "a", "size": 3}
-    assert {"name": "a", "size": 3} == rec
+    assert {"name": "a", "size": 3} == rec  # noqa: SIM300 - the reflected comparison is the point
     assert rec != {"name": "a", "size": 4}
     assert rec != {"name": "a", "size": 3, "id": "x"}
     with pytest.raises(KeyError):
