@@ -83,3 +83,11 @@ def test_durable_halt_is_answered_by_a_new_process_exactly_once(tmp_path: Path) 
     )
     assert proc.returncode == 1
     assert "already answered by cli" in proc.stdout
+
+
+def test_code_written_for_the_021_package_runs_unchanged() -> None:
+    out = run("from_021.py")
+    assert "21 °C is 69.8 °F (answered by scripted)." in out
+    assert "convert {'celsius': 21} -> 69.8 False" in out
+    assert "retried statuses: [408]" in out
+    assert "models per turn: ['small-model', 'scripted']" in out
