@@ -7,6 +7,10 @@ Real loopback model servers (`ScriptedModel`) for both wire styles.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -402,3 +406,32 @@ async def test_translate_honours_a_before_llm_model(scripted: ScriptedModel, sty
         result = await c.translate([{"role": "user", "content": "hi"}])
     assert scripted.requests[0].body["model"] == "m-translate"
     assert result.model == "m-translate"
+
+
+def test_a_type_checker_narrows_pending_through_is_pending(tmp_path: Path) -> None:
+    source = tmp_path / "uses_pending.py"
+    source.write_text(
+        "from toolnexus import Request, RunResult, is_pending\n"
+        "\n"
+        "def narrowed(result: RunResult) -> str:\n"
+        "    if is_pending(result):\n"
+        "        request: Request = result.pending\n"
+        "        return request.id\n"
+        "    return result.text\n"
+        "\n"
+        "def unnarrowed(result: RunResult) -> str:\n"
+        "    request: Request = result.pending\n"
+        "    return request.id\n"
+    )
+    pyright = Path(sys.executable).with_name("pyright")
+    done = subprocess.run(
+        [str(pyright), "--outputjson", "--pythonpath", sys.executable, str(source)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+        cwd=tmp_path,
+    )
+    report = json.loads(done.stdout)
+    lines = sorted(d["range"]["start"]["line"] + 1 for d in report["generalDiagnostics"])
+    assert lines == [10]  # only the un-narrowed read is an error
