@@ -465,3 +465,37 @@ async def test_conversation_takes_a_cancel_event(scripted: ScriptedModel) -> Non
         with pytest.raises(tn.RunCancelled):
             await asyncio.wait_for(sending, 5)
     assert [m["role"] for m in conv.messages] == ["user", "assistant"]
+
+
+async def test_generate_gets_the_package_request_shape_and_may_report_camel_case_usage() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def generate(request: dict[str, Any]) -> dict[str, Any]:
+        seen.append(request)
+        return {
+            "content": "done",
+            "usage": {"promptTokens": 11, "completionTokens": 4, "totalTokens": 15},
+        }
+
+    async with tn.create_in_process_client(model="local", generate=generate) as c:
+        bare = await c.run("no tools")
+        await c.run("with tools", [add])
+    first, second = seen
+    assert first["tools"] == []
+    assert first["model"] == "local"
+    assert first["messages"] == [{"role": "user", "content": "no tools"}]
+    assert first["body"]["messages"] == first["messages"]
+    assert "tools" not in first["body"]
+    assert [t["function"]["name"] for t in second["tools"]] == ["add"]
+    assert bare.usage == {"prompt_tokens": 11, "completion_tokens": 4, "total_tokens": 15}
+
+
+@pytest.mark.parametrize("usage", ["lots", [1, 2], {"promptTokens": "eleven"}, None])
+async def test_a_malformed_generate_usage_counts_zero(usage: Any) -> None:
+    def generate(request: dict[str, Any]) -> dict[str, Any]:
+        return {"content": "ok", "usage": usage}
+
+    async with tn.create_in_process_client(model="local", generate=generate) as c:
+        result = await c.run("hi")
+    assert result.text == "ok"
+    assert result.usage == {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
