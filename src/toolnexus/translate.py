@@ -16,10 +16,18 @@ from typing import Any, cast
 
 from ._types import Message, Usage, empty_usage
 from .errors import UsageError
+from .llm.anthropic import map_tool_choice as openai_tool_choice_to_anthropic
+from .llm.anthropic import tools_from_openai as openai_tools_to_anthropic
 from .llm.base import FinishReason, ModelTurn
 from .llm.convert import to_anthropic
 
-__all__ = ["TranslateResult", "TranslatedToolCall", "openai_messages_to_anthropic"]
+__all__ = [
+    "TranslateResult",
+    "TranslatedToolCall",
+    "openai_messages_to_anthropic",
+    "openai_tool_choice_to_anthropic",
+    "openai_tools_to_anthropic",
+]
 """The public names (``toolnexus.translate`` is also the existing package's module path); the
 helpers below are the client's."""
 

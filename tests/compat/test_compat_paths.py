@@ -78,6 +78,8 @@ PATHS: dict[str, list[str]] = {
         "TranslateResult",
         "TranslatedToolCall",
         "openai_messages_to_anthropic",
+        "openai_tools_to_anthropic",
+        "openai_tool_choice_to_anthropic",
     ],
     "toolnexus.toolkit": ["Toolkit", "create_toolkit"],
     "toolnexus.adapters": ["to_openai", "to_anthropic", "to_gemini"],
@@ -164,7 +166,14 @@ THIN = {
 
 # Names whose top-level object is deliberately another one (COMPAT §1: per-part
 # ``toolnexus.estimate_tokens``; ``toolnexus.Agent`` is the A2A card descriptor).
-NOT_TOP_LEVEL = {"ExecuteFn", "MAX_LIST_PAGES", "SkillProvider", "SkillSkipReason"}
+NOT_TOP_LEVEL = {
+    "ExecuteFn",
+    "MAX_LIST_PAGES",
+    "SkillProvider",
+    "SkillSkipReason",
+    "openai_tools_to_anthropic",
+    "openai_tool_choice_to_anthropic",
+}
 # ``toolnexus.DEFAULT_TIMEOUT`` is the MCP one (COMPAT §4 turns it into 30.0 seconds); the
 # HTTP tool's own is ``toolnexus.http.DEFAULT_TIMEOUT``.
 NOT_TOP_LEVEL_IN = {"toolnexus.http": {"DEFAULT_TIMEOUT"}}
@@ -247,6 +256,32 @@ def test_the_error_body_helpers() -> None:
     )
     assert client.capped_error_body("a" * 200) == "a" * 200
     assert client.capped_error_body("a" * 201) == "a" * 200 + "…"
+
+
+def test_the_translate_helpers_convert_openai_shapes() -> None:
+    import toolnexus.translate as translate
+
+    declared = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add.",
+                "parameters": {"type": "object", "properties": {"a": {"type": "number"}}},
+            },
+        }
+    ]
+    assert translate.openai_tools_to_anthropic(declared) == [
+        {
+            "name": "add",
+            "description": "Add.",
+            "input_schema": {"type": "object", "properties": {"a": {"type": "number"}}},
+        }
+    ]
+    assert translate.openai_tool_choice_to_anthropic("required") == {"type": "any"}
+    assert translate.openai_tool_choice_to_anthropic(
+        {"type": "function", "function": {"name": "add"}}
+    ) == {"type": "tool", "name": "add"}
 
 
 def test_the_package_ships_py_typed() -> None:
