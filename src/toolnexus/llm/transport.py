@@ -20,6 +20,7 @@ of ``toolnexus``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import math
@@ -40,6 +41,7 @@ __all__ = [
     "AiohttpTransport",
     "LegacyTransport",
     "as_transport",
+    "attempt_within",
     "with_content_type",
 ]
 
@@ -459,6 +461,26 @@ def _legacy_error(exc: Exception) -> ToolnexusError:
     if isinstance(exc, json.JSONDecodeError):
         return BadResponse(f"reply is not valid JSON: {exc}")
     return TransportError(f"legacy transport failed: {type(exc).__name__}: {exc}")
+
+
+def attempt_within(
+    transport: Transport,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    deadline: float | None,
+) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """One model-call attempt (for the retry loop). A transport that ``takes_deadline`` (a
+    host's synchronous one) gets what is left of ``deadline`` (loop time) as its ``timeout``,
+    in seconds; every other transport gets ``None`` (the deadline is enforced above it)."""
+    if deadline is None or not getattr(transport, "takes_deadline", False):
+        return functools.partial(transport.post, url, headers, body, timeout=None)
+    loop = asyncio.get_running_loop()
+
+    def attempt() -> Awaitable[dict[str, Any]]:
+        return transport.post(url, headers, body, timeout=max(deadline - loop.time(), 0.001))
+
+    return attempt
 
 
 def as_transport(obj: object | None) -> Transport:

@@ -29,6 +29,7 @@ from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
 from ..llm.convert import normalize_history
 from ..llm.retry import call_with_retries, retry_after
+from ..llm.transport import attempt_within
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -253,7 +254,7 @@ class Engine:
                     attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
                     payload = await retry_after(error, attempt, cfg.retry)
             else:
-                attempt = self._attempt(body, deadline)
+                attempt = attempt_within(cfg.transport, cfg.url, cfg.headers, body, deadline)
                 payload = await run_abortable(
                     call_with_retries(attempt, cfg.retry),
                     cancel=cancel,
@@ -266,22 +267,6 @@ class Engine:
             raise
         await self.finish_call(reply, started, turn, _model_of(body))
         return reply
-
-    def _attempt(
-        self, body: dict[str, Any], deadline: float | None
-    ) -> Callable[[], Awaitable[dict[str, Any]]]:
-        """One model-call attempt. A transport that ``takes_deadline`` (a host's synchronous
-        one) gets what is left of the run's deadline as its ``timeout``, in seconds."""
-        cfg = self.cfg
-        transport = cfg.transport
-        if deadline is None or not getattr(transport, "takes_deadline", False):
-            return partial(transport.post, cfg.url, cfg.headers, body, timeout=None)
-
-        def attempt() -> Awaitable[dict[str, Any]]:
-            left = max(deadline - asyncio.get_running_loop().time(), 0.001)
-            return transport.post(cfg.url, cfg.headers, body, timeout=left)
-
-        return attempt
 
     async def stream_model(self, state: RunState) -> AsyncIterator[Event | ModelTurn]:
         """One streaming model call: yields text events, then the assembled `ModelTurn`."""
