@@ -44,7 +44,8 @@ async def run(session: aiohttp.ClientSession, url: str, turns: int) -> str:
     """Play one ``turns``-turn loop against ``url`` (the server root); return the final text."""
     endpoint = url + "/v1/chat/completions"
     messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
-    body = {"model": model_name(turns), "messages": messages, "tools": TOOLS}
+    # "tool_choice": "auto" is what the loop sends with tools (COMPAT §7), so the floor does too.
+    body = {"model": model_name(turns), "messages": messages, "tools": TOOLS, "tool_choice": "auto"}
     while True:
         data = json.dumps(body, ensure_ascii=False).encode()
         async with session.post(endpoint, data=data, headers=HEADERS) as response:

@@ -574,7 +574,7 @@ async def test_request_params_win_on_collision_and_cannot_replace_messages_tools
     assert "stream" not in body
     warned = " ".join(r.getMessage() for r in caplog.records)
     for key in ("messages", "tools", "stream"):
-        assert f"request_params key '{key}' ignored" in warned
+        assert f'request_params key "{key}" is not allowed — ignored (use body_transform)' in warned
 
 
 async def test_body_transform_runs_last_after_before_llm_and_request_params(
@@ -703,14 +703,14 @@ async def test_an_in_process_failure_is_final_and_never_retried() -> None:
 
 async def test_streaming_from_the_in_process_client_is_a_usage_error() -> None:
     async with create_in_process_client(model="local", generate=lambda r: "ok") as client:
-        with pytest.raises(UsageError, match="does not stream"):
+        with pytest.raises(UsageError, match="does not support streaming"):
             async for _ in client.stream("hi"):
                 pass
 
 
 async def test_asking_the_in_process_client_with_on_text_is_a_usage_error() -> None:
     async with create_in_process_client(model="local", generate=lambda r: "ok") as client:
-        with pytest.raises(UsageError, match="does not stream"):
+        with pytest.raises(UsageError, match="does not support streaming"):
             await client.ask("hi", on_text=print)
 
 

@@ -16,7 +16,7 @@ ClientFor = Callable[..., Client]
 
 LE = ("0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "+Inf")
 LLM_KEYS = {"event", "model", "status", "ms", "prompt_tokens", "completion_tokens"}
-TOOL_KEYS = {"event", "tool", "source", "is_error", "ms"}
+TOOL_KEYS = {"event", "tool", "source", "is_error", "ms", "model"}  # COMPAT §7: + model
 RUN_KEYS = {"event", "model", "turns", "tool_calls", "total_tokens", "ms"}
 
 HEADERS = [
@@ -178,7 +178,7 @@ async def test_a_failed_run_emits_an_llm_error_and_a_run_event_with_the_error(
         0,
     )
     assert set(events[1]) == RUN_KEYS | {"error"}
-    assert events[1]["error"].startswith("ProviderError: HTTP 400")
+    assert events[1]["error"].startswith("HTTP 400")  # COMPAT §7: str(e)
 
 
 async def test_a_retried_call_is_one_llm_event(

@@ -694,12 +694,12 @@ async def test_a_halted_stream_ends_with_pending_then_done_and_no_result_for_the
         ("tool_call", "halt"),
         ("tool_call", "after"),
         ("tool_result", "before"),
-        ("pending", None),
+        ("pending", None),  # issue 11: emitted without a wait_for too, before done
         ("done", None),
     ]
     result = events[-1]["result"]
     assert (result.status, result.text) == ("pending", "Ship it?")
-    assert events[-2]["request"] == result.pending
+    assert events[-2]["request"] is result.pending
 
 
 # -- relay tools -----------------------------------------------------------------------------------

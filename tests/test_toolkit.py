@@ -127,11 +127,15 @@ async def test_register_adds_tools_and_the_adapters_see_them() -> None:
     assert [d["name"] for d in toolkit.to_anthropic()] == ["late"]
 
 
-async def test_registering_a_taken_name_is_a_usage_error() -> None:
-    toolkit = await create_toolkit(extra_tools=[make("x")], builtins=False)
-    with pytest.raises(UsageError, match='a tool named "x" is already registered'):
-        toolkit.register(make("x"))
-    assert len(toolkit.tools()) == 1
+async def test_registering_a_taken_name_keeps_the_first_and_says_so_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # COMPAT §7: the existing package's rule (ours used to raise).
+    first = make("x")
+    toolkit = await create_toolkit(extra_tools=[first], builtins=False)
+    assert toolkit.register(make("x")) is toolkit
+    assert toolkit.tools() == [first]
+    assert '[toolnexus] duplicate tool name "x" — keeping first' in capsys.readouterr().err
 
 
 async def test_registering_something_that_is_not_a_tool_is_a_usage_error() -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._types import (
     JSONSchema,
     Message,
+    PendingRunResult,
     RunResult,
     RunStatus,
     Tool,
@@ -32,6 +33,7 @@ from ._types import (
     ToolResult,
     ToolSource,
     Usage,
+    is_pending,
     sanitize,
 )
 from .client import Client, Conversation
@@ -99,7 +101,10 @@ from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_ge
 from .waiting import StoreWaitFor, store_wait_for
 
 if TYPE_CHECKING:
+    from .client import HTTP_DEFAULT_TIMEOUT, ClientStyle
+    from .llm.inprocess import InProcessTransport
     from .llm.parts_wire import encode_part
+    from .llm.urllib_transport import HttpTransport, UrllibTransport
     from .parts import (
         MEDIA_TYPES,
         ContentPart,
@@ -178,6 +183,7 @@ __all__ = [
     "BUILTIN_NAMES",
     "DEFAULT_TIMEOUT",
     "EXPIRED_BY",
+    "HTTP_DEFAULT_TIMEOUT",
     "MEDIA_TYPES",
     "RELAY_CALLS_KEY",
     "RELAY_IS_ERROR_KEY",
@@ -199,6 +205,7 @@ __all__ = [
     "CheckpointError",
     "Claim",
     "Client",
+    "ClientStyle",
     "ContentPart",
     "ContentPartError",
     "Conversation",
@@ -207,9 +214,11 @@ __all__ = [
     "ErrorInfo",
     "ErrorTier",
     "Hooks",
+    "HttpTransport",
     "InMemoryConversationStore",
     "InMemoryRunStore",
     "InMemoryStore",
+    "InProcessTransport",
     "InvalidAnswer",
     "JSONSchema",
     "LeaseLost",
@@ -224,6 +233,7 @@ __all__ = [
     "OnError",
     "OnMetric",
     "PendingEntry",
+    "PendingRunResult",
     "PostgresStore",
     "ProviderError",
     "RelayCall",
@@ -260,6 +270,7 @@ __all__ = [
     "TransportError",
     "UnknownRequest",
     "UnsupportedPartError",
+    "UrllibTransport",
     "Usage",
     "UsageError",
     "WaitFor",
@@ -287,6 +298,7 @@ __all__ = [
     "image",
     "is_enabled",
     "is_expired",
+    "is_pending",
     "is_relay_request",
     "is_remote",
     "list_mcp_tools",
@@ -329,6 +341,11 @@ _LAZY: dict[str, str] = {
     "set_max_part_bytes": ".parts",
     "get_max_part_bytes": ".parts",
     "encode_part": ".llm.parts_wire",
+    "ClientStyle": ".client",
+    "HTTP_DEFAULT_TIMEOUT": ".client",
+    "HttpTransport": ".llm.urllib_transport",
+    "InProcessTransport": ".llm.inprocess",
+    "UrllibTransport": ".llm.urllib_transport",
     "Worker": ".worker",
     "BuiltinsConfig": ".tools.builtins",
     "DEFAULT_TIMEOUT": ".tools.mcp",

@@ -11,14 +11,24 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias, TypeGuard
+
+from ._compat import MappingRecord
 
 if TYPE_CHECKING:
     from .suspension import Answer, Request
 
 __all__ = [
+    "LIMIT_COMPLETION",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_TIMEOUT",
+    "RUN_STATUSES",
+    "RUN_STATUS_DONE",
+    "RUN_STATUS_INCOMPLETE",
+    "RUN_STATUS_PENDING",
     "JSONSchema",
     "Message",
+    "PendingRunResult",
     "RunResult",
     "RunStatus",
     "Tool",
@@ -29,6 +39,7 @@ __all__ = [
     "ToolSource",
     "Usage",
     "empty_usage",
+    "is_pending",
     "sanitize",
 ]
 
@@ -45,6 +56,17 @@ Usage: TypeAlias = dict[str, int]
 """Token usage: ``prompt_tokens``, ``completion_tokens``, ``total_tokens``."""
 
 RunStatus: TypeAlias = Literal["done", "pending", "incomplete"]
+
+RUN_STATUS_DONE = "done"
+RUN_STATUS_PENDING = "pending"
+RUN_STATUS_INCOMPLETE = "incomplete"
+RUN_STATUSES = (RUN_STATUS_DONE, RUN_STATUS_PENDING, RUN_STATUS_INCOMPLETE)
+"""Every `RunResult.status`, in this order."""
+
+LIMIT_MAX_TURNS = "maxTurns"
+LIMIT_COMPLETION = "completion"
+LIMIT_TIMEOUT = "timeout"
+"""`RunResult.limit` values (canonical spellings)."""
 
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
 
@@ -130,9 +152,16 @@ class Tool:
         return getattr(self, key)
 
 
-@dataclass(slots=True)
-class ToolCallRecord:
-    """One executed tool call, as listed in `RunResult.tool_calls`."""
+@dataclass(slots=True, eq=False)
+class ToolCallRecord(MappingRecord):
+    """One executed tool call, as listed in `RunResult.tool_calls`.
+
+    Also a read-only mapping over ``name``, ``args``, ``output``, ``is_error`` and
+    ``metadata`` — the dict the existing package lists — equal to such a dict (COMPAT §0 G3):
+    ``rec["name"]``, ``rec.get("metadata")``, ``dict(rec)``. ``id`` is an attribute only.
+    """
+
+    _mapping_keys: ClassVar[tuple[str, ...]] = ("name", "args", "output", "is_error", "metadata")
 
     name: str
     args: dict[str, Any]
@@ -140,9 +169,6 @@ class ToolCallRecord:
     is_error: bool
     metadata: dict[str, Any] | None = None
     id: str = ""
-
-    def __getitem__(self, key: str) -> Any:
-        return getattr(self, key)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -175,11 +201,11 @@ class RunResult:
 
     text: str
     messages: list[Message]
-    tool_calls: list[ToolCallRecord]
-    tool_call_count: int
-    turns: int
-    usage: Usage
-    model: str
+    tool_calls: list[ToolCallRecord] = field(default_factory=lambda: [])
+    tool_call_count: int = 0
+    turns: int = 0
+    usage: Usage = field(default_factory=empty_usage)
+    model: str = ""
     status: RunStatus = "done"
     limit: str | None = None
     pending: Request | None = None
@@ -187,3 +213,41 @@ class RunResult:
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
+
+
+class PendingRunResult(Protocol):
+    """A `RunResult` whose ``status`` is ``"pending"``: ``pending`` is the `Request` it halted
+    on, never ``None``. What `is_pending` narrows a result to::
+
+        if is_pending(result):
+            post_link(result.pending.id)      # no Optional check needed
+    """
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def messages(self) -> list[Message]: ...
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]: ...
+    @property
+    def tool_call_count(self) -> int: ...
+    @property
+    def turns(self) -> int: ...
+    @property
+    def usage(self) -> Usage: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def status(self) -> Literal["pending"]: ...
+    @property
+    def limit(self) -> str | None: ...
+    @property
+    def pending(self) -> Request: ...
+    @property
+    def expired(self) -> bool: ...
+
+
+def is_pending(result: RunResult) -> TypeGuard[PendingRunResult]:
+    """Whether ``result`` halted on a request (``status == "pending"``); narrows it for type
+    checkers to `PendingRunResult`, whose ``pending`` is not ``None``."""
+    return result.status == "pending" and result.pending is not None

@@ -17,25 +17,112 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ._types import Message, RunResult, Tool
+from ._compat import UsageTypeError, no_stream_error
+from ._error_body import (
+    MAX_ERROR_BODY,
+    REDACTED,
+    capped_error_body,
+    redact_identifiers,
+    safe_error_body,
+)
+from ._types import (
+    LIMIT_COMPLETION,
+    LIMIT_MAX_TURNS,
+    LIMIT_TIMEOUT,
+    RUN_STATUS_DONE,
+    RUN_STATUS_INCOMPLETE,
+    RUN_STATUS_PENDING,
+    RUN_STATUSES,
+    Message,
+    RunResult,
+    Tool,
+)
 from .client_answers import Answering
-from .errors import UsageError
+from .errors import ProviderError, RunCancelled, RunTimeout, UsageError
+from .llm.base import Style as ClientStyle
+from .llm.inprocess import InProcessTransport
 from .llm.openai import OpenAIDialect
+from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
 from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
-from .observability import Metrics
+from .loop.hooks import Hooks
+from .observability import MetricEvent, Metrics, OnMetric
+from .observability import Metrics as MetricsRegistry
 from .redaction import Redactor
 from .stores.base import ConversationStore
+from .stores.memory import InMemoryConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
+from .suspension import WaitFor
 from .toolkit import Toolkit
 
 if TYPE_CHECKING:
+    from .factory import create_client, create_in_process_client
+    from .llm.urllib_transport import HttpTransport, UrllibTransport
     from .translate import TranslateResult
 
-__all__ = ["Client", "Conversation", "ToolSet"]
+__all__ = [
+    "HTTP_DEFAULT_TIMEOUT",
+    "LIMIT_COMPLETION",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_TIMEOUT",
+    "MAX_ERROR_BODY",
+    "REDACTED",
+    "RUN_STATUSES",
+    "RUN_STATUS_DONE",
+    "RUN_STATUS_INCOMPLETE",
+    "RUN_STATUS_PENDING",
+    "Client",
+    "ClientStyle",
+    "Conversation",
+    "ConversationStore",
+    "ErrorClassifier",
+    "ErrorInfo",
+    "ErrorTier",
+    "Hooks",
+    "HttpTransport",
+    "InMemoryConversationStore",
+    "InProcessTransport",
+    "MetricEvent",
+    "MetricsRegistry",
+    "OnMetric",
+    "ProviderError",
+    "RunCancelled",
+    "RunResult",
+    "RunTimeout",
+    "ToolSet",
+    "UrllibTransport",
+    "WaitFor",
+    "capped_error_body",
+    "create_client",
+    "create_in_process_client",
+    "redact_identifiers",
+    "safe_error_body",
+]
+"""The existing package's ``toolnexus.client`` names (COMPAT §1), the same objects as the
+top level's; the urllib transport loads on first use."""
+
+HTTP_DEFAULT_TIMEOUT = 30.0
+"""The existing package's default HTTP timeout, in seconds."""
+
+_LAZY = {
+    "HttpTransport": ".llm.urllib_transport",
+    "UrllibTransport": ".llm.urllib_transport",
+    "create_client": ".factory",
+    "create_in_process_client": ".factory",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
+
+        return getattr(importlib.import_module(module, __package__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 log = logging.getLogger("toolnexus")
 
@@ -45,17 +132,25 @@ Prompt = str | Sequence[Any]
 
 
 class Conversation:
-    """A multi-turn conversation held in memory: ``await conv.send(prompt)``."""
+    """A multi-turn conversation held in memory: ``await conv.send(prompt)``.
 
-    def __init__(self, client: Client, toolkit: ToolSet) -> None:
+    ``cancel`` (an `asyncio.Event`) applies to every ``send``.
+    """
+
+    def __init__(
+        self, client: Client, toolkit: ToolSet, cancel: asyncio.Event | None = None
+    ) -> None:
         self._client = client
         self._toolkit = toolkit
+        self._cancel = cancel
         self.messages: list[Message] = []
 
     async def send(self, prompt: Prompt) -> RunResult:
         """Send one user message (text or content parts); the transcript carries over to the
         next ``send``."""
-        result = await self._client.run(prompt, self._toolkit, history=self.messages)
+        result = await self._client.run(
+            prompt, self._toolkit, history=self.messages, cancel=self._cancel
+        )
         self.messages = result.messages
         return result
 
@@ -65,22 +160,52 @@ class Conversation:
 
 
 class Client(Answering):
-    """Runs the tool-calling loop against one model endpoint. Build with `create_client`."""
+    """Runs the tool-calling loop against one model endpoint.
+
+    ``Client(**options)`` takes `create_client`'s options (``Client(base_url=..., model=...)``
+    ≡ ``create_client(base_url=..., model=...)``; ``in_process=generate`` ≡
+    `create_in_process_client`). The options read back as attributes (``client.max_turns``,
+    ``client.retryable_statuses``, ...), read-only. ``Client(engine_config, store=...)`` is the
+    internal form; giving both is a `UsageError`.
+    """
 
     def __init__(
         self,
-        config: EngineConfig,
+        config: EngineConfig | None = None,
         *,
-        store: ConversationStore,
-        in_process: bool = False,
+        store: Any = None,
+        in_process: Any = False,
         owns_store: bool = False,
+        **options: Any,
     ) -> None:
+        if config is None:
+            from .factory import setup_client
+
+            generate = None if in_process is False or in_process is None else in_process
+            config, store, in_process, owns_store, given = setup_client(
+                store=store, in_process=generate, **options
+            )
+        elif options:
+            raise UsageError(
+                "Client takes either an EngineConfig or create_client options, not both "
+                f"(got {', '.join(sorted(options))})"
+            )
+        elif not isinstance(config, EngineConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageTypeError(
+                f"Client() takes create_client keyword options, got a positional "
+                f"{type(config).__name__}"
+            )
+        else:
+            given = _options_of(config, store)
+        if not isinstance(store, ConversationStore):
+            raise UsageError(f"store must be a ConversationStore, got {type(store).__name__}")
+        self._options = given
         self._cfg = config
         self._metrics = Metrics()
         self._on_metric = config.on_metric
         self._engine = Engine(config, self._emit)
         self._store = store
-        self._in_process = in_process
+        self._in_process = bool(in_process)
         self._runs: RunStore = store if isinstance(store, RunStore) else InMemoryRunStore()
         self._owns_store = owns_store
         self._metric_tasks: set[asyncio.Future[Any]] = set()
@@ -94,11 +219,94 @@ class Client(Answering):
 
     @property
     def model(self) -> str:
+        """The configured model (``before_llm`` may override it for one turn)."""
         return self._cfg.model
 
     @property
     def style(self) -> str:
+        """``"openai"`` or ``"anthropic"``."""
         return self._cfg.style
+
+    @property
+    def base_url(self) -> str | None:
+        """The ``base_url`` given (``None`` for an in-process model)."""
+        return self._options.get("base_url")
+
+    @property
+    def api_key(self) -> str | None:
+        """The ``api_key`` given (``None`` when it came from the environment)."""
+        return self._options.get("api_key")
+
+    @property
+    def headers(self) -> dict[str, str] | None:
+        """The extra ``headers`` given."""
+        return self._options.get("headers")
+
+    @property
+    def system_prompt(self) -> str | None:
+        return self._cfg.system_prompt
+
+    @property
+    def max_turns(self) -> int:
+        return self._cfg.max_turns
+
+    @property
+    def hooks(self) -> Any:
+        """The ``hooks`` as given."""
+        return self._options.get("hooks")
+
+    @property
+    def retries(self) -> int:
+        return self._cfg.retry.retries
+
+    @property
+    def retry_base_ms(self) -> float:
+        return self._cfg.retry.base_ms
+
+    @property
+    def retryable_statuses(self) -> frozenset[int] | None:
+        """The statuses added to the default retryable set, or ``None``."""
+        return self._options.get("retryable_statuses")
+
+    @property
+    def timeout_ms(self) -> float | None:
+        return self._cfg.timeout_ms
+
+    @property
+    def request_params(self) -> Mapping[str, Any] | None:
+        return self._cfg.request_params
+
+    @property
+    def body_transform(self) -> Callable[[dict[str, Any]], Any] | None:
+        return self._cfg.body_transform
+
+    @property
+    def on_error(self) -> OnError | None:
+        return self._cfg.retry.on_error
+
+    @property
+    def on_unsupported_part(self) -> str | None:
+        return self._cfg.on_unsupported_part
+
+    @property
+    def max_part_bytes(self) -> int | None:
+        return self._cfg.max_part_bytes
+
+    @property
+    def store(self) -> Any:
+        """The ``store`` option as given (`conversation_store` is the resolved store)."""
+        return self._options.get("store")
+
+    @property
+    def wait_for(self) -> WaitFor | None:
+        return self._cfg.wait_for
+
+    @property
+    def on_metric(self) -> Callable[[dict[str, Any]], Any] | None:
+        return self._cfg.on_metric
+
+    def __repr__(self) -> str:
+        return f"Client(style={self.style!r}, model={self.model!r}, base_url={self.base_url!r})"
 
     @property
     def engine_config(self) -> EngineConfig:
@@ -223,14 +431,14 @@ class Client(Answering):
     def _run_event(self, state: RunState, started: float, error: BaseException | None) -> None:
         event: dict[str, Any] = {
             "event": "run",
-            "model": self._cfg.model,
+            "model": state.sent_model or self._cfg.model,
             "turns": state.turns,
             "tool_calls": len(state.records),
             "total_tokens": state.usage["total_tokens"],
             "ms": (time.perf_counter() - started) * 1000,
         }
         if error is not None:
-            event["error"] = self._cfg.redactor.text(f"{type(error).__name__}: {error}")
+            event["error"] = self._cfg.redactor.text(str(error))
         self._emit(event)
 
     async def _final(
@@ -301,7 +509,7 @@ class Client(Answering):
             finished = await self._final(state)
         else:
             if self._in_process:
-                raise UsageError("the in-process client does not stream; call ask without on_text")
+                raise no_stream_error("ask() without on_text")
             result = None
             async for event in self._drive(state, stream=True):
                 if event["type"] == "text":
@@ -337,7 +545,7 @@ class Client(Answering):
         before and saved on ``done``.
         """
         if self._in_process:
-            raise UsageError("the in-process client does not stream; use run() or ask()")
+            raise no_stream_error("run() or ask()")
         history = await self._load(id)
         state = self._state(prompt, toolkit, history, cancel)
         state.conversation_id = id
@@ -356,9 +564,11 @@ class Client(Answering):
                     await self._store.save(id, event["result"].messages)
                 yield event
 
-    def conversation(self, toolkit: ToolSet = None) -> Conversation:
-        """An in-memory multi-turn conversation over ``toolkit``."""
-        return Conversation(self, toolkit)
+    def conversation(
+        self, toolkit: ToolSet = None, cancel: asyncio.Event | None = None
+    ) -> Conversation:
+        """An in-memory multi-turn conversation over ``toolkit``; ``cancel`` aborts a send."""
+        return Conversation(self, toolkit, cancel)
 
     async def translate(
         self,
@@ -423,6 +633,11 @@ class Client(Answering):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def _options_of(config: EngineConfig, store: Any) -> dict[str, Any]:
+    """The attribute view of a client built from an `EngineConfig` (the internal form)."""
+    return {"hooks": config.hooks, "store": store}
 
 
 class _Observed:

@@ -20,6 +20,7 @@ import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._compat import no_stream_error
 from ._types import Message, RunResult
 from .errors import ResumeError, RunCancelled, UnknownRequest
 from .loop.checkpoint import Checkpoint
@@ -529,9 +530,7 @@ class Answering:
 
     def _refuse_streaming_in_process(self, instead: str) -> None:
         if self._in_process:
-            from .errors import UsageError
-
-            raise UsageError(f"the in-process client does not stream; use {instead}")
+            raise no_stream_error(instead)
 
 
 def _cancelled_text(record: AnswerRecord) -> str:

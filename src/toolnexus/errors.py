@@ -58,24 +58,56 @@ class UsageError(ToolnexusError, ValueError):
 class ProviderError(ToolnexusError):
     """The model endpoint answered with an error status.
 
+    Two constructor forms::
+
+        ProviderError("HTTP 503: busy", status=503, body="busy", retry_after=2.0)   # ours
+        ProviderError(503, "busy", "2")          # the existing package's: status, text, header
+
+    The second form is what a synchronous ``http_transport`` raises: its message is
+    ``LLM <status>: <body capped at 200 chars>``, ``body`` is redacted (empty for 401/403, the
+    account identifiers masked) and ``retry_after`` is the raw header string.
+
     Attributes:
         status: the HTTP status (``None`` when the reply itself was unusable).
-        body: the response body text, as received.
-        retry_after: the parsed ``Retry-After`` delay in seconds, when the header was valid.
+        body: the response body text (``text`` is an alias).
+        retry_after: the ``Retry-After`` as given: a parsed float in our form, the raw header
+            string (or ``None``) in the existing package's form.
+        retry_after_s: the delay in seconds the retry loop honours, or ``None``.
     """
 
     def __init__(
         self,
-        message: str,
+        message: str | int,
+        text: str | None = None,
+        retry_after_header: str | None = None,
         *,
         status: int | None = None,
         body: str = "",
         retry_after: float | None = None,
     ) -> None:
+        if isinstance(message, int) and not isinstance(message, bool):
+            from ._error_body import capped_error_body, safe_error_body
+            from .llm.retry import parse_retry_after
+
+            status = message
+            body = safe_error_body(status, text or "")
+            shown = capped_error_body(body)
+            super().__init__(f"LLM {status}: {shown}" if shown else f"LLM {status}")
+            self.status: int | None = status
+            self.body = body
+            self.retry_after: float | str | None = retry_after_header
+            self.retry_after_s = parse_retry_after(retry_after_header)
+            return
         super().__init__(message)
         self.status = status
         self.body = body
         self.retry_after = retry_after
+        self.retry_after_s = retry_after
+
+    @property
+    def text(self) -> str:
+        """The existing package's name for `body`."""
+        return self.body
 
 
 class BadResponse(ProviderError):

@@ -3,17 +3,17 @@ host function standing in for the model."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
 
-from .client import Client
+from ._compat import UsageTypeError
 from .errors import UsageError
 from .llm.base import Dialect, Style
 from .llm.dialects import api_key_from_env, dialect_for, env_key_names
 from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
-from .llm.parts_wire import OnUnsupportedPart, PartPolicy
-from .llm.retry import ErrorInfo, OnError, RetryPolicy
+from .llm.parts_wire import PartPolicy
+from .llm.retry import RETRYABLE_STATUSES, ErrorInfo, OnError, RetryPolicy
 from .llm.transport import as_transport
 from .loop.engine import EngineConfig
 from .loop.hooks import as_hooks
@@ -22,7 +22,18 @@ from .stores.url import resolve_store
 from .suspension import WaitFor
 from .tracing import tracing_for
 
-__all__ = ["create_client", "create_in_process_client"]
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = ["ClientSetup", "create_client", "create_in_process_client", "setup_client"]
+
+ClientSetup = tuple[EngineConfig, Any, bool, bool, dict[str, Any]]
+"""What `setup_client` gives `Client.__init__`: the engine configuration, the conversation
+store, whether the model is in-process, whether the client owns the store, and the options as
+given (the client's read-only attributes)."""
+
+_UNSUPPORTED_PART_MODES = (None, "error", "text")
+_NO_WIRE = ("base_url", "api_key", "style", "http_transport")
 
 
 def _resolve_api_key(style: Style, api_key: str | None) -> str:
@@ -33,31 +44,98 @@ def _resolve_api_key(style: Style, api_key: str | None) -> str:
     raise UsageError(f"no API key: pass api_key= or set OPENROUTER_API_KEY or {own} (or {other})")
 
 
-def _build(
+def _statuses(value: Iterable[int] | None) -> frozenset[int] | None:
+    if value is None:
+        return None
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UsageError(f"retryable_statuses must be a collection of ints, got {value!r}")
+    statuses = frozenset(value)
+    for status in statuses:
+        if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"retryable_statuses: {status!r} is not an HTTP status")
+    return statuses
+
+
+def _part_options(max_part_bytes: Any, on_unsupported_part: Any) -> None:
+    if max_part_bytes is not None and (
+        isinstance(max_part_bytes, bool)
+        or not isinstance(max_part_bytes, int)
+        or max_part_bytes < 1
+    ):
+        raise UsageError(f"max_part_bytes must be a positive int or None, got {max_part_bytes!r}")
+    if on_unsupported_part not in _UNSUPPORTED_PART_MODES:
+        raise UsageError(
+            f'on_unsupported_part must be None, "error" or "text", got {on_unsupported_part!r}'
+        )
+
+
+def setup_client(
     *,
-    dialect: Dialect,
-    transport: Any,
-    url: str,
-    headers: dict[str, str],
+    base_url: str | None = None,
+    style: Literal["openai", "anthropic"] = "openai",
     model: str,
-    system_prompt: str | None,
-    max_turns: int,
-    hooks: Any,
-    retries: int,
-    retry_base_ms: int,
-    timeout_ms: float | None,
-    store: Any,
-    on_metric: Callable[[dict[str, Any]], Any] | None,
-    wait_for: WaitFor | None,
-    request_params: Mapping[str, Any] | None,
-    body_transform: Callable[[dict[str, Any]], Any] | None,
-    on_error: OnError | None,
-    pending_ttl: float | None,
-    in_process: bool,
+    api_key: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    system_prompt: str | None = None,
+    max_turns: int = 10,
+    hooks: Any = None,
+    retries: int | None = None,
+    retry_base_ms: int = 500,
+    retryable_statuses: Iterable[int] | None = None,
+    timeout_ms: float | None = None,
+    store: Any = None,
+    on_metric: Callable[[dict[str, Any]], Any] | None = None,
+    wait_for: WaitFor | None = None,
+    request_params: Mapping[str, Any] | None = None,
+    body_transform: Callable[[dict[str, Any]], Any] | None = None,
+    http_transport: Any = None,
+    on_error: OnError | None = None,
+    on_unsupported_part: Literal["error", "text"] | None = None,
+    max_part_bytes: int | None = None,
+    pending_ttl: float | None = None,
+    in_process: Generate | None = None,
     tracing: Any = None,
     trace_content: bool = False,
-    redactor: Redactor | None = None,
-) -> Client:
+) -> ClientSetup:
+    """Check ``create_client``'s options and build what a `Client` runs with.
+
+    ``in_process`` (a ``generate`` function) makes the model in-process, as
+    `create_in_process_client` does; the wire options are then refused. ``Client(**options)``
+    and both factories go through here.
+    """
+    statuses = _statuses(retryable_statuses)
+    _part_options(max_part_bytes, on_unsupported_part)
+    if in_process is not None:
+        if not callable(in_process):
+            raise UsageTypeError(
+                "toolnexus: create_in_process_client requires a callable `generate`"
+            )
+        for name, value in (
+            ("base_url", base_url),
+            ("api_key", api_key),
+            ("http_transport", http_transport),
+        ):
+            if value is not None:
+                raise UsageTypeError(
+                    f"toolnexus: create_in_process_client does not take `{name}` — an "
+                    "in-process model has no wire to configure. Use create_client for a "
+                    "network-backed model."
+                )
+        dialect: Dialect = OpenAIDialect(PartPolicy(on_unsupported_part, max_part_bytes))
+        transport: Any = InProcessTransport(in_process)
+        url, wire_headers = "inprocess://model", {}
+        retries = 0 if retries is None else retries
+        secrets = Redactor()
+    else:
+        dialect = dialect_for(style, PartPolicy(on_unsupported_part, max_part_bytes))
+        key = _resolve_api_key(dialect.style, api_key)
+        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+            raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
+        wire_headers = {**dialect.auth_headers(key), **dict(headers or {})}
+        transport = as_transport(http_transport)
+        url = dialect.endpoint(base_url)
+        retries = 2 if retries is None else retries
+        secrets = client_secrets(key, wire_headers)
     if not isinstance(model, str) or not model:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError("model must be a non-empty string")
     if max_turns < 1:
@@ -66,19 +144,21 @@ def _build(
         raise UsageError("retries and retry_base_ms must not be negative")
     if timeout_ms is not None and timeout_ms <= 0:
         raise UsageError("timeout_ms must be positive")
-    secrets = redactor if redactor is not None else Redactor()
     config = EngineConfig(
         dialect=dialect,
         transport=transport,
         url=url,
-        headers=headers,
+        headers=wire_headers,
         model=model,
         style=dialect.style,
         system_prompt=system_prompt,
         max_turns=max_turns,
         hooks=as_hooks(hooks),
         retry=RetryPolicy(
-            retries=retries, base_ms=retry_base_ms, on_error=_masked(on_error, secrets)
+            retries=retries,
+            base_ms=retry_base_ms,
+            on_error=_masked(on_error, secrets),
+            retryable_statuses=RETRYABLE_STATUSES | (statuses or frozenset()),
         ),
         timeout_ms=timeout_ms,
         on_metric=on_metric,
@@ -87,13 +167,41 @@ def _build(
         body_transform=body_transform,
         pending_ttl=pending_ttl,
         supports_stream=bool(getattr(transport, "supports_stream", True)),
+        max_part_bytes=max_part_bytes,
+        on_unsupported_part=on_unsupported_part,
         tracing=tracing_for(
             tracing, style=dialect.style, url=url, model=model, content=trace_content
         ),
         redactor=secrets,
     )
+    options: dict[str, Any] = {
+        "base_url": base_url,
+        "style": dialect.style,
+        "model": model,
+        "api_key": api_key,
+        "headers": dict(headers) if headers is not None else None,
+        "system_prompt": system_prompt,
+        "max_turns": max_turns,
+        "hooks": hooks,
+        "retries": retries,
+        "retry_base_ms": retry_base_ms,
+        "retryable_statuses": statuses,
+        "timeout_ms": timeout_ms,
+        "request_params": request_params,
+        "body_transform": body_transform,
+        "on_error": on_error,
+        "on_unsupported_part": on_unsupported_part,
+        "max_part_bytes": max_part_bytes,
+        "store": store,
+        "wait_for": wait_for,
+        "on_metric": on_metric,
+        "http_transport": http_transport,
+        "pending_ttl": pending_ttl,
+        "tracing": tracing,
+        "trace_content": trace_content,
+    }
     owns = isinstance(store, str)
-    return Client(config, store=resolve_store(store), in_process=in_process, owns_store=owns)
+    return config, resolve_store(store), in_process is not None, owns, options
 
 
 def _masked(on_error: OnError | None, secrets: Redactor) -> OnError | None:
@@ -130,6 +238,7 @@ def create_client(
     hooks: Any = None,
     retries: int = 2,
     retry_base_ms: int = 500,
+    retryable_statuses: Iterable[int] | None = None,
     timeout_ms: float | None = None,
     store: Any = None,
     on_metric: Callable[[dict[str, Any]], Any] | None = None,
@@ -138,28 +247,31 @@ def create_client(
     body_transform: Callable[[dict[str, Any]], Any] | None = None,
     http_transport: Any = None,
     on_error: OnError | None = None,
+    on_unsupported_part: Literal["error", "text"] | None = None,
+    max_part_bytes: int | None = None,
     pending_ttl: float | None = None,
     tracing: Any = None,
     trace_content: bool = False,
-    # merge: compat also adds these two options (COMPAT §2); parts implements their behaviour.
-    on_unsupported_part: OnUnsupportedPart = None,
-    max_part_bytes: int | None = None,
 ) -> Client:
     """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
+
+    ``Client(**options)`` takes the same options and builds the same client.
 
     Args:
         base_url: e.g. ``https://api.openai.com/v1`` or ``https://api.anthropic.com``.
         style: ``"openai"`` (``POST {base}/chat/completions``) or ``"anthropic"``
             (``POST {base}/v1/messages``).
-        model: sent verbatim on every request.
+        model: sent verbatim on every request (``before_llm`` may override it per turn).
         api_key: falls back to ``OPENROUTER_API_KEY``, then the style's own key
             (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``), then the other one.
         headers: extra request headers (they win over the auth headers).
         system_prompt: joined with the toolkit's skills prompt by a blank line.
         max_turns: model calls per run (default 10).
         hooks: ``before_llm`` / ``after_llm`` / ``before_tool`` / ``after_tool``.
-        retries: extra attempts on 429/5xx/network errors (default 2).
+        retries: extra attempts on retryable failures (default 2).
         retry_base_ms: backoff base (default 500 ms); ``Retry-After`` seconds win.
+        retryable_statuses: HTTP statuses retried **in addition to** 429, 500, 502, 503,
+            504 and 529 (it can only widen the set); ``on_error`` still has the last word.
         timeout_ms: whole-run deadline for model calls; the in-flight request is aborted.
         store: conversation store for ``ask(id=)``: an object, ``"memory"`` or
             ``"sqlite:///path.db"``.
@@ -168,98 +280,70 @@ def create_client(
         request_params: merged into every request body (wins on collision).
         body_transform: ``body -> body``, runs last before the wire.
         http_transport: our `Transport`, or any object with a sync
-            ``post(url, headers, payload, timeout) -> dict``.
+            ``post(url, headers, payload, timeout) -> dict``, called in a worker thread with
+            ``timeout`` in seconds (what is left of ``timeout_ms``, else 120.0).
         on_error: ``info -> "retry" | "fail"`` for failed model calls.
+        on_unsupported_part: ``None`` (by provenance), ``"error"`` or ``"text"``: what a
+            content part the wire style cannot carry becomes.
+        max_part_bytes: decoded-byte ceiling per content part (else the process-wide one).
         pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
         tracing: OpenTelemetry spans (`toolnexus.tracing`): ``None`` (default) traces when
             ``opentelemetry-api`` is installed, ``True`` requires it, ``False`` never traces;
             a ``TracerProvider`` sends the spans there rather than to the global provider.
         trace_content: also record prompts, replies and tool arguments/results on the spans.
-        on_unsupported_part: what a content part that cannot be sent does: ``None`` (an
-            attached part fails the request, a tool's becomes a text placeholder), ``"error"``
-            or ``"text"`` for both (docs/parts.md).
-        max_part_bytes: the decoded-byte ceiling per content part, checked when a request is
-            built; ``None`` = `toolnexus.get_max_part_bytes`.
     """
-    dialect = dialect_for(style, PartPolicy(on_unsupported_part, max_part_bytes))
-    key = _resolve_api_key(dialect.style, api_key)
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
-    wire_headers = {**dialect.auth_headers(key), **dict(headers or {})}
-    transport = as_transport(http_transport)
-    secrets = client_secrets(key, wire_headers)
-    return _build(
-        dialect=dialect,
-        transport=transport,
-        url=dialect.endpoint(base_url),
-        headers=wire_headers,
+    from .client import Client
+
+    return Client(
+        base_url=base_url,
+        style=style,
         model=model,
+        api_key=api_key,
+        headers=headers,
         system_prompt=system_prompt,
         max_turns=max_turns,
         hooks=hooks,
         retries=retries,
         retry_base_ms=retry_base_ms,
+        retryable_statuses=retryable_statuses,
         timeout_ms=timeout_ms,
         store=store,
         on_metric=on_metric,
         wait_for=wait_for,
         request_params=request_params,
         body_transform=body_transform,
+        http_transport=http_transport,
         on_error=on_error,
+        on_unsupported_part=on_unsupported_part,
+        max_part_bytes=max_part_bytes,
         pending_ttl=pending_ttl,
-        in_process=False,
         tracing=tracing,
         trace_content=trace_content,
-        redactor=secrets,
     )
 
 
-def create_in_process_client(
-    *,
-    model: str,
-    generate: Generate,
-    system_prompt: str | None = None,
-    max_turns: int = 10,
-    hooks: Any = None,
-    timeout_ms: float | None = None,
-    store: Any = None,
-    on_metric: Callable[[dict[str, Any]], Any] | None = None,
-    wait_for: WaitFor | None = None,
-    request_params: Mapping[str, Any] | None = None,
-    body_transform: Callable[[dict[str, Any]], Any] | None = None,
-    pending_ttl: float | None = None,
-    tracing: Any = None,
-    trace_content: bool = False,
-    # merge: compat also adds these two options (COMPAT §2); parts implements their behaviour.
-    on_unsupported_part: OnUnsupportedPart = None,
-    max_part_bytes: int | None = None,
-) -> Client:
+def create_in_process_client(*, model: str, generate: Generate, **options: Any) -> Client:
     """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
 
     ``generate(request)`` gets the OpenAI-shaped body and returns one assistant message:
     ``{"content": "..."}`` or ``{"toolCalls": [{"name": ..., "arguments": {...}}]}``. No URL,
-    key or HTTP is involved; failures are final (no retries); streaming raises `UsageError`.
+    key or HTTP is involved. Every other `create_client` option is accepted (``retries``
+    defaults to 0 here); ``base_url``, ``api_key``, ``style`` and ``http_transport`` are a
+    `TypeError` (an in-process model has no wire). Streaming raises `UsageError` (also a
+    `NotImplementedError`).
     """
-    return _build(
-        dialect=OpenAIDialect(PartPolicy(on_unsupported_part, max_part_bytes)),
-        transport=InProcessTransport(generate),
-        url="inprocess://model",
-        headers={},
-        model=model,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        hooks=hooks,
-        retries=0,
-        retry_base_ms=0,
-        timeout_ms=timeout_ms,
-        store=store,
-        on_metric=on_metric,
-        wait_for=wait_for,
-        request_params=request_params,
-        body_transform=body_transform,
-        on_error=None,
-        pending_ttl=pending_ttl,
-        in_process=True,
-        tracing=tracing,
-        trace_content=trace_content,
-    )
+    from .client import Client
+
+    for name in _NO_WIRE:
+        if name in options:
+            raise UsageTypeError(
+                f"toolnexus: create_in_process_client does not take `{name}` — an in-process "
+                "model has no wire to configure. Use create_client for a network-backed model."
+            )
+    if "in_process" in options:
+        raise UsageTypeError(
+            "toolnexus: create_in_process_client takes `generate`, not `in_process`"
+        )
+    if not callable(generate):
+        raise UsageTypeError("toolnexus: create_in_process_client requires a callable `generate`")
+    return Client(model=model, in_process=generate, **options)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
+from ._compat import UsageTypeError
 from ._types import Tool, ToolContext, ToolResult
 from .errors import UsageError
 
@@ -452,10 +453,34 @@ def relay_answer(request_id: str, results: Sequence[RelayResult | Mapping[str, A
 
 
 def answer_output(id: str, output: str, is_error: bool = False) -> Answer:
-    """An Answer carrying one output: the single-call shorthand."""
-    return Answer(id=id, ok=True, data={RELAY_OUTPUT_KEY: output, RELAY_IS_ERROR_KEY: is_error})
+    """An Answer carrying one output: the single-call shorthand.
+
+    Its data is ``{"output": output}``, plus ``"isError": True`` only for an error output
+    (absent means False, as the existing package's relay result reads it).
+
+    Raises:
+        UsageError: ``output`` is not a str (also a `TypeError`, with the existing package's
+            message).
+    """
+    if not isinstance(output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UsageTypeError(f"toolnexus: Answer output must be a str, got {type(output).__name__}")
+    data: dict[str, Any] = {RELAY_OUTPUT_KEY: output}
+    if is_error:
+        data[RELAY_IS_ERROR_KEY] = True
+    return Answer(id=id, ok=True, data=data)
+
+
+_DECLINE_REASONS = ("declined", "cancelled", "expired")
 
 
 def answer_declined(id: str, reason: str = "declined") -> Answer:
-    """The human said no: ``ok=False`` with a reason. A resolution, not an error."""
+    """The human said no: ``ok=False`` with a reason. A resolution, not an error.
+
+    Raises:
+        UsageError: ``reason`` is not ``"declined"``, ``"cancelled"`` or ``"expired"``.
+    """
+    if reason not in _DECLINE_REASONS:
+        raise UsageError(
+            f'toolnexus: Answer reason must be "declined", "cancelled" or "expired", got {reason!r}'
+        )
     return Answer(id=id, ok=False, reason=reason)

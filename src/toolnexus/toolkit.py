@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import urlsplit
 
+from ._compat import warn_stderr
 from ._types import Tool, ToolContext, ToolResult
 from .errors import UsageError
 from .loop.checkpoint import tool_fingerprint
@@ -174,17 +175,29 @@ class Toolkit:
         """Every tool name, in assembly order."""
         return list(self._tools)
 
-    def register(self, *tools: Tool) -> None:
-        """Add tools after construction. A name that already exists is a `UsageError`."""
+    def register(self, *tools: Tool) -> Toolkit:
+        """Add tools after construction; returns the toolkit (calls chain).
+
+        A name that already exists keeps the first tool: the newcomer is skipped with
+        ``[toolnexus] duplicate tool name "<n>" — keeping first`` on stderr. A relay tool
+        named like a built-in is still a `UsageError`.
+        """
         for t in tools:
             _check_tool(t)
-            if t.name in self._tools:
-                raise UsageError(f'a tool named "{t.name}" is already registered')
             _guard_relay(t)
+            if t.name in self._tools:
+                warn_stderr(f'duplicate tool name "{t.name}" — keeping first')
+                continue
             self._tools[t.name] = t
             self._adopt(t)
         self._cache.clear()
         self._shared = None
+        return self
+
+    @classmethod
+    async def create(cls, *args: Any, **kwargs: Any) -> Toolkit:
+        """`create_toolkit` under the existing package's classmethod name."""
+        return await create_toolkit(*args, **kwargs)
 
     def _adopt(self, t: Tool) -> None:
         """Learn the secrets a tool source registered on its own (an `http_tool`'s)."""
@@ -351,24 +364,26 @@ def _guard_relay(t: Tool) -> None:
 async def create_toolkit(
     mcp_config: str | Mapping[str, Any] | None = None,
     skills_dir: str | Sequence[str] | None = None,
-    *,
     skills: Sequence[Any] | None = None,
     skill_provider: Any = None,
     skills_filter: Mapping[str, bool] | None = None,
     skill_sample_limit: int = 0,
     extra_tools: Sequence[Tool] | None = None,
-    tools: Sequence[Tool] | None = None,
     builtins: bool | Mapping[str, Any] | None = None,
     agents: Any = None,
     wait_for: WaitFor | None = None,
     disable_tools: Iterable[str] | None = None,
     disable_skills: Iterable[str] | None = None,
     cancel: Any = None,
+    *,
+    tools: Sequence[Tool] | None = None,
     strict: bool = False,
 ) -> Toolkit:
     """Assemble a `Toolkit` from every configured source.
 
-    Order: MCP → skills → built-ins → ``extra_tools``; a built-in whose name a host tool provides
+    Every argument may be given positionally, in the existing package's order (``tools``, an
+    alias of ``extra_tools``, is keyword-only). Order: MCP → skills → built-ins →
+    ``extra_tools``; a built-in whose name a host tool provides
     is dropped first (host shadowing); then de-duplication by name, first wins; then
     ``disable_tools`` drops tools by their final exposed name.
 

@@ -11,22 +11,25 @@ rendering itself is `toolnexus.llm.convert.to_anthropic`, public here as
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ._types import Message, Usage
+from ._types import Message, Usage, empty_usage
 from .errors import UsageError
+from .llm.anthropic import map_tool_choice as openai_tool_choice_to_anthropic
+from .llm.anthropic import tools_from_openai as openai_tools_to_anthropic
 from .llm.base import FinishReason, ModelTurn
 from .llm.convert import to_anthropic
 
 __all__ = [
     "TranslateResult",
     "TranslatedToolCall",
-    "merge_tools",
     "openai_messages_to_anthropic",
-    "to_translate_result",
-    "with_system",
+    "openai_tool_choice_to_anthropic",
+    "openai_tools_to_anthropic",
 ]
+"""The public names (``toolnexus.translate`` is also the existing package's module path); the
+helpers below are the client's."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -58,15 +61,27 @@ class TranslateResult:
         raw: the provider's reply payload.
     """
 
-    text: str
-    tool_calls: list[TranslatedToolCall]
-    finish_reason: FinishReason
-    usage: Usage
-    model: str
-    raw: dict[str, Any]
+    text: str = ""
+    tool_calls: list[TranslatedToolCall] = field(default_factory=lambda: [])
+    finish_reason: FinishReason = "stop"
+    usage: Usage = field(default_factory=empty_usage)
+    model: str = ""
+    raw: dict[str, Any] | None = None
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
+
+    def tool_calls_json(self) -> list[dict[str, Any]]:
+        """The calls as OpenAI ``tool_calls`` entries: ``{"id", "type": "function",
+        "function": {"name", "arguments"}}``, in order."""
+        return [
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in self.tool_calls
+        ]
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict with the same keys as the attributes."""

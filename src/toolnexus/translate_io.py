@@ -6,7 +6,7 @@ model-call step (`Engine.finish_body`, `Engine.send`), no loop, nothing executed
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, cast
 
 from ._types import Message
@@ -14,7 +14,7 @@ from .llm.anthropic import tools_from_openai
 from .llm.convert import normalize_history
 from .llm.parts_wire import transcript_parts
 from .loop.engine import Engine
-from .loop.hooks import call_callback
+from .loop.hooks import call_callback, llm_change
 from .translate import TranslateResult, merge_tools, to_translate_result, with_system
 
 __all__ = ["translate_once"]
@@ -39,18 +39,20 @@ async def translate_once(
     cfg = engine.cfg
     working = with_system(normalize_history(list(messages)), system)
     wire_tools = merge_tools(declared, tools)
+    model = cfg.model
     if cfg.hooks.before_llm is not None:
         info = {"messages": working, "tools": wire_tools, "model": cfg.model, "turn": 0}
-        change = await call_callback("before_llm hook", cfg.hooks.before_llm, info)
-        if isinstance(change, Mapping):
-            if change.get("messages") is not None:  # pyright: ignore[reportUnknownMemberType]
-                working = cast(list[Message], list(change["messages"]))  # pyright: ignore[reportUnknownArgumentType]
-            if change.get("tools") is not None:  # pyright: ignore[reportUnknownMemberType]
-                wire_tools = cast(list[dict[str, Any]], list(change["tools"]))  # pyright: ignore[reportUnknownArgumentType]
+        change = llm_change(await call_callback("before_llm hook", cfg.hooks.before_llm, info))
+        if change.messages is not None:
+            working = cast(list[Message], change.messages)
+        if change.tools is not None:
+            wire_tools = change.tools
+        if change.model is not None:
+            model = change.model
     if cfg.dialect.style == "anthropic":
         wire_tools = tools_from_openai(wire_tools)
     body = cfg.dialect.build_body(
-        model=cfg.model,
+        model=model,
         messages=working,
         tools=wire_tools,
         stream=False,
@@ -64,4 +66,5 @@ async def translate_once(
         deadline = asyncio.get_running_loop().time() + cfg.timeout_ms / 1000
     parts = transcript_parts(working)
     turn = await engine.send(body, cancel=cancel, deadline=deadline, turn=0, parts=parts)
-    return to_translate_result(turn, cfg.model)
+    sent = body.get("model")
+    return to_translate_result(turn, sent if isinstance(sent, str) else model)

@@ -98,3 +98,11 @@ def test_image_prompt_reads_the_picture_given_on_the_command_line(tmp_path: Path
     (tmp_path / "wide.png").write_bytes(make_png(7, 3))
     out = run("image_prompt.py", str(tmp_path / "wide.png"))
     assert "1) I see a 7×3 PNG (1 image(s) so far)." in out
+
+
+def test_code_written_for_the_021_package_runs_unchanged() -> None:
+    out = run("from_021.py")
+    assert "21 °C is 69.8 °F (answered by scripted)." in out
+    assert "convert {'celsius': 21} -> 69.8 False" in out
+    assert "retried statuses: [408]" in out
+    assert "models per turn: ['small-model', 'scripted']" in out

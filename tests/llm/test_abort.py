@@ -146,7 +146,9 @@ async def test_the_deadline_aborts_the_http_request_with_run_timeout(
 ) -> None:
     server = Hanging()
     async with serve(server.handle) as url:
-        with pytest.raises(RunTimeout, match="timeout_ms=50"):
+        with pytest.raises(
+            RunTimeout, match=r"run timeout after 50ms \(client timeout_ms budget\)"
+        ):
             await run_abortable(
                 transport.post(url, {}, {}, timeout=None),
                 cancel=asyncio.Event(),

@@ -183,7 +183,7 @@ def test_a_transcript_builds_the_bodies_build_body_builds_turn_after_turn(stream
 # --- build_body ---------------------------------------------------------------------------
 
 
-def test_a_minimal_body_defaults_max_tokens_to_4096() -> None:
+def test_a_minimal_body_defaults_max_tokens_to_4096_and_sends_an_empty_system() -> None:
     body = D.build_body(
         model="claude-x", messages=[{"role": "user", "content": "hi"}], tools=[], stream=False
     )
@@ -191,6 +191,7 @@ def test_a_minimal_body_defaults_max_tokens_to_4096() -> None:
         "model": "claude-x",
         "max_tokens": 4096,
         "messages": [{"role": "user", "content": "hi"}],
+        "system": "",  # COMPAT §7: always present
     }
 
 

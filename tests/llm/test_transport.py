@@ -475,7 +475,8 @@ async def test_legacy_post_runs_in_another_thread_with_positional_arguments() ->
     legacy = SyncTransport()
     reply = await LegacyTransport(legacy).post("u", {"h": "1"}, {"b": 2}, timeout=7.5)
     assert reply == {"ok": True}
-    assert legacy.calls == [("u", {"h": "1"}, {"b": 2}, 7.5)]
+    # COMPAT §2: the full header set, Content-Type included, as the existing package sends it.
+    assert legacy.calls == [("u", {"Content-Type": "application/json", "h": "1"}, {"b": 2}, 7.5)]
     assert legacy.threads != [threading.get_ident()]
 
 

@@ -420,7 +420,7 @@ async def test_status_and_text_mode_still_reports_errors(server: Server) -> None
 
 
 async def test_timeout_is_an_error_naming_the_tool_and_the_limit(server: Server) -> None:
-    t = http_tool("slow", "", "GET", server.base + "/slow", timeout=50, input_schema=SCHEMA)
+    t = http_tool("slow", "", "GET", server.base + "/slow", timeout_ms=50, input_schema=SCHEMA)
 
     result = await call(t, {})
 

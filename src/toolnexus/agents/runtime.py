@@ -57,7 +57,20 @@ from .types import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["AgentRuntime"]
+__all__ = [
+    "AgentDef",
+    "AgentRuntime",
+    "AsyncioClock",
+    "Budget",
+    "Clock",
+    "Handle",
+    "HandleState",
+    "HandleView",
+    "InboxItem",
+    "PostResult",
+    "SpawnError",
+    "TaskResult",
+]
 
 log = logging.getLogger("toolnexus.agents")
 

@@ -41,11 +41,12 @@ def deadline_after(timeout_ms: float | None) -> float | None:
 def _timeout_error(timeout_ms: float | None) -> RunTimeout:
     if timeout_ms is None:
         return RunTimeout("run deadline passed; the in-flight request was aborted")
-    return RunTimeout(f"run exceeded timeout_ms={timeout_ms:g}; the in-flight request was aborted")
+    # The existing package's wording (COMPAT §2), kept byte for byte.
+    return RunTimeout(f"run timeout after {timeout_ms:g}ms (client timeout_ms budget)")
 
 
 def _cancelled_error() -> RunCancelled:
-    return RunCancelled("run cancelled; the in-flight request was aborted")
+    return RunCancelled("run cancelled")
 
 
 async def _stop(task: asyncio.Task[Any]) -> None:

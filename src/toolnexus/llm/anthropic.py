@@ -23,6 +23,7 @@ from .convert import (
     make_usage,
     normalize_finish_reason,
     to_anthropic,
+    token_count,
 )
 from .parts_wire import PartPolicy
 
@@ -117,10 +118,20 @@ def _raise_error(payload: dict[str, Any]) -> None:
     raise ProviderError(f"provider error: {message}", body=json.dumps(payload, default=str))
 
 
+_PROMPT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
 def _usage(value: Any, into: Usage | None = None) -> Usage:
+    """Our usage from an Anthropic one. The prompt is every input token the request carried:
+    ``input_tokens`` counts only those after the last cache breakpoint, so the cached
+    (``cache_read_input_tokens``) and newly cached (``cache_creation_input_tokens``) ones are
+    added. A usage naming none of the three (a stream's ``message_delta``) keeps ``into``'s."""
     usage = cast(dict[str, Any], value) if isinstance(value, dict) else {}
     base = into or empty_usage()
-    prompt = usage.get("input_tokens", base["prompt_tokens"])
+    if any(key in usage for key in _PROMPT_KEYS):
+        prompt = sum(token_count(usage.get(key)) for key in _PROMPT_KEYS)
+    else:
+        prompt = base["prompt_tokens"]
     completion = usage.get("output_tokens", base["completion_tokens"])
     return make_usage(prompt, completion)
 
@@ -325,8 +336,8 @@ def _body(
         "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
         "messages": rendered,
     }
-    if system is not None:
-        body["system"] = system
+    # Always present, as the existing package sends it ("" without system text).
+    body["system"] = system if system is not None else ""
     if tools:
         body["tools"] = tools_from_openai(tools)
         choice = map_tool_choice(tool_choice)
@@ -357,10 +368,11 @@ class AnthropicTranscript:
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]],
         stream: bool,
+        tool_choice: Any = None,
     ) -> dict[str, Any]:
         """The body for this turn (see `AnthropicDialect.build_body`)."""
         rendered, system = self._rendering.render(messages)
-        return _body(model, rendered, system, tools, stream, None, None)
+        return _body(model, rendered, system, tools, stream, None, tool_choice)
 
 
 class AnthropicDialect:
@@ -404,7 +416,7 @@ class AnthropicDialect:
     ) -> dict[str, Any]:
         """A messages-API body from the canonical transcript.
 
-        ``system`` is top-level when any system text exists; ``max_tokens`` defaults to
+        ``system`` is always top-level (``""`` without system text); ``max_tokens`` defaults to
         `DEFAULT_MAX_TOKENS` (0 or ``None``); ``tools`` (Anthropic- or OpenAI-shaped) and the
         mapped ``tool_choice`` appear only with a non-empty tool list. Content parts become
         blocks; ``translating`` applies §11's rules to them (text first, placeholders).

@@ -49,6 +49,7 @@ __all__ = [
     "normalize_history",
     "text_of",
     "to_anthropic",
+    "token_count",
 ]
 
 PRIVATE_MESSAGE_KEYS = frozenset({"is_error", "toolnexus_halt", "parts"})
@@ -86,12 +87,13 @@ def make_usage(prompt: Any, completion: Any, total: Any = None) -> Usage:
 
     ``total`` defaults to ``prompt + completion`` when the provider did not send one.
     """
-    p, c = _count(prompt), _count(completion)
-    t = _count(total) if total is not None else p + c
+    p, c = token_count(prompt), token_count(completion)
+    t = token_count(total) if total is not None else p + c
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": t}
 
 
-def _count(value: Any) -> int:
+def token_count(value: Any) -> int:
+    """A provider token count: a non-negative int, anything else counts 0."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return 0

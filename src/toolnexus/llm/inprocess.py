@@ -13,8 +13,9 @@ import inspect
 import itertools
 import json
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, cast
 
+from .._compat import no_stream_error
 from ..errors import BadResponse, UsageError
 from .base import SSEEvent
 
@@ -38,7 +39,9 @@ class InProcessTransport:
         self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
     ) -> dict[str, Any]:
         del url, headers, timeout
-        value = self._generate(body)
+        # The body's own keys (``model``, ``messages``, ``tools`` when there are any), plus
+        # the existing package's request shape: ``tools`` always a list, and the ``body``.
+        value = self._generate({**body, "tools": body.get("tools", []), "body": body})
         if inspect.isawaitable(value):
             value = await value
         return self._envelope(body, value)
@@ -76,7 +79,7 @@ class InProcessTransport:
         }
         if calls:
             message["tool_calls"] = calls
-        usage = reply.get("usage")
+        usage = _usage(reply.get("usage"))
         return {
             "object": "chat.completion",
             "model": body.get("model"),
@@ -87,15 +90,32 @@ class InProcessTransport:
                     "finish_reason": "tool_calls" if calls else "stop",
                 }
             ],
-            "usage": usage
-            if isinstance(usage, dict)
-            else {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+            "usage": usage,
         }
 
     def stream(
         self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
     ) -> AsyncIterator[SSEEvent]:
-        raise UsageError("the in-process client does not stream; use run() or ask()")
+        raise no_stream_error("run() or ask()")
 
     async def aclose(self) -> None:
         return None
+
+
+_USAGE_KEYS = (
+    ("prompt_tokens", "promptTokens"),
+    ("completion_tokens", "completionTokens"),
+    ("total_tokens", "totalTokens"),
+)
+
+
+def _usage(value: Any) -> dict[str, Any]:
+    """``generate``'s usage, snake_case or camelCase; zeros when it gave none."""
+    if not isinstance(value, dict):
+        return {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    given = cast("dict[str, Any]", value)
+    out = dict(given)
+    for snake, camel in _USAGE_KEYS:
+        if snake not in out and camel in given:
+            out[snake] = given[camel]
+    return out

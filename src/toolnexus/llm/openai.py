@@ -376,6 +376,7 @@ class OpenAITranscript:
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]],
         stream: bool,
+        tool_choice: Any = None,
     ) -> dict[str, Any]:
         """The body for this turn (see `OpenAIDialect.build_body`)."""
         added = appended_since(messages, self._sources)
@@ -390,7 +391,7 @@ class OpenAITranscript:
         self._sources.extend(added)
         # Only the engine's unhooked path renders through a transcript: no hook sees the
         # body, so the tool declarations can be shared instead of copied.
-        return _body(model, list(self._wire), tools, stream, None, None, share_tools=True)
+        return _body(model, list(self._wire), tools, stream, None, tool_choice, share_tools=True)
 
 
 class OpenAIDialect:

@@ -1,9 +1,10 @@
 """Bounded retries for one model call, honouring ``Retry-After`` exactly as the contract pins it.
 
-A failed attempt is *retryable* when it is a `ProviderError` with status 429, 500, 502, 503 or
-504, or a `TransportError` (connection refused, reset, cut mid-body). `BadResponse` and other
-4xx statuses are not. The host's ``on_error`` callback has the last word on every failed
-attempt, but a ``"retry"`` never exceeds ``retries`` (at most ``retries + 1`` attempts in all).
+A failed attempt is *retryable* when it is a `ProviderError` with status 429, 500, 502, 503,
+504 or 529 (plus the client's ``retryable_statuses``), or a `TransportError` (connection
+refused, reset, cut mid-body). `BadResponse` and other 4xx statuses are not. The host's
+``on_error`` callback has the last word on every failed attempt, but a ``"retry"`` never
+exceeds ``retries`` (at most ``retries + 1`` attempts in all).
 
 Aborts are never failures: `asyncio.CancelledError`, `RunCancelled` and `RunTimeout` propagate at
 once, untouched, without consulting ``on_error``. Any other exception (a bug, a `UsageError`, a
@@ -44,7 +45,7 @@ T = TypeVar("T")
 ErrorTier: TypeAlias = Literal["retry", "fail"]
 """What ``on_error`` decides for a failed attempt."""
 
-RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504})
+RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504, 529})
 """HTTP statuses worth another attempt by default."""
 
 _RETRY_AFTER_MAX = 2_147_483_647
@@ -105,8 +106,8 @@ def parse_retry_after(value: str | None) -> float | None:
     return float(seconds) if seconds <= _RETRY_AFTER_MAX else None
 
 
-def is_retryable(error: BaseException) -> bool:
-    """Whether the default policy retries ``error``.
+def is_retryable(error: BaseException, statuses: frozenset[int] = RETRYABLE_STATUSES) -> bool:
+    """Whether the default policy retries ``error`` (``statuses``: the retryable HTTP ones).
 
     >>> is_retryable(ProviderError("HTTP 503: busy", status=503))
     True
@@ -114,7 +115,7 @@ def is_retryable(error: BaseException) -> bool:
     if isinstance(error, TransportError):
         return True
     if isinstance(error, ProviderError):
-        return error.status in RETRYABLE_STATUSES and not isinstance(error, BadResponse)
+        return error.status in statuses and not isinstance(error, BadResponse)
     return False
 
 
@@ -152,6 +153,8 @@ class RetryPolicy:
         on_error: the host's classifier; ``None`` ⇒ retry exactly the retryable failures.
         sleep: the coroutine that waits; injected by tests.
         rand: the jitter source, returning a float in ``[0, 1)``; injected by tests.
+        retryable_statuses: the HTTP statuses retried by default (`RETRYABLE_STATUSES` plus
+            the client's ``retryable_statuses``).
 
     >>> policy = RetryPolicy(retries=3, base_ms=100)
     """
@@ -162,6 +165,7 @@ class RetryPolicy:
     on_error: OnError | None = None
     sleep: Callable[[float], Awaitable[Any]] = field(default=asyncio.sleep)
     rand: Callable[[], float] = field(default=random.random)
+    retryable_statuses: frozenset[int] = RETRYABLE_STATUSES
 
     def __post_init__(self) -> None:
         retries = cast(object, self.retries)
@@ -189,8 +193,9 @@ async def _decide(policy: RetryPolicy, info: ErrorInfo) -> ErrorTier:
     raise UsageError(f'on_error must return "retry" or "fail", got {verdict!r}')
 
 
-def _info(error: ProviderError | TransportError, attempt: int) -> ErrorInfo:
-    info: ErrorInfo = {"error": error, "attempt": attempt, "retryable": is_retryable(error)}
+def _info(error: ProviderError | TransportError, attempt: int, policy: RetryPolicy) -> ErrorInfo:
+    retryable = is_retryable(error, policy.retryable_statuses)
+    info: ErrorInfo = {"error": error, "attempt": attempt, "retryable": retryable}
     if isinstance(error, ProviderError) and error.status is not None:
         info["status"] = error.status
     return info
@@ -238,10 +243,10 @@ async def retry_after(
     """
     index = 0
     while True:
-        tier = await _decide(policy, _info(error, index))
+        tier = await _decide(policy, _info(error, index, policy))
         if tier == "fail" or index >= policy.retries:
             raise error
-        delay = error.retry_after if isinstance(error, ProviderError) else None
+        delay = error.retry_after_s if isinstance(error, ProviderError) else None
         if delay is None or delay < 0 or not math.isfinite(delay):
             delay = backoff_delay(index, policy.base_ms, policy.rand(), policy.max_ms)
         await policy.sleep(delay)

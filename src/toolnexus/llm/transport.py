@@ -20,6 +20,7 @@ of ``toolnexus``.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import math
@@ -35,7 +36,14 @@ from .sse import SSEParser
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["AiohttpTransport", "LegacyTransport", "as_transport"]
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "AiohttpTransport",
+    "LegacyTransport",
+    "as_transport",
+    "attempt_within",
+    "with_content_type",
+]
 
 _JSON = "application/json"
 
@@ -78,6 +86,13 @@ def _status_error(status: int, body: str, retry_after: str | None) -> ProviderEr
         body=body,
         retry_after=parse_retry_after(retry_after),
     )
+
+
+def with_content_type(headers: dict[str, str]) -> dict[str, str]:
+    """A copy of ``headers`` with ``Content-Type: application/json`` unless they name one."""
+    if any(name.lower() == "content-type" for name in headers):
+        return dict(headers)
+    return {"Content-Type": _JSON, **headers}
 
 
 def _where(url: str) -> str:
@@ -158,10 +173,7 @@ class AiohttpTransport:
         """
         if headers != self._headers_in:
             self._headers_in = dict(headers)
-            if any(name.lower() == "content-type" for name in headers):
-                self._headers_out = dict(headers)
-            else:
-                self._headers_out = {"Content-Type": _JSON, **headers}
+            self._headers_out = with_content_type(headers)
         return self._headers_out
 
     def _live_session(self) -> aiohttp.ClientSession | None:
@@ -293,8 +305,12 @@ class LegacyTransport:
     Errors the object raises are mapped onto our tree: ours pass through; one carrying an int
     HTTP ``status`` or ``code`` becomes `ProviderError` (with ``body``/``text`` and
     ``retry_after`` or a ``Retry-After`` header when it has them); invalid JSON becomes
-    `BadResponse`; anything else becomes `TransportError`, chained. ``timeout`` is passed on
-    as given, ``None`` included.
+    `BadResponse`; anything else becomes `TransportError`, chained.
+
+    The object receives what the existing package gave it: the full header set, with
+    ``Content-Type: application/json`` unless the host named one, and ``timeout`` as a float
+    in seconds — what is left of the client's ``timeout_ms`` (the client passes it, see
+    ``takes_deadline``), else `DEFAULT_TIMEOUT_S` (120.0).
 
     >>> transport = LegacyTransport(UrllibTransport())
     """
@@ -305,11 +321,16 @@ class LegacyTransport:
         self._obj: Any = obj
         self.supports_stream: bool = callable(getattr(obj, "open", None))
 
+    takes_deadline = True
+    """The client passes what is left of ``timeout_ms`` as each attempt's ``timeout``."""
+
     async def post(
         self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None
     ) -> dict[str, Any]:
         """Run the object's blocking ``post`` in a worker thread and check what it returned."""
-        result = await _off_loop(self._obj.post, url, headers, body, timeout)
+        result = await _off_loop(
+            self._obj.post, url, with_content_type(headers), body, _seconds(timeout)
+        )
         if inspect.isawaitable(result):
             if inspect.iscoroutine(result):
                 result.close()
@@ -336,7 +357,9 @@ class LegacyTransport:
                 f"{type(self._obj).__name__} cannot stream (it has no open()); "
                 "make a non-streaming call instead"
             )
-        response: Any = await _off_loop(self._obj.open, url, headers, body, timeout)
+        response: Any = await _off_loop(
+            self._obj.open, url, with_content_type(headers), body, _seconds(timeout)
+        )
         read = _reader(response)
         parser = SSEParser()
         try:
@@ -373,6 +396,13 @@ def _reader(response: Any) -> Callable[[], object]:
 
 
 _CHUNK = 65536
+
+DEFAULT_TIMEOUT_S = 120.0
+"""The ``timeout`` a synchronous transport gets when the run has no ``timeout_ms``."""
+
+
+def _seconds(timeout: float | None) -> float:
+    return DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
 
 
 async def _off_loop(function: Callable[..., Any], *args: Any) -> Any:
@@ -431,6 +461,26 @@ def _legacy_error(exc: Exception) -> ToolnexusError:
     if isinstance(exc, json.JSONDecodeError):
         return BadResponse(f"reply is not valid JSON: {exc}")
     return TransportError(f"legacy transport failed: {type(exc).__name__}: {exc}")
+
+
+def attempt_within(
+    transport: Transport,
+    url: str,
+    headers: dict[str, str],
+    body: dict[str, Any],
+    deadline: float | None,
+) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """One model-call attempt (for the retry loop). A transport that ``takes_deadline`` (a
+    host's synchronous one) gets what is left of ``deadline`` (loop time) as its ``timeout``,
+    in seconds; every other transport gets ``None`` (the deadline is enforced above it)."""
+    if deadline is None or not getattr(transport, "takes_deadline", False):
+        return functools.partial(transport.post, url, headers, body, timeout=None)
+    loop = asyncio.get_running_loop()
+
+    def attempt() -> Awaitable[dict[str, Any]]:
+        return transport.post(url, headers, body, timeout=max(deadline - loop.time(), 0.001))
+
+    return attempt
 
 
 def as_transport(obj: object | None) -> Transport:

@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
+from .._compat import warn_once
 from .._types import Message, RunResult, Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
@@ -34,6 +35,7 @@ from ..llm.base import ModelTurn, SSEEvent
 from ..llm.convert import normalize_history
 from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
+from ..llm.transport import attempt_within
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -49,7 +51,7 @@ from ..tools.validation import parse_arguments, validate_arguments
 from . import transcript as tx
 from .checkpoint import Checkpoint, Outstanding
 from .execute import coerce_result, invoke_tool, unknown_tool_result
-from .hooks import call_callback
+from .hooks import call_callback, llm_change
 from .state import (
     EngineConfig,
     Finished,
@@ -78,6 +80,7 @@ __all__ = [
 log = logging.getLogger("toolnexus")
 
 Event = dict[str, Any]
+_NO_TOOLKIT = "custom (no toolkit)"  # the source of a call in a run without tools: no event
 _STRIPPED_PARAMS = ("messages", "tools", "stream")
 
 
@@ -136,6 +139,7 @@ class Engine:
         cfg = self.cfg
         wire_tools = state.wire_tools
         hooks = cfg.hooks
+        model = cfg.model
         if hooks.before_llm is not None:
             info = {
                 "messages": state.messages,
@@ -143,13 +147,17 @@ class Engine:
                 "model": cfg.model,
                 "turn": state.turns,
             }
-            change = await call_callback("before_llm hook", hooks.before_llm, info)
-            if isinstance(change, Mapping):
-                if change.get("messages") is not None:  # pyright: ignore[reportUnknownMemberType]
-                    state.messages = list(change["messages"])  # pyright: ignore[reportUnknownArgumentType]
-                if change.get("tools") is not None:  # pyright: ignore[reportUnknownMemberType]
-                    wire_tools = cast(list[dict[str, Any]], list(change["tools"]))  # pyright: ignore[reportUnknownArgumentType]
-        return await self.finish_body(self._build_body(state, wire_tools, stream))
+            change = llm_change(await call_callback("before_llm hook", hooks.before_llm, info))
+            if change.messages is not None:
+                state.messages = change.messages
+            if change.tools is not None:
+                wire_tools = change.tools
+            if change.model is not None:
+                model = change.model  # this turn only
+        body = await self.finish_body(self._build_body(state, wire_tools, stream, model))
+        sent = body.get("model")
+        state.sent_model = sent if isinstance(sent, str) else model
+        return body
 
     async def finish_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """The last touches of every request body: ``request_params``, then ``body_transform``
@@ -158,7 +166,10 @@ class Engine:
         if cfg.request_params:
             for key, value in cfg.request_params.items():
                 if key in _STRIPPED_PARAMS:
-                    log.warning("toolnexus: request_params key %r ignored", key)
+                    warn_once(
+                        ("request_params", id(cfg), key),
+                        f'request_params key "{key}" is not allowed — ignored (use body_transform)',
+                    )
                     continue
                 body[key] = value
         if cfg.body_transform is not None:
@@ -168,15 +179,17 @@ class Engine:
         return body
 
     def _build_body(
-        self, state: RunState, tools: list[dict[str, Any]], stream: bool
+        self, state: RunState, tools: list[dict[str, Any]], stream: bool, model: str
     ) -> dict[str, Any]:
         cfg = self.cfg
         # A hook that sees the transcript or the body may edit a message in place, so with one
         # every body is rendered afresh; otherwise each message is rendered once per run.
         hooked = cfg.hooks.before_llm is not None or cfg.body_transform is not None
+        # The loop asks for "auto" explicitly on the OpenAI wire (COMPAT §7).
+        choice = "auto" if cfg.style == "openai" else None
         if self._new_transcript is None or hooked:
             return cfg.dialect.build_body(
-                model=cfg.model, messages=state.messages, tools=tools, stream=stream
+                model=model, messages=state.messages, tools=tools, stream=stream, tool_choice=choice
             )
         bodies = state.bodies
         if bodies is None:
@@ -187,34 +200,50 @@ class Engine:
             if state.turns:
                 state.bodies = bodies
         return bodies.build_body(
-            model=cfg.model, messages=state.messages, tools=tools, stream=stream
+            model=model, messages=state.messages, tools=tools, stream=stream, tool_choice=choice
         )
 
     async def finish_call(
-        self, turn: ModelTurn, started: float, turn_index: int, parts: list[Any] | None = None
+        self,
+        turn: ModelTurn,
+        started: float,
+        turn_index: int,
+        parts: list[Any] | None = None,
+        model: str | None = None,
     ) -> None:
-        """Emit the ``llm`` metric and run ``after_llm`` for a finished model call."""
+        """Emit the ``llm`` metric and run ``after_llm`` for a finished model call (``model``:
+        the one sent, when a hook overrode the configured one for this turn)."""
         cfg = self.cfg
-        self._llm_event("ok", started, turn.usage, parts)
+        model = model or cfg.model
+        self._llm_event("ok", started, turn.usage, parts, model)
         if cfg.hooks.after_llm is not None:
-            info = {"response": turn.raw, "model": cfg.model, "turn": turn_index}
+            info = {"response": turn.raw, "model": model, "turn": turn_index}
             await call_callback("after_llm hook", cfg.hooks.after_llm, info)
 
     def emit_llm_error(
-        self, started: float, error: BaseException | None = None, parts: list[Any] | None = None
+        self,
+        started: float,
+        error: BaseException | None = None,
+        parts: list[Any] | None = None,
+        model: str | None = None,
     ) -> None:
         """Emit the ``llm`` metric for a failed model call; mask secrets in ``error``."""
         if error is not None:
             self.cfg.redactor.scrub(error)
-        self._llm_event("error", started, {}, parts)
+        self._llm_event("error", started, {}, parts, model)
 
     def _llm_event(
-        self, status: str, started: float, usage: Mapping[str, int], parts: list[Any] | None
+        self,
+        status: str,
+        started: float,
+        usage: Mapping[str, int],
+        parts: list[Any] | None,
+        model: str | None = None,
     ) -> None:
         """The ``llm`` metric; ``parts`` (summaries of the content parts sent) when any."""
         event: dict[str, Any] = {
             "event": "llm",
-            "model": self.cfg.model,
+            "model": model or self.cfg.model,
             "status": status,
             "ms": (time.perf_counter() - started) * 1000,
             "prompt_tokens": usage.get("prompt_tokens", 0),
@@ -267,7 +296,7 @@ class Engine:
                     attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
                     payload = await retry_after(error, attempt, cfg.retry)
             else:
-                attempt = partial(cfg.transport.post, cfg.url, cfg.headers, body, timeout=None)
+                attempt = attempt_within(cfg.transport, cfg.url, cfg.headers, body, deadline)
                 payload = await run_abortable(
                     call_with_retries(attempt, cfg.retry),
                     cancel=cancel,
@@ -276,13 +305,13 @@ class Engine:
                 )
             reply = cfg.dialect.parse_reply(payload)
         except BaseException as exc:
-            self.emit_llm_error(started, exc, parts)
+            self.emit_llm_error(started, exc, parts, _model_of(body))
             if chat is not None:
                 cfg.tracing.end_chat(chat, None, exc)  # pyright: ignore[reportOptionalMemberAccess]
             raise
         if chat is not None:
             cfg.tracing.end_chat(chat, reply, None)  # pyright: ignore[reportOptionalMemberAccess]
-        await self.finish_call(reply, started, turn, parts)
+        await self.finish_call(reply, started, turn, parts, _model_of(body))
         return reply
 
     async def stream_model(self, state: RunState) -> AsyncIterator[Event | ModelTurn]:
@@ -321,7 +350,7 @@ class Engine:
                 timeout_ms=cfg.timeout_ms,
             )
         except BaseException as exc:
-            self.emit_llm_error(started, exc, parts)
+            self.emit_llm_error(started, exc, parts, state.sent_model)
             if tracing is not None:
                 tracing.end_chat(chat, None, exc)
             raise
@@ -348,7 +377,7 @@ class Engine:
                     await rest.aclose()
             turn = assembler.finish()
         except BaseException as exc:
-            self.emit_llm_error(started, exc, parts)
+            self.emit_llm_error(started, exc, parts, state.sent_model)
             if tracing is not None:
                 tracing.end_chat(chat, None, exc)
             raise
@@ -356,7 +385,7 @@ class Engine:
             await tx.aclose(events)
         if tracing is not None:
             tracing.end_chat(chat, turn, None)
-        await self.finish_call(turn, started, state.turns, parts)
+        await self.finish_call(turn, started, state.turns, parts, state.sent_model)
         yield turn
 
     # -- tool calls --------------------------------------------------------------------------
@@ -399,6 +428,9 @@ class Engine:
                     args = slot.args = dict(new_args)  # pyright: ignore[reportUnknownArgumentType]
         tool = state.by_name.get(slot.name)
         if tool is None:
+            if not state.by_name:
+                # A toolkit-less run: the existing package's text, and no ``tool`` event.
+                return ToolResult(f"unknown tool: {slot.name}", True), _NO_TOOLKIT
             return unknown_tool_result(slot.name, list(state.by_name)), "custom"
         problem = validate_arguments(tool, args)
         if problem is not None:
@@ -411,18 +443,20 @@ class Engine:
         tracing = self.cfg.tracing
         if state.span is None or tracing is None:
             result, source = await self._execute_once(state, slot, answer)
-            request = pending_of(result)
         else:
             with tracing.tool(state.span, slot.name, slot.id, slot.args) as span:
                 result, source = await self._execute_once(state, slot, answer)
-            request = pending_of(result)
-            tracing.end_tool(span, result, source, request)
+            tracing.end_tool(span, result, source, pending_of(result))
+        if source is _NO_TOOLKIT:
+            return result
+        request = pending_of(result)
         event: dict[str, Any] = {
             "event": "tool",
             "tool": slot.name,
             "source": source,
             "is_error": result.is_error and request is None,
             "ms": (time.perf_counter() - started) * 1000,
+            "model": state.sent_model or self.cfg.model,
         }
         if request is not None:
             event["pending"] = True
@@ -475,6 +509,7 @@ class Engine:
                     "source": tx.source(state, slot.name),
                     "is_error": True,
                     "ms": 0.0,
+                    "model": state.sent_model or self.cfg.model,
                 }
             )
             slot.finish(await self._after_tool(state, slot, ToolResult(problem, True)))
@@ -572,6 +607,7 @@ class Engine:
                         "source": "relay",
                         "is_error": result.is_error,
                         "ms": (time.perf_counter() - started) * 1000,
+                        "model": state.sent_model or self.cfg.model,
                     }
                 )
                 slot.finish(await self._after_tool(state, slot, result))
@@ -884,12 +920,17 @@ class Engine:
             tool_call_count=len(state.records),
             turns=state.turns,
             usage=state.usage,
-            model=self.cfg.model,
+            model=state.sent_model or self.cfg.model,
             status=status,
             limit=limit,
             pending=pending,
             expired=state.expired,
         )
+
+
+def _model_of(body: Mapping[str, Any]) -> str | None:
+    model = body.get("model")
+    return model if isinstance(model, str) else None
 
 
 async def _ready(value: Any) -> Any:

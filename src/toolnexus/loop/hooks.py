@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from ..errors import CallbackError, UsageError
 
-__all__ = ["HOOK_NAMES", "Hooks", "as_hooks", "call_callback"]
+__all__ = ["HOOK_NAMES", "Hooks", "LlmChange", "as_hooks", "call_callback", "llm_change"]
 
 HOOK_NAMES = ("before_llm", "after_llm", "before_tool", "after_tool")
 
@@ -74,3 +74,27 @@ async def call_callback(what: str, fn: Callable[..., Any], *args: Any) -> Any:
     except Exception as exc:
         raise CallbackError(f"{what} raised {type(exc).__name__}: {exc}") from exc
     return value
+
+
+@dataclass(slots=True)
+class LlmChange:
+    """What a ``before_llm`` return asks for: ``None`` fields leave the working value as is."""
+
+    messages: list[Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    model: str | None = None
+    """A model for this turn only (a non-empty string; anything else is ignored)."""
+
+
+def llm_change(value: object) -> LlmChange:
+    """Read a ``before_llm`` hook's return (a mapping with ``messages`` / ``tools`` /
+    ``model``, or anything else for "no change")."""
+    if not isinstance(value, Mapping):
+        return LlmChange()
+    change = cast(Mapping[str, Any], value)
+    messages, tools, model = change.get("messages"), change.get("tools"), change.get("model")
+    return LlmChange(
+        messages=list(messages) if messages is not None else None,
+        tools=cast(list[dict[str, Any]], list(tools)) if tools is not None else None,
+        model=model if isinstance(model, str) and model else None,
+    )

@@ -59,6 +59,11 @@ class EngineConfig:
     redactor: Redactor = field(default_factory=Redactor)
     """The client's secrets (API key, credential headers): masked in everything that enters."""
 
+    max_part_bytes: int | None = None
+    """Decoded-byte ceiling per content part (``None``: the process-wide limit)."""
+    on_unsupported_part: str | None = None
+    """``None`` (by provenance), ``"error"`` or ``"text"``: a part the wire cannot carry."""
+
 
 CallState = Literal["not_run", "suspended", "done"]
 """Where one tool call of a turn stands (the checkpoint's `Outstanding.state`)."""
@@ -139,6 +144,7 @@ class BodyBuilder(Protocol):
         messages: Sequence[Message],
         tools: Sequence[dict[str, Any]],
         stream: bool,
+        tool_choice: Any = None,
     ) -> dict[str, Any]: ...
 
 
@@ -184,6 +190,7 @@ class RunState:
     bodies: BodyBuilder | None = None  # what earlier turns rendered, reused by the next one
     span: Any = None  # the run's ``invoke_agent`` span while it is traced and recording
     redactor: Redactor | None = None  # the client's and the toolkit's secrets, for tool results
+    sent_model: str = ""  # the model of the last body sent ("" before the first call)
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""

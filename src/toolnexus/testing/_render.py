@@ -177,9 +177,23 @@ def _anthropic_json(reply: Completion | EmptyChoices, ids: list[str]) -> str:
             "content": _anthropic_content(reply, ids) if is_completion else [],
             "stop_reason": _finish(reply, "anthropic") if is_completion else None,
             "stop_sequence": None,
-            "usage": {"input_tokens": reply.usage.prompt, "output_tokens": reply.usage.completion},
+            "usage": {
+                "input_tokens": reply.usage.prompt,
+                "output_tokens": reply.usage.completion,
+                **_anthropic_cache(reply.usage),
+            },
         }
     )
+
+
+def _anthropic_cache(u: TokenCounts) -> dict[str, int]:
+    """The prompt-cache counts Anthropic reports beside ``input_tokens``, when there are any."""
+    out: dict[str, int] = {}
+    if u.cache_read:
+        out["cache_read_input_tokens"] = u.cache_read
+    if u.cache_creation:
+        out["cache_creation_input_tokens"] = u.cache_creation
+    return out
 
 
 def _event(data: dict[str, Any]) -> str:
@@ -197,7 +211,11 @@ def _anthropic_sse(reply: Completion | EmptyChoices, ids: list[str]) -> str:
         "stop_reason": None,
         "stop_sequence": None,
         # As the real API does: output_tokens here is a placeholder; message_delta has the count.
-        "usage": {"input_tokens": u.prompt, "output_tokens": min(1, u.completion)},
+        "usage": {
+            "input_tokens": u.prompt,
+            "output_tokens": min(1, u.completion),
+            **_anthropic_cache(u),
+        },
     }
     events = [_event({"type": "message_start", "message": start})]
     if isinstance(reply, Completion):

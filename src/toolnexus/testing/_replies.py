@@ -54,6 +54,10 @@ class TokenCounts:
     prompt: int = 10
     completion: int = 5
     total: int = 15
+    cache_read: int = 0
+    """Anthropic routes only: ``cache_read_input_tokens`` (rendered when non-zero)."""
+    cache_creation: int = 0
+    """Anthropic routes only: ``cache_creation_input_tokens`` (rendered when non-zero)."""
 
 
 _DEFAULT_USAGE = TokenCounts()
@@ -200,16 +204,27 @@ REPLY_TYPES = (
 def _usage(usage: Mapping[str, int] | None) -> TokenCounts:
     if usage is None:
         return _DEFAULT_USAGE
-    unknown = set(usage) - {"prompt_tokens", "completion_tokens", "total_tokens"}
+    unknown = set(usage) - set(_USAGE_KEYS)
     if unknown:
-        raise UsageError(
-            f"usage keys are prompt_tokens, completion_tokens, total_tokens; got {sorted(unknown)}"
-        )
+        raise UsageError(f"usage keys are {', '.join(_USAGE_KEYS)}; got {sorted(unknown)}")
     prompt = usage.get("prompt_tokens", _DEFAULT_USAGE.prompt)
     completion = usage.get("completion_tokens", _DEFAULT_USAGE.completion)
     return TokenCounts(
-        prompt=prompt, completion=completion, total=usage.get("total_tokens", prompt + completion)
+        prompt=prompt,
+        completion=completion,
+        total=usage.get("total_tokens", prompt + completion),
+        cache_read=usage.get("cache_read_input_tokens", 0),
+        cache_creation=usage.get("cache_creation_input_tokens", 0),
     )
+
+
+_USAGE_KEYS = (
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
 
 
 def text(

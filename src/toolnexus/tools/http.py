@@ -51,6 +51,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import quote, urlencode
 
+from .._compat import warn_once
 from .._env import expand_env_headers
 from .._types import JSONSchema, Tool, ToolContext, ToolResult, sanitize
 from ..errors import UsageError
@@ -59,7 +60,10 @@ from ..redaction import Redactor
 if TYPE_CHECKING:
     import aiohttp
 
-__all__ = ["BodyMode", "ResultMode", "http_tool"]
+__all__ = ["DEFAULT_TIMEOUT", "BodyMode", "ResultMode", "http_tool"]
+
+DEFAULT_TIMEOUT = 30.0
+"""`http_tool`'s default request deadline, in seconds."""
 
 BodyMode: TypeAlias = Literal["json", "form", "raw"]
 ResultMode: TypeAlias = Literal["text", "json", "status+text"]
@@ -81,10 +85,11 @@ def http_tool(
     headers: Mapping[str, str] | None = None,
     query: Sequence[str] | None = None,
     body: BodyMode = "json",
-    input_schema: JSONSchema,
-    timeout: float | None = 30000,
+    input_schema: JSONSchema | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
     result_mode: ResultMode = "text",
     session: aiohttp.ClientSession | None = None,
+    timeout_ms: float | None = None,
 ) -> Tool:
     """A `Tool` that calls one HTTP endpoint.
 
@@ -96,8 +101,12 @@ def http_tool(
         headers: request headers; ``${NAME}`` is expanded from the environment per call.
         query: argument names sent as the querystring.
         body: how the remaining arguments are sent: ``json`` | ``form`` | ``raw``.
-        input_schema: the JSON Schema of the arguments.
-        timeout: the request deadline in **milliseconds** (``None``: no deadline).
+        input_schema: the JSON Schema of the arguments (default: an object with no declared
+            properties, ``{"type": "object", "properties": {}}``).
+        timeout: the request deadline in **seconds** (default `DEFAULT_TIMEOUT`, 30.0;
+            ``None``: no deadline), as in the existing package. A value of 1000 or more is
+            taken as seconds too, with a warning (it used to be milliseconds here).
+        timeout_ms: the deadline in milliseconds instead; wins over ``timeout``.
         result_mode: ``text`` | ``json`` | ``status+text``.
         session: an ``aiohttp.ClientSession`` to use instead of the pooled one (the caller
             keeps ownership and closes it).
@@ -119,8 +128,7 @@ def http_tool(
     if result_mode not in _RESULT_MODES:
         modes = ", ".join(_RESULT_MODES)
         raise UsageError(f"http_tool {name!r}: result_mode must be one of {modes}")
-    if timeout is not None and not timeout > 0:
-        raise UsageError(f"http_tool {name!r}: timeout must be a positive number of ms")
+    deadline_ms = _deadline_ms(name, timeout, timeout_ms)
     if isinstance(query, str):
         raise UsageError(f"http_tool {name!r}: query must be a list of argument names")
     tool_name = sanitize(name)
@@ -133,17 +141,39 @@ def http_tool(
         headers=dict(headers or {}),
         query=tuple(query or ()),
         body=body,
-        timeout_ms=timeout,
+        timeout_ms=deadline_ms,
         result_mode=result_mode,
         session=session,
     )
     return Tool(
         name=tool_name,
         description=description,
-        input_schema=input_schema,
+        input_schema=input_schema
+        if input_schema is not None
+        else {"type": "object", "properties": {}},
         source="http",
         execute=endpoint.execute,
     )
+
+
+def _deadline_ms(name: str, timeout: float | None, timeout_ms: float | None) -> float | None:
+    """The request deadline in ms from ``timeout`` (seconds) or ``timeout_ms``."""
+    for label, value in (("timeout_ms", timeout_ms), ("timeout", timeout)):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not value > 0  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise UsageError(f"http_tool {name!r}: {label} must be a positive number")
+    if timeout_ms is not None:
+        return float(timeout_ms)
+    if timeout is None:
+        return None
+    if timeout >= 1000:
+        warn_once(
+            ("http_tool timeout", name),
+            f"http_tool {name!r}: timeout={timeout} is in seconds (pass timeout_ms= for "
+            "milliseconds)",
+        )
+    return float(timeout) * 1000
 
 
 class _Endpoint:

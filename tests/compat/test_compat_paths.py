@@ -1,0 +1,321 @@
+"""COMPAT §1: the existing package's module paths, as thin re-exports of the top level.
+
+Each listed module imports, declares ``__all__``, re-exports the same objects as
+``toolnexus.<name>`` and (for the thin modules) leaks nothing else. The names a teammate's area
+adds (content parts, ACP, the agent harness, §10/§11) are not listed here yet.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from types import ModuleType
+
+import pytest
+
+import toolnexus
+import toolnexus.agents
+
+# module -> the names COMPAT §1 lists for it that exist in this build.
+PATHS: dict[str, list[str]] = {
+    "toolnexus.types": [
+        "Tool",
+        "ToolResult",
+        "ToolContext",
+        "Request",
+        "Answer",
+        "pending",
+        "auth_required",
+        "answer_output",
+        "answer_declined",
+        "pending_of",
+        "sanitize",
+        "JSONSchema",
+        "ToolSource",
+        "McpStatus",
+        "ExecuteFn",
+    ],
+    "toolnexus.client": [
+        "Client",
+        "Conversation",
+        "create_client",
+        "create_in_process_client",
+        "RunResult",
+        "ConversationStore",
+        "InMemoryConversationStore",
+        "HttpTransport",
+        "UrllibTransport",
+        "InProcessTransport",
+        "RunTimeout",
+        "RunCancelled",
+        "ErrorInfo",
+        "ErrorTier",
+        "ErrorClassifier",
+        "ClientStyle",
+        "Hooks",
+        "MetricEvent",
+        "OnMetric",
+        "WaitFor",
+        "ProviderError",
+        "MetricsRegistry",
+        "REDACTED",
+        "MAX_ERROR_BODY",
+        "safe_error_body",
+        "capped_error_body",
+        "redact_identifiers",
+        "RUN_STATUSES",
+        "RUN_STATUS_DONE",
+        "RUN_STATUS_PENDING",
+        "RUN_STATUS_INCOMPLETE",
+        "LIMIT_MAX_TURNS",
+        "LIMIT_COMPLETION",
+        "LIMIT_TIMEOUT",
+        "HTTP_DEFAULT_TIMEOUT",
+    ],
+    "toolnexus.translate": [
+        "TranslateResult",
+        "TranslatedToolCall",
+        "openai_messages_to_anthropic",
+        "openai_tools_to_anthropic",
+        "openai_tool_choice_to_anthropic",
+    ],
+    "toolnexus.toolkit": ["Toolkit", "create_toolkit"],
+    "toolnexus.adapters": ["to_openai", "to_anthropic", "to_gemini"],
+    "toolnexus.native": ["define_tool", "tool"],
+    "toolnexus.http": ["http_tool", "DEFAULT_TIMEOUT"],
+    "toolnexus.mcp_source": [
+        "load_mcp",
+        "load_mcp_with_context",
+        "list_mcp_tools",
+        "McpSource",
+        "McpInventory",
+        "ToolInfo",
+        "McpConfig",
+        "ServerConfig",
+        "DEFAULT_TIMEOUT",
+        "parse_mcp_config",
+        "is_enabled",
+        "is_remote",
+        "apply_tools_filter",
+        "expand_env_headers",
+        "elicitation_to_request",
+        "answer_to_elicit_result",
+        "MAX_LIST_PAGES",
+    ],
+    "toolnexus.skill": [
+        "load_skills",
+        "list_skills",
+        "SkillDef",
+        "SkillInfo",
+        "SkillSkip",
+        "SkillSource",
+        "SkillInventory",
+        "SKILL_TOOL_DESCRIPTION",
+        "SKILLS_PROMPT_PREAMBLE",
+        "SkillProvider",
+        "SkillSkipReason",
+    ],
+    "toolnexus.builtin": [
+        "BuiltinsConfig",
+        "builtins_enabled",
+        "create_builtin_tools",
+        "select_builtins",
+    ],
+    "toolnexus.agents.runtime": [
+        "AgentRuntime",
+        "AgentDef",
+        "Budget",
+        "Handle",
+        "HandleView",
+        "InboxItem",
+        "PostResult",
+        "SpawnError",
+        "TaskResult",
+        "Clock",
+        "AsyncioClock",
+        "HandleState",
+    ],
+    "toolnexus.agents.surface": [
+        "Agent",
+        "agent",
+        "agent_from_dir",
+        "start_agent",
+        "StartedAgent",
+        "compose_soul",
+        "memory_tool",
+        "BOOTSTRAP_ORDER",
+        "HEARTBEAT_OK",
+        "HEARTBEAT_PROMPT",
+    ],
+    "toolnexus.agents.compaction": ["compactor", "estimate_tokens"],
+}
+
+# Modules that are nothing but re-exports: every public attribute is in ``__all__``.
+THIN = {
+    "toolnexus.types",
+    "toolnexus.adapters",
+    "toolnexus.native",
+    "toolnexus.http",
+    "toolnexus.mcp_source",
+    "toolnexus.skill",
+    "toolnexus.builtin",
+    "toolnexus.agents.surface",
+}
+
+# Names whose top-level object is deliberately another one (COMPAT §1: per-part
+# ``toolnexus.estimate_tokens``; ``toolnexus.Agent`` is the A2A card descriptor).
+NOT_TOP_LEVEL = {
+    "ExecuteFn",
+    "MAX_LIST_PAGES",
+    "SkillProvider",
+    "SkillSkipReason",
+    "openai_tools_to_anthropic",
+    "openai_tool_choice_to_anthropic",
+}
+# ``toolnexus.DEFAULT_TIMEOUT`` is the MCP one (COMPAT §4 turns it into 30.0 seconds); the
+# HTTP tool's own is ``toolnexus.http.DEFAULT_TIMEOUT``.
+NOT_TOP_LEVEL_IN = {"toolnexus.http": {"DEFAULT_TIMEOUT"}}
+
+
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(name)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_the_module_declares_all_and_lists_every_compat_name(path: str) -> None:
+    module = _module(path)
+    declared = module.__all__
+    assert isinstance(declared, list)
+    missing = [n for n in PATHS[path] if n not in declared]
+    assert missing == []
+    assert [n for n in declared if not hasattr(module, n)] == []
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+def test_every_name_is_the_same_object_as_the_top_level_one(path: str) -> None:
+    module = _module(path)
+    home = toolnexus.agents if path.startswith("toolnexus.agents") else toolnexus
+    checked = 0
+    for name in PATHS[path]:
+        if name in NOT_TOP_LEVEL | NOT_TOP_LEVEL_IN.get(path, set()) or not hasattr(home, name):
+            continue
+        assert getattr(module, name) is getattr(home, name), name
+        checked += 1
+    assert checked > 0
+
+
+@pytest.mark.parametrize("path", sorted(THIN))
+def test_a_thin_module_leaks_nothing_beyond_its_all(path: str) -> None:
+    module = _module(path)
+    public = {n for n in vars(module) if not n.startswith("_")}
+    assert public - set(module.__all__) == set()
+
+
+def test_top_level_gains_the_client_names_the_package_exports() -> None:
+    for name in ("ClientStyle", "HttpTransport", "UrllibTransport", "InProcessTransport"):
+        assert getattr(toolnexus, name) is getattr(
+            importlib.import_module("toolnexus.client"), name
+        )
+    assert toolnexus.HTTP_DEFAULT_TIMEOUT == 30.0
+    assert isinstance(toolnexus.HTTP_DEFAULT_TIMEOUT, float)
+
+
+def test_the_units_and_constants_compat_pins() -> None:
+    import toolnexus.client as client
+    import toolnexus.http as http
+    import toolnexus.mcp_source as mcp_source
+
+    assert http.DEFAULT_TIMEOUT == 30.0
+    assert mcp_source.MAX_LIST_PAGES == 1000
+    assert client.RUN_STATUSES == ("done", "pending", "incomplete")
+    assert (client.RUN_STATUS_DONE, client.RUN_STATUS_PENDING, client.RUN_STATUS_INCOMPLETE) == (
+        "done",
+        "pending",
+        "incomplete",
+    )
+    assert (client.LIMIT_MAX_TURNS, client.LIMIT_COMPLETION, client.LIMIT_TIMEOUT) == (
+        "maxTurns",
+        "completion",
+        "timeout",
+    )
+    assert client.REDACTED == "«redacted»"
+    assert client.MAX_ERROR_BODY == 200
+
+
+def test_the_error_body_helpers() -> None:
+    import toolnexus.client as client
+
+    assert client.safe_error_body(401, "key sk-123 is bad") == ""
+    assert client.safe_error_body(403, "nope") == ""
+    body = '{"error": "x", "user_id": "u-9", "org_id": 42, "organization": "acme"}'
+    assert client.redact_identifiers(body) == (
+        '{"error": "x", "user_id": "«redacted»", "org_id": "«redacted»", '
+        '"organization": "«redacted»"}'
+    )
+    assert client.capped_error_body("a" * 200) == "a" * 200
+    assert client.capped_error_body("a" * 201) == "a" * 200 + "…"
+
+
+def test_the_translate_helpers_convert_openai_shapes() -> None:
+    import toolnexus.translate as translate
+
+    declared = [
+        {
+            "type": "function",
+            "function": {
+                "name": "add",
+                "description": "Add.",
+                "parameters": {"type": "object", "properties": {"a": {"type": "number"}}},
+            },
+        }
+    ]
+    assert translate.openai_tools_to_anthropic(declared) == [
+        {
+            "name": "add",
+            "description": "Add.",
+            "input_schema": {"type": "object", "properties": {"a": {"type": "number"}}},
+        }
+    ]
+    assert translate.openai_tool_choice_to_anthropic("required") == {"type": "any"}
+    assert translate.openai_tool_choice_to_anthropic(
+        {"type": "function", "function": {"name": "add"}}
+    ) == {"type": "tool", "name": "add"}
+
+
+def test_the_package_ships_py_typed() -> None:
+    from importlib.resources import files
+
+    marker = files("toolnexus") / "py.typed"
+    assert marker.is_file()
+
+
+COMPAT_MODULES = {
+    "toolnexus.types",
+    "toolnexus.adapters",
+    "toolnexus.native",
+    "toolnexus.http",
+    "toolnexus.mcp_source",
+    "toolnexus.skill",
+    "toolnexus.builtin",
+    "toolnexus.llm.urllib_transport",
+    "urllib.request",
+}
+
+
+def test_importing_the_package_loads_none_of_the_compat_modules() -> None:
+    probe = (
+        "import json, sys; import toolnexus; "
+        f"print(json.dumps(sorted(m for m in sys.modules if m in {COMPAT_MODULES!r})))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert json.loads(done.stdout) == []
+    # ... and the probe sees one when it is imported (so the check above can fail).
+    probe_on = probe.replace("import toolnexus;", "import toolnexus, toolnexus.http;")
+    done = subprocess.run(
+        [sys.executable, "-c", probe_on], capture_output=True, text=True, check=True, timeout=30
+    )
+    assert json.loads(done.stdout) == ["toolnexus.http"]
