@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import shlex
 import shutil
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -132,10 +133,11 @@ def _argv(command: str, allow: Sequence[str] | None) -> list[str]:
 def _workdir(paths: Paths, raw: str | None) -> Path | None:
     if raw is None:
         return paths.root
-    path = paths.resolve(raw)
-    if not path.is_dir():
-        raise BuiltinError(f"workdir is not a directory: {raw}")
-    return path
+    with paths.locate(raw) as entry:
+        info = entry.lstat()
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise BuiltinError(f"workdir is not a directory: {raw}")
+        return entry.path
 
 
 def _result(finished: Finished, timeout_ms: float, cap: int) -> ToolResult:

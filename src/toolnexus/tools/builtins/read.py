@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import os
 from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._args import int_arg, text_arg
 from ._confine import Paths
-from ._files import SNIFF_BYTES, check_regular_file, looks_binary
+from ._files import SNIFF_BYTES, looks_binary
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool
 
@@ -56,13 +57,9 @@ def _read(args: dict[str, Any], paths: Paths, cap: int) -> ToolResult:
     raw = text_arg(args, "path")
     offset = int_arg(args, "offset", 1, minimum=1) or 1
     limit = int_arg(args, "limit", None, minimum=0)
-    path = paths.resolve(raw)
-    check_regular_file(path, raw)
-    try:
-        handle = path.open("rb")
-    except PermissionError:
-        raise BuiltinError(f"permission denied: {raw}") from None
-    with handle:
+    with paths.locate(raw) as entry:
+        fd = entry.open_regular()
+    with os.fdopen(fd, "rb") as handle:
         if looks_binary(handle.read(SNIFF_BYTES)):
             raise BuiltinError(f"{raw} is a binary file")
         handle.seek(0)
