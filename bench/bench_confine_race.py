@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "tools" / "builtins"))
 
-from race_support import race  # noqa: E402
+from race_support import race
 
 
 async def main() -> None:

@@ -10,7 +10,6 @@ read that returns ``OUTSIDE`` or a write that creates a file in ``outside/``.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
