@@ -41,6 +41,10 @@ __all__ = ["SKIPPED_DIRS", "Located", "Paths", "open_beneath", "walk_files"]
 SKIPPED_DIRS = frozenset({".git", "node_modules"})
 
 _MAX_LINKS = 40
+_GIT_REFUSAL = (
+    "{raw}: writing inside .git is not allowed in a workspace (it holds the repository's "
+    "configuration and hooks)"
+)
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
 _DIR_FLAGS = _O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
@@ -184,6 +188,8 @@ class Paths:
             raise BuiltinError("path must not contain a NUL character")
         root = self.root if self.root is not None else Path("/")
         start = self._start(raw)
+        if write and self.root is not None and any(p.lower() == ".git" for p in start):
+            raise BuiltinError(_GIT_REFUSAL.format(raw=raw))  # before any parent is made
         fd = _open_root(root, raw)
         try:
             if self._identity is not None:
@@ -305,10 +311,7 @@ class _Walk:
 
     def _guard(self, name: str) -> None:
         if self.write and self.confined and name.lower() == ".git":
-            raise BuiltinError(
-                f"{self.raw}: writing inside .git is not allowed in a workspace (it holds the "
-                "repository's configuration and hooks)"
-            )
+            raise BuiltinError(_GIT_REFUSAL.format(raw=self.raw))
 
     def _descend(self, part: str, info: os.stat_result | None) -> None:
         self._guard(part)
