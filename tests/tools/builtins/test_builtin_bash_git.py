@@ -133,7 +133,7 @@ async def test_ordinary_git_work_still_runs(bash: Tool, repo: Path) -> None:
         "git switch -q feature",
         "git merge -q -s ort main",
     ]
-    outputs = []
+    outputs: list[str] = []
     for step in steps:
         result = await bash.execute({"command": step})
         assert not result.is_error, (step, result.output)
