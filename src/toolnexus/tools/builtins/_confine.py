@@ -9,7 +9,7 @@ built-in is confined to that root:
 - symlinks inside the workspace are followed *by us*, one component at a time, and must stay
   inside: ``../x``, ``/etc/passwd`` and a symlink pointing outside are all refused;
 - nothing under a ``.git`` directory (any letter case) may be written: that directory holds the
-  configuration and hooks that make ``git`` run programs (see `toolnexus.tools.builtins.git`).
+  configuration and hooks that make ``git`` run programs (see `_git`).
 
 **No check-then-use gap.** A path is never checked as a string and then opened as a string.
 It is walked from a directory descriptor of the root, component by component, with

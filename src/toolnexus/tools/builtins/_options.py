@@ -75,7 +75,8 @@ def parse_builtin_options(cfg: Mapping[str, Any] | bool | None) -> BuiltinOption
 
     Raises:
         UsageError: an unknown key, a workspace that is not an existing directory, a ``bash``
-            value that is not a bool or ``{"allow": [names]}``, or a bad output cap.
+            value that is not a bool or ``{"allow": [names], "sandbox": ...}``, a sandbox that
+            cannot run here (see `_sandbox`), or a bad output cap.
 
     Example:
         >>> parse_builtin_options({"bash": False}).bash.enabled

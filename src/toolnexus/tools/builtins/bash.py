@@ -18,9 +18,15 @@ only when:
    do not match ``git``).
 
 The words are then run directly, without a shell: no globbing, ``~`` or variable expansion
-happens, every word reaches the program as typed. An allowed program keeps its own powers
-(``git -c alias...``, a ``conftest.py`` under ``pytest``), so allow only what you trust with
-the workspace. ``"bash": False`` removes the tool.
+happens, every word reaches the program as typed. The program is looked up on the absolute
+entries of ``PATH`` only, and runs without the host's ``GIT_*`` variables. ``git`` gets extra
+rules so that it cannot run other programs (see `_git`); every other allowed program keeps
+its own powers (a ``conftest.py`` under ``pytest``, ``find -exec``), so allow only what you
+trust with the machine, or sandbox it. ``"bash": False`` removes the tool.
+
+**Sandbox** (``builtins={"workspace": ..., "bash": {"sandbox": True}}``): every command, with or
+without an allowlist, runs under bubblewrap with only the workspace writable, no network and
+resource limits (see `_sandbox`).
 """
 
 from __future__ import annotations
