@@ -21,7 +21,7 @@ from race_support import race
 async def main() -> None:
     tries = 1_000 if "--quick" in sys.argv else 10_000
     print(f"{'built-in':<12} {'tries':>7} {'escapes':>8} {'ok':>7} {'refused':>8} {'s':>6}")
-    for kind in ("read", "write", "apply_patch"):
+    for kind in ("read", "write", "apply_patch", "edit", "grep"):
         with tempfile.TemporaryDirectory() as base:
             started = time.perf_counter()
             tally = await race(Path(base), tries, kinds=(kind,))

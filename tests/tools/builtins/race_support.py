@@ -2,9 +2,10 @@
 also driven by ``bench/bench_confine_race.py`` for the 10,000-try figure).
 
 A second real process swaps ``ws/d`` between a real directory (holding ``secret.txt`` with the
-text ``inside``) and a symlink to ``outside/`` (whose ``secret.txt`` says ``OUTSIDE``), as fast
-as it can, while the built-ins read ``d/secret.txt`` and write ``d/w<i>.txt``. An *escape* is a
-read that returns ``OUTSIDE`` or a write that creates a file in ``outside/``.
+text ``inside TOKEN``) and a symlink to ``outside/`` (whose ``secret.txt`` says ``OUTSIDE
+TOKEN``), as fast as it can, while the built-ins read, grep and edit ``d/secret.txt`` and write
+or add ``d/<name>``. An *escape* is a read or grep that returns ``OUTSIDE``, an edit that changes
+the outside file, or a write or patch that creates a file in ``outside/``.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def make_layout(base: Path) -> tuple[Path, Path]:
     ws, outside = base / "ws", base / "outside"
     (ws / "d").mkdir(parents=True)
     outside.mkdir()
-    (ws / "d" / "secret.txt").write_text("inside")
-    (outside / "secret.txt").write_text("OUTSIDE")
+    (ws / "d" / "secret.txt").write_text("inside TOKEN")
+    (outside / "secret.txt").write_text("OUTSIDE TOKEN")
     return ws, outside
 
 
@@ -79,10 +80,19 @@ async def race(base: Path, tries: int, *, kinds: tuple[str, ...] = ("read", "wri
                 tally.tries += 1
                 if kind == "read":
                     result = await tools["read"].execute({"path": "d/secret.txt"})
-                    escaped = result.output == "OUTSIDE"
+                    escaped = "OUTSIDE" in result.output
                 elif kind == "write":
                     result = await tools["write"].execute({"path": f"d/w{i}.txt", "content": "x"})
                     escaped = (outside / f"w{i}.txt").exists()
+                elif kind == "grep":
+                    result = await tools["grep"].execute({"pattern": "TOKEN", "path": "d"})
+                    escaped = "OUTSIDE" in result.output
+                    result.is_error = result.is_error or not result.output  # walked nothing
+                elif kind == "edit":
+                    old, new = ("TOKEN", "token") if i % 2 == 0 else ("token", "TOKEN")
+                    args = {"path": "d/secret.txt", "oldString": old, "newString": new}
+                    result = await tools["edit"].execute(args)
+                    escaped = (outside / "secret.txt").read_text() != "OUTSIDE TOKEN"
                 else:
                     patch = f"*** Begin Patch\n*** Add File: d/p{i}.txt\n+x\n*** End Patch"
                     result = await tools["apply_patch"].execute({"patchText": patch})

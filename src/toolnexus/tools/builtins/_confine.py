@@ -265,7 +265,7 @@ class _Walk:
                     continue
                 if last:
                     return self._found(part)
-                self._descend(part, info)
+                self._descend(part, info, climbs_later=".." in todo)
             return self._found_self()
         except BaseException:
             self._close(self.fds[1:])
@@ -313,10 +313,12 @@ class _Walk:
         if self.write and self.confined and name.lower() == ".git":
             raise BuiltinError(_GIT_REFUSAL.format(raw=self.raw))
 
-    def _descend(self, part: str, info: os.stat_result | None) -> None:
+    def _descend(self, part: str, info: os.stat_result | None, *, climbs_later: bool) -> None:
         self._guard(part)
         parent = self.fds[-1]
-        if info is None and not self.make:
+        if info is None and (not self.make or climbs_later or parent < 0):
+            # Missing: carry on by name alone (nothing to follow beneath it). Not made when a
+            # later ``..`` may leave it: ``new/../../x`` must be refused with nothing created.
             self.fds.append(-1)
             self.names.append(part)
             return
@@ -352,6 +354,11 @@ class _Walk:
         return self._result(".", tuple(self.names))
 
     def _result(self, name: str, parts: tuple[str, ...]) -> Located:
+        if self.fds[-1] < 0 and self.make:
+            raise BuiltinError(
+                f"cannot create {self.raw}: it climbs out ('..') of a directory that does not "
+                "exist yet; give the path without '..'"
+            )
         if self.fds[-1] < 0 and not self.plan:
             raise BuiltinError(f"file not found: {self.raw}")
         real = [fd for fd in self.fds if fd >= 0]
