@@ -93,6 +93,8 @@ async def race(base: Path, tries: int, *, kinds: tuple[str, ...] = ("read", "wri
                     args = {"path": "d/secret.txt", "oldString": old, "newString": new}
                     result = await tools["edit"].execute(args)
                     escaped = (outside / "secret.txt").read_text() != "OUTSIDE TOKEN"
+                    if escaped:  # put it back, so each escape is counted once
+                        (outside / "secret.txt").write_text("OUTSIDE TOKEN")
                 else:
                     patch = f"*** Begin Patch\n*** Add File: d/p{i}.txt\n+x\n*** End Patch"
                     result = await tools["apply_patch"].execute({"patchText": patch})
