@@ -7,7 +7,8 @@
   unknown names ignored; global-off short-circuits everything else;
 - confinement for hosts that run untrusted models (ours, all off by default):
   ``workspace`` (a directory every path-taking built-in is confined to), ``bash`` (``False``:
-  no bash tool; ``{"allow": [names]}``: only those programs, no shell), ``private_network``
+  no bash tool; ``{"allow": [names]}``: only those programs, no shell; ``{"sandbox": True}``:
+  every command under bubblewrap), ``private_network``
   (``False``: webfetch refuses non-public addresses) and ``max_output_bytes`` (the cap on any
   built-in's output, default `DEFAULT_MAX_OUTPUT_BYTES`). See `_options`.
 

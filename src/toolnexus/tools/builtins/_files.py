@@ -1,18 +1,19 @@
 """Reading a text file for a built-in, with the errors the model should see.
 
 A file is *text* when its first 8 KiB hold no NUL byte and it decodes as UTF-8. Files are read
-and written as bytes, so line endings (``\\r\\n``) survive an edit untouched.
+and written as bytes, so line endings (``\\r\\n``) survive an edit untouched. Files are opened
+through a `Located` entry (a descriptor of the parent directory and a no-follow open), never
+by path string; see `_confine`.
 """
 
 from __future__ import annotations
 
 import os
-import stat
-from pathlib import Path
 
+from ._confine import Located
 from ._output import BuiltinError
 
-__all__ = ["SNIFF_BYTES", "check_regular_file", "looks_binary", "read_text_file"]
+__all__ = ["SNIFF_BYTES", "looks_binary", "read_all", "read_text_file", "write_file"]
 
 SNIFF_BYTES = 8192
 
@@ -22,30 +23,27 @@ def looks_binary(head: bytes) -> bool:
     return b"\0" in head
 
 
-def check_regular_file(path: Path, raw: str) -> None:
-    """Raise `BuiltinError` unless ``path`` is an existing regular file."""
-    try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        raise BuiltinError(f"file not found: {raw}") from None
-    except PermissionError:
-        raise BuiltinError(f"permission denied: {raw}") from None
-    if stat.S_ISDIR(mode):
-        raise BuiltinError(f"{raw} is a directory, not a file")
-    if not stat.S_ISREG(mode):
-        raise BuiltinError(f"{raw} is not a regular file")
+def read_all(fd: int) -> bytes:
+    """Everything left to read from ``fd`` (closed afterwards)."""
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
 
 
-def read_text_file(path: Path, raw: str) -> str:
-    """The whole UTF-8 text of ``path``; missing, directory or binary raise `BuiltinError`."""
-    check_regular_file(path, raw)
-    try:
-        data = path.read_bytes()
-    except PermissionError:
-        raise BuiltinError(f"permission denied: {raw}") from None
+def read_text_file(entry: Located) -> str:
+    """The whole UTF-8 text of the file; missing, directory or binary raise `BuiltinError`."""
+    data = read_all(entry.open_regular())
+    raw = entry.raw
     if looks_binary(data[:SNIFF_BYTES]):
         raise BuiltinError(f"{raw} is a binary file")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         raise BuiltinError(f"{raw} is not valid UTF-8 text") from None
+
+
+def write_file(entry: Located, data: bytes) -> None:
+    """Create or truncate the file and write ``data`` (the entry itself is never a symlink
+    followed: one that appeared since the walk makes this fail closed)."""
+    fd = entry.open_regular(os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)

@@ -5,6 +5,7 @@
     await create_toolkit(builtins={
         "workspace": "/srv/job-42",           # confine every path-taking built-in to this root
         "bash": {"allow": ["git", "pytest"]},  # or False (no bash tool) or True (unrestricted)
+                                               # "sandbox": True runs it under bubblewrap
         "private_network": False,              # webfetch refuses loopback/private/... addresses
         "max_output_bytes": 20_000,            # cap every built-in's output
     })
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ...errors import UsageError
+from ._sandbox import SandboxPolicy, parse_sandbox
 
 __all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "BashPolicy", "BuiltinOptions", "parse_builtin_options"]
 
@@ -43,10 +45,12 @@ class BashPolicy:
         enabled: ``False`` removes the tool.
         allow: when set, only commands whose first word is one of these names run, without a
             shell (see `toolnexus.tools.builtins.bash`).
+        sandbox: when set, every command runs in a bubblewrap sandbox (see `_sandbox`).
     """
 
     enabled: bool = True
     allow: tuple[str, ...] | None = None
+    sandbox: SandboxPolicy | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,7 +75,8 @@ def parse_builtin_options(cfg: Mapping[str, Any] | bool | None) -> BuiltinOption
 
     Raises:
         UsageError: an unknown key, a workspace that is not an existing directory, a ``bash``
-            value that is not a bool or ``{"allow": [names]}``, or a bad output cap.
+            value that is not a bool or ``{"allow": [names], "sandbox": ...}``, a sandbox that
+            cannot run here (see `_sandbox`), or a bad output cap.
 
     Example:
         >>> parse_builtin_options({"bash": False}).bash.enabled
@@ -83,9 +88,10 @@ def parse_builtin_options(cfg: Mapping[str, Any] | bool | None) -> BuiltinOption
     if unknown:
         known = ", ".join(sorted(_TOGGLES | _OPTIONS))
         raise UsageError(f"builtins: unknown option(s) {', '.join(unknown)} (known: {known})")
+    workspace = _workspace(cfg.get("workspace"))
     return BuiltinOptions(
-        workspace=_workspace(cfg.get("workspace")),
-        bash=_bash(cfg.get("bash", True)),
+        workspace=workspace,
+        bash=_bash(cfg.get("bash", True), workspace),
         private_network=_flag("private_network", cfg.get("private_network", True)),
         max_output_bytes=_cap(cfg.get("max_output_bytes", DEFAULT_MAX_OUTPUT_BYTES)),
     )
@@ -102,25 +108,30 @@ def _workspace(value: Any) -> Path | None:
     return real
 
 
-def _bash(value: Any) -> BashPolicy:
+def _bash(value: Any, workspace: Path | None) -> BashPolicy:
     if isinstance(value, bool):
         return BashPolicy(enabled=value)
     if not isinstance(value, Mapping):
-        raise UsageError('builtins: bash must be true, false or {"allow": [command names]}')
+        raise UsageError(
+            'builtins: bash must be true, false or {"allow": [command names], "sandbox": ...}'
+        )
     spec = cast(Mapping[str, Any], value)
-    extra = sorted(str(k) for k in spec if k != "allow")
+    extra = sorted(str(k) for k in spec if k not in ("allow", "sandbox"))
     if extra:
-        raise UsageError(f"builtins: unknown bash option(s) {', '.join(extra)} (known: allow)")
+        raise UsageError(
+            f"builtins: unknown bash option(s) {', '.join(extra)} (known: allow, sandbox)"
+        )
+    sandbox = parse_sandbox(spec.get("sandbox"), workspace)
     allow = spec.get("allow")
     if allow is None:
-        return BashPolicy()
+        return BashPolicy(sandbox=sandbox)
     if isinstance(allow, str) or not isinstance(allow, list | tuple):
         raise UsageError("builtins: bash.allow must be a list of command names")
     names = tuple(cast(list[Any] | tuple[Any, ...], allow))
     for name in names:
         if not isinstance(name, str) or not name or any(c.isspace() for c in name):
             raise UsageError(f"builtins: bash.allow entry {name!r} is not a command name")
-    return BashPolicy(allow=cast(tuple[str, ...], names))
+    return BashPolicy(allow=cast(tuple[str, ...], names), sandbox=sandbox)
 
 
 def _flag(key: str, value: Any) -> bool:

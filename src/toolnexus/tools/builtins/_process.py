@@ -55,8 +55,10 @@ async def run_process(
     timeout: float,
     stop: asyncio.Event | None,
     limit: int,
+    env: dict[str, str] | None = None,
 ) -> Finished:
     """Run ``argv`` to completion, or kill its process group on timeout or ``stop``.
+    ``env`` is the child's whole environment (``None``: this process's).
 
     Raises:
         OSError: the program could not be started (not found, not executable).
@@ -71,6 +73,7 @@ async def run_process(
                 stdout=write_fd,
                 stderr=write_fd,
                 cwd=cwd,
+                env=env,
                 start_new_session=True,
             )
         finally:

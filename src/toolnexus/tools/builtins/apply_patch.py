@@ -20,14 +20,15 @@ import asyncio
 import contextlib
 import os
 import secrets
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._args import text_arg
-from ._confine import Paths
-from ._files import check_regular_file, read_text_file
+from ._confine import Located, Paths
+from ._files import read_text_file
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool
 from ._patch import FileOp, PatchError, apply_hunks, parse_patch
@@ -99,123 +100,146 @@ def _apply(args: dict[str, Any], paths: Paths) -> ToolResult:
 
 @dataclass(slots=True)
 class _Stage:
-    """The files as the patch leaves them, in memory: real path → text, or ``None`` (gone)."""
+    """The files as the patch leaves them, in memory, keyed by their place under the root
+    (every symlink resolved): text, or ``None`` (gone)."""
 
     paths: Paths
-    files: dict[Path, str | None] = field(default_factory=lambda: {})
-    removals: dict[Path, Path] = field(default_factory=lambda: {})
+    files: dict[str, str | None] = field(default_factory=lambda: {})
+    removals: dict[str, str] = field(default_factory=lambda: {})
 
     def apply(self, op: FileOp) -> str:
         """Stage one operation; the summary line for it."""
-        path = self.paths.resolve(op.path)
+        key, present = self._look(op.path)
         if op.kind == "add":
-            if self._exists(path):
+            if self._exists(key, present):
                 raise PatchError(f"Add File {op.path}: the file already exists")
-            self.files[path] = op.content
+            self.files[key] = op.content
             return f"A {op.path}"
         if op.kind == "delete":
-            self._check_file(path, op.path)
-            self._remove(path, op.path)
+            self._check_file(key, op.path)
+            self._remove(key, op.path, present)
             return f"D {op.path}"
-        updated = apply_hunks(self._read(path, op.path), op.hunks, op.path)
+        updated = apply_hunks(self._read(key, op.path), op.hunks, op.path)
         if op.move_to is None:
-            self.files[path] = updated
+            self.files[key] = updated
             return f"M {op.path}"
-        target = self.paths.resolve(op.move_to)
-        if target != path:
-            if self._exists(target):
+        target, target_present = self._look(op.move_to)
+        if target != key:
+            if self._exists(target, target_present):
                 raise PatchError(f"Move to {op.move_to}: the file already exists")
-            self._remove(path, op.path)
+            self._remove(key, op.path, present)
         self.files[target] = updated
         return f"M {op.path} -> {op.move_to}"
 
-    def _exists(self, path: Path) -> bool:
-        if path in self.files:
-            return self.files[path] is not None
-        return path.exists() or path.is_symlink()
+    def _look(self, raw: str) -> tuple[str, bool]:
+        """Where ``raw`` leads, and whether something is there now."""
+        try:
+            with self.paths.locate(raw, write=True, plan=True) as entry:
+                return entry.key, entry.lstat() is not None
+        except BuiltinError as exc:
+            raise BuiltinError(f"nothing was changed: {exc}") from None
 
-    def _check_file(self, path: Path, raw: str) -> None:
-        if path in self.files:
-            if self.files[path] is None:
+    def _exists(self, key: str, present: bool) -> bool:
+        if key in self.files:
+            return self.files[key] is not None
+        return present
+
+    def _check_file(self, key: str, raw: str) -> None:
+        if key in self.files:
+            if self.files[key] is None:
                 raise PatchError(f"{raw}: the file was deleted earlier in this patch")
             return
         try:
-            check_regular_file(path, raw)
+            with self.paths.locate(raw) as entry:
+                os.close(entry.open_regular())
         except BuiltinError as exc:
             raise PatchError(str(exc)) from None
 
-    def _read(self, path: Path, raw: str) -> str:
-        if path in self.files:
-            staged = self.files[path]
+    def _read(self, key: str, raw: str) -> str:
+        if key in self.files:
+            staged = self.files[key]
             if staged is None:
                 raise PatchError(f"{raw}: the file was deleted earlier in this patch")
             return staged
         try:
-            return read_text_file(path, raw)
+            with self.paths.locate(raw) as entry:
+                return read_text_file(entry)
         except BuiltinError as exc:
             raise PatchError(str(exc)) from None
 
-    def _remove(self, path: Path, raw: str) -> None:
-        self.files[path] = None
-        if path.exists():
+    def _remove(self, key: str, raw: str, present: bool) -> None:
+        self.files[key] = None
+        if present:
             # Remove the entry as named: a symlink goes, not the file it points to.
-            self.removals[path] = self.paths.resolve_entry(raw)
+            self.removals[key] = raw
 
     def commit(self) -> None:
         """Write everything: temporaries first, then renames, then deletions."""
-        writes = {p: c for p, c in self.files.items() if c is not None}
-        made_dirs: list[Path] = []
-        temps: dict[Path, Path] = {}
+        writes = {k: c for k, c in self.files.items() if c is not None}
+        made: list[tuple[str, ...]] = []
+        temps: dict[str, tuple[Located, str]] = {}
         try:
-            for path, content in writes.items():
-                _make_parents(path.parent, made_dirs)
-                temps[path] = _write_temp(path, content.encode("utf-8"))
-        except (OSError, UnicodeEncodeError) as exc:
-            for temp in temps.values():
-                temp.unlink(missing_ok=True)
-            for directory in reversed(made_dirs):
-                _rmdir_quietly(directory)
-            raise BuiltinError(f"nothing was changed: {_reason(exc)}") from None
-        for path, temp in temps.items():
-            os.replace(temp, path)
-        for path, entry in self.removals.items():
-            if self.files.get(path) is None:
-                entry.unlink(missing_ok=True)
+            try:
+                for key, content in writes.items():
+                    entry = self.paths.locate(key, write=True, make_parents=True)
+                    made += entry.made
+                    try:
+                        temps[key] = (entry, _write_temp(entry, content.encode("utf-8")))
+                    except BaseException:
+                        entry.close()
+                        raise
+            except (OSError, UnicodeEncodeError, BuiltinError) as exc:
+                for entry, temp in temps.values():
+                    _unlink_quietly(entry.dir_fd, temp)
+                for parts in reversed(made):
+                    self._rmdir_quietly(parts)
+                raise BuiltinError(f"nothing was changed: {_reason(exc)}") from None
+            for entry, temp in temps.values():
+                os.replace(temp, entry.name, src_dir_fd=entry.dir_fd, dst_dir_fd=entry.dir_fd)
+        finally:
+            for entry, _ in temps.values():
+                entry.close()
+        for key, raw in self.removals.items():
+            if self.files.get(key) is None:
+                with self.paths.locate(raw, write=True, follow=False) as entry:
+                    _unlink_quietly(entry.dir_fd, entry.name)
+
+    def _rmdir_quietly(self, parts: tuple[str, ...]) -> None:
+        where = str(self._root.joinpath(*parts))
+        with (
+            contextlib.suppress(OSError, BuiltinError),
+            self.paths.locate(where, write=True, follow=False) as entry,
+        ):
+            os.rmdir(entry.name, dir_fd=entry.dir_fd)
+
+    @property
+    def _root(self) -> Path:
+        return self.paths.root if self.paths.root is not None else Path("/")
 
 
-def _make_parents(directory: Path, made: list[Path]) -> None:
-    missing: list[Path] = []
-    probe = directory
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for path in reversed(missing):
-        path.mkdir()
-        made.append(path)
-
-
-def _write_temp(path: Path, data: bytes) -> Path:
-    try:
-        existing: int | None = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        existing = None
+def _write_temp(entry: Located, data: bytes) -> str:
+    """A new temporary file beside the entry holding ``data``, with the entry's mode."""
+    info = entry.lstat()
+    existing = info.st_mode & 0o7777 if info is not None and stat.S_ISREG(info.st_mode) else None
     mode = 0o666 if existing is None else existing  # a new file gets the umask, as usual
-    temp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.patch-tmp")
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
+    temp = f".{entry.name}.{secrets.token_hex(6)}.patch-tmp"
+    fd = os.open(
+        temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode, dir_fd=entry.dir_fd
+    )
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
-        if existing is not None:
-            os.chmod(temp, existing)  # os.open applied the umask; keep the file's own mode
+            if existing is not None:
+                os.fchmod(handle.fileno(), existing)  # os.open applied the umask
     except BaseException:
-        temp.unlink(missing_ok=True)
+        _unlink_quietly(entry.dir_fd, temp)
         raise
     return temp
 
 
-def _rmdir_quietly(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        directory.rmdir()
+def _unlink_quietly(dir_fd: int, name: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(name, dir_fd=dir_fd)
 
 
 def _reason(exc: BaseException) -> str:

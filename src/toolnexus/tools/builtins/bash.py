@@ -18,15 +18,23 @@ only when:
    do not match ``git``).
 
 The words are then run directly, without a shell: no globbing, ``~`` or variable expansion
-happens, every word reaches the program as typed. An allowed program keeps its own powers
-(``git -c alias...``, a ``conftest.py`` under ``pytest``), so allow only what you trust with
-the workspace. ``"bash": False`` removes the tool.
+happens, every word reaches the program as typed. The program is looked up on the absolute
+entries of ``PATH`` only, and runs without the host's ``GIT_*`` variables. ``git`` gets extra
+rules so that it cannot run other programs (see `_git`); every other allowed program keeps
+its own powers (a ``conftest.py`` under ``pytest``, ``find -exec``), so allow only what you
+trust with the machine, or sandbox it. ``"bash": False`` removes the tool.
+
+**Sandbox** (``builtins={"workspace": ..., "bash": {"sandbox": True}}``): every command, with or
+without an allowlist, runs under bubblewrap with only the workspace writable, no network and
+resource limits (see `_sandbox`).
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
+import stat
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,9 +42,11 @@ from typing import Any
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._args import number_arg, optional_text_arg, text_arg
 from ._confine import Paths
+from ._git import check_git_words, git_environment
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool, decode_prefix, truncation_notice
 from ._process import Finished, run_process
+from ._sandbox import sandbox_argv, sandbox_env
 
 __all__ = ["BASH_SCHEMA", "DEFAULT_TIMEOUT_MS", "FORBIDDEN_WITH_ALLOWLIST", "bash_tool"]
 
@@ -73,9 +83,10 @@ _DESCRIPTION = (
 
 
 def bash_tool(options: BuiltinOptions) -> Tool:
-    """The ``bash`` built-in under ``options`` (its allowlist, workspace and output cap)."""
+    """The ``bash`` built-in under ``options`` (allowlist, sandbox, workspace, output cap)."""
     paths = Paths(options.workspace)
     allow = options.bash.allow
+    sandbox = options.bash.sandbox
     cap = options.max_output_bytes
     description = _DESCRIPTION
     if allow is not None:
@@ -83,19 +94,28 @@ def bash_tool(options: BuiltinOptions) -> Tool:
             f" Only these programs may run: {', '.join(allow)}. No shell features: pipes, "
             "chaining, redirection, substitution and variables are refused."
         )
+    if sandbox is not None:
+        description += " Commands run in a sandbox: only the working directory tree is writable" + (
+            "." if sandbox.network else ", and there is no network."
+        )
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
         command = text_arg(args, "command")
         timeout_ms = number_arg(args, "timeout", DEFAULT_TIMEOUT_MS)
+        if sandbox is not None and sandbox.timeout is not None:
+            timeout_ms = min(timeout_ms, sandbox.timeout * 1000)
         workdir = optional_text_arg(args, "workdir")
-        argv = _argv(command, allow)
+        argv, env = _command(command, allow, options.workspace, sandboxed=sandbox is not None)
         cwd = _workdir(paths, workdir)
+        if sandbox is not None and options.workspace is not None:
+            argv = sandbox_argv(sandbox, options.workspace, cwd, argv)
+            env = {**sandbox_env(os.environ), **(env or {})}
         stop = ctx.signal if ctx is not None else None
         if stop is not None and stop.is_set():
             raise BuiltinError("cancelled before the command started")
         try:
             finished = await run_process(
-                argv, cwd=cwd, timeout=timeout_ms / 1000, stop=stop, limit=cap
+                argv, cwd=cwd, timeout=timeout_ms / 1000, stop=stop, limit=cap, env=env
             )
         except FileNotFoundError:
             raise BuiltinError(f"command not found: {argv[0]}") from None
@@ -108,9 +128,27 @@ def bash_tool(options: BuiltinOptions) -> Tool:
     )
 
 
-def _argv(command: str, allow: Sequence[str] | None) -> list[str]:
+def _command(
+    command: str, allow: Sequence[str] | None, workspace: Path | None, *, sandboxed: bool
+) -> tuple[list[str], dict[str, str] | None]:
+    """The argv to run and its environment (``None``: inherit the process's)."""
     if allow is None:
-        return [shutil.which("bash") or "/bin/sh", "-c", command]
+        shell = shutil.which("bash") or "/bin/sh"
+        return [shell, "-c", command], None
+    words = _allowed_words(command, allow)
+    if words[0] == "git":
+        check_git_words(words)
+    if sandboxed:  # looked up inside the sandbox, on its PATH
+        return words, git_environment({}, workspace)
+    env = git_environment(os.environ, workspace)
+    env["PATH"] = ":".join(p for p in env.get("PATH", os.defpath).split(":") if os.path.isabs(p))
+    program = shutil.which(words[0], path=env["PATH"])
+    if program is None:
+        raise BuiltinError(f"command not found: {words[0]}")
+    return [program, *words[1:]], env
+
+
+def _allowed_words(command: str, allow: Sequence[str]) -> list[str]:
     refused = [c for c in FORBIDDEN_WITH_ALLOWLIST if c in command]
     if refused:
         shown = ", ".join(repr(c) for c in refused)
@@ -132,10 +170,11 @@ def _argv(command: str, allow: Sequence[str] | None) -> list[str]:
 def _workdir(paths: Paths, raw: str | None) -> Path | None:
     if raw is None:
         return paths.root
-    path = paths.resolve(raw)
-    if not path.is_dir():
-        raise BuiltinError(f"workdir is not a directory: {raw}")
-    return path
+    with paths.locate(raw) as entry:
+        info = entry.lstat()
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise BuiltinError(f"workdir is not a directory: {raw}")
+        return entry.path
 
 
 def _result(finished: Finished, timeout_ms: float, cap: int) -> ToolResult:

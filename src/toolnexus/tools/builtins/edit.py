@@ -15,7 +15,7 @@ from typing import Any
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._args import bool_arg, text_arg
 from ._confine import Paths
-from ._files import read_text_file
+from ._files import read_text_file, write_file
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool
 
@@ -61,32 +61,30 @@ def _edit(args: dict[str, Any], paths: Paths) -> ToolResult:
     replace_all = bool_arg(args, "replaceAll")
     if old == new:
         raise BuiltinError("oldString and newString are identical; nothing to change")
-    path = paths.resolve(raw)
-    content = read_text_file(path, raw)
-    first = content.find(old)
-    if first < 0:
-        raise BuiltinError(f"oldString not found in {raw}")
-    if replace_all:
-        count = content.count(old)
-        updated = content.replace(old, new)
-    else:
-        if content.find(old, first + 1) >= 0:
-            count = content.count(old)
-            raise BuiltinError(
-                f"oldString is not unique in {raw} ({max(count, 2)} occurrences); "
-                "include more surrounding text or set replaceAll"
-            )
-        count = 1
-        updated = content[:first] + new + content[first + len(old) :]
-    try:
-        data = updated.encode("utf-8")
-    except UnicodeEncodeError:
-        raise BuiltinError("newString is not valid Unicode text") from None
-    try:
-        path.write_bytes(data)
-    except PermissionError:
-        raise BuiltinError(f"permission denied: {raw}") from None
+    with paths.locate(raw, write=True) as entry:
+        content = read_text_file(entry)
+        updated, count = _replaced(content, old, new, raw, replace_all=replace_all)
+        try:
+            data = updated.encode("utf-8")
+        except UnicodeEncodeError:
+            raise BuiltinError("newString is not valid Unicode text") from None
+        write_file(entry, data)
     plural = "" if count == 1 else "s"
     return ToolResult(
         f"Edited {raw} ({count} replacement{plural})", metadata={"replacements": count}
     )
+
+
+def _replaced(content: str, old: str, new: str, raw: str, *, replace_all: bool) -> tuple[str, int]:
+    first = content.find(old)
+    if first < 0:
+        raise BuiltinError(f"oldString not found in {raw}")
+    if replace_all:
+        return content.replace(old, new), content.count(old)
+    if content.find(old, first + 1) >= 0:
+        count = content.count(old)
+        raise BuiltinError(
+            f"oldString is not unique in {raw} ({max(count, 2)} occurrences); "
+            "include more surrounding text or set replaceAll"
+        )
+    return content[:first] + new + content[first + len(old) :], 1

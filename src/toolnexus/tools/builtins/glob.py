@@ -9,6 +9,7 @@ No match answers an empty output (``metadata={"count": 0}``).
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import Any
 
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
@@ -16,7 +17,7 @@ from ._args import int_arg, optional_text_arg, text_arg
 from ._confine import Paths, walk_files
 from ._globs import GlobMatcher
 from ._options import BuiltinOptions
-from ._output import BuiltinError, builtin_tool
+from ._output import builtin_tool
 
 __all__ = ["GLOB_SCHEMA", "glob_tool"]
 
@@ -55,11 +56,14 @@ def _glob(args: dict[str, Any], paths: Paths) -> ToolResult:
     matcher = GlobMatcher.compile(text_arg(args, "pattern"))
     raw = optional_text_arg(args, "path")
     limit = int_arg(args, "limit", DEFAULT_LIMIT, minimum=1) or DEFAULT_LIMIT
-    root = paths.resolve(raw) if raw is not None else paths.resolve(str(paths.base))
-    if not root.is_dir():
-        raise BuiltinError(f"not a directory: {raw}")
+    with paths.locate(raw if raw is not None else ".") as entry:
+        dir_fd = entry.open_dir()
+    try:
+        files = walk_files(dir_fd)
+    finally:
+        os.close(dir_fd)
     found: list[str] = []
-    for relative, _ in walk_files(root):
+    for relative in files:
         if matcher.matches(relative):
             found.append(relative)
             if len(found) >= limit:

@@ -13,15 +13,16 @@ searched per line; an invalid one is an error. No match answers an empty output
 from __future__ import annotations
 
 import asyncio
+import os
 import re
+import stat
 from collections.abc import Generator
 from contextlib import closing
-from pathlib import Path
 from typing import Any
 
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._args import int_arg, optional_text_arg, text_arg
-from ._confine import Paths, walk_files
+from ._confine import Paths, open_beneath, walk_files
 from ._files import SNIFF_BYTES, looks_binary
 from ._globs import GlobMatcher
 from ._options import BuiltinOptions
@@ -69,20 +70,33 @@ def _grep(args: dict[str, Any], paths: Paths, cap: int) -> ToolResult:
     raw = optional_text_arg(args, "path")
     include = optional_text_arg(args, "include")
     limit = int_arg(args, "limit", DEFAULT_LIMIT, minimum=1) or DEFAULT_LIMIT
-    root = paths.resolve(raw) if raw is not None else paths.resolve(str(paths.base))
     matcher = GlobMatcher.compile(include) if include is not None else None
-    if root.is_file():
-        files = [(root.name, root)]
-    elif root.is_dir():
-        files = walk_files(root)
-    else:
-        raise BuiltinError(f"path not found: {raw}")
+    with paths.locate(raw if raw is not None else ".") as entry:
+        info = entry.lstat()
+        if info is not None and stat.S_ISREG(info.st_mode):
+            return _search([(entry.name, entry.dir_fd)], regex, matcher, limit, cap)
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise BuiltinError(f"path not found: {raw}")
+        dir_fd = entry.open_dir()
+    try:
+        return _search([(f, dir_fd) for f in walk_files(dir_fd)], regex, matcher, limit, cap)
+    finally:
+        os.close(dir_fd)
+
+
+def _search(
+    files: list[tuple[str, int]],
+    regex: re.Pattern[str],
+    matcher: GlobMatcher | None,
+    limit: int,
+    cap: int,
+) -> ToolResult:
     matches: list[str] = []
     size = 0
-    for relative, path in files:
+    for relative, dir_fd in files:
         if matcher is not None and not matcher.matches(relative):
             continue
-        with closing(_matching_lines(path, regex)) as lines:
+        with closing(_matching_lines(dir_fd, relative, regex)) as lines:
             for number, line in lines:
                 entry = f"{relative}:{number}:{line}"
                 matches.append(entry)
@@ -96,13 +110,23 @@ def _result(matches: list[str]) -> ToolResult:
     return ToolResult("\n".join(matches), metadata={"count": len(matches)})
 
 
-def _matching_lines(path: Path, regex: re.Pattern[str]) -> Generator[tuple[int, str], None, None]:
-    """The matching lines of a text file; none for a binary or unreadable file."""
-    try:
-        handle = path.open("rb")
-    except OSError:
+def _matching_lines(
+    dir_fd: int, relative: str, regex: re.Pattern[str]
+) -> Generator[tuple[int, str], None, None]:
+    """The matching lines of a text file; none for a binary, unreadable or non-regular file
+    (or one swapped for a symlink since the walk: it is opened without following)."""
+    fd = open_beneath(dir_fd, relative, os.O_RDONLY | os.O_NONBLOCK)
+    if fd is None:
         return
-    with handle:
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return
+        os.set_blocking(fd, True)
+    except OSError:
+        os.close(fd)
+        return
+    with os.fdopen(fd, "rb") as handle:
         try:
             if looks_binary(handle.read(SNIFF_BYTES)):
                 return

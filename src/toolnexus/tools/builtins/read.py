@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import codecs
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -27,7 +28,7 @@ from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ...parts import MEDIA_TYPES, get_max_part_bytes
 from ._args import int_arg, text_arg
 from ._confine import Paths
-from ._files import SNIFF_BYTES, check_regular_file, looks_binary
+from ._files import SNIFF_BYTES, looks_binary
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool
 
@@ -66,16 +67,14 @@ def _read(args: dict[str, Any], paths: Paths, cap: int) -> ToolResult:
     raw = text_arg(args, "path")
     offset = int_arg(args, "offset", 1, minimum=1) or 1
     limit = int_arg(args, "limit", None, minimum=0)
-    path = paths.resolve(raw)
-    check_regular_file(path, raw)
-    media = MEDIA_TYPES.get(path.suffix[1:].lower()) if path.suffix else None
+    with paths.locate(raw) as entry:
+        fd = entry.open_regular()
+        name = entry.path.name
+    suffix = Path(name).suffix
+    media = MEDIA_TYPES.get(suffix[1:].lower()) if suffix else None
     if media is not None:
-        return _read_media(path, raw, *media)
-    try:
-        handle = path.open("rb")
-    except PermissionError:
-        raise BuiltinError(f"permission denied: {raw}") from None
-    with handle:
+        return _read_media(fd, raw, name, *media)
+    with os.fdopen(fd, "rb") as handle:
         if looks_binary(handle.read(SNIFF_BYTES)):
             raise BuiltinError(f"{raw} is a binary file")
         handle.seek(0)
@@ -92,18 +91,17 @@ def _read(args: dict[str, Any], paths: Paths, cap: int) -> ToolResult:
     return ToolResult(text)
 
 
-def _read_media(path: Path, raw: str, mime: str, kind: str) -> ToolResult:
-    """A media file as one content part (its bytes base64-encoded, named by its basename)."""
+def _read_media(fd: int, raw: str, name: str, mime: str, kind: str) -> ToolResult:
+    """A media file (opened confined, as ``fd``) as one content part: its bytes
+    base64-encoded, named by its basename."""
     limit = get_max_part_bytes()
-    try:
-        size = path.stat().st_size
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
         if limit is not None and size > limit:
             raise BuiltinError(f"{raw} is {size} bytes, over the maxPartBytes limit of {limit}")
-        data = path.read_bytes()
-    except PermissionError:
-        raise BuiltinError(f"permission denied: {raw}") from None
+        data = handle.read()
     encoded = base64.b64encode(data).decode("ascii")
-    part = {"type": kind, "mimeType": mime, "data": encoded, "name": path.name}
+    part = {"type": kind, "mimeType": mime, "data": encoded, "name": name}
     return ToolResult(f"{raw} ({mime}, {len(data)} bytes)", parts=[part])
 
 

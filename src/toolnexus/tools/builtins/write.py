@@ -13,6 +13,7 @@ from typing import Any
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from ._args import text_arg
 from ._confine import Paths
+from ._files import write_file
 from ._options import BuiltinOptions
 from ._output import BuiltinError, builtin_tool
 
@@ -53,14 +54,6 @@ def _write(args: dict[str, Any], paths: Paths) -> ToolResult:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
         raise BuiltinError("content is not valid Unicode text") from None
-    path = paths.resolve(raw)
-    if path.is_dir():
-        raise BuiltinError(f"{raw} is a directory, not a file")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
-    except (FileExistsError, NotADirectoryError):
-        raise BuiltinError(f"cannot create {raw}: a parent path is a file") from None
-    except PermissionError:
-        raise BuiltinError(f"permission denied: {raw}") from None
+    with paths.locate(raw, write=True, make_parents=True) as entry:
+        write_file(entry, data)
     return ToolResult(f"Wrote {len(data)} bytes to {raw}", metadata={"bytes": len(data)})
