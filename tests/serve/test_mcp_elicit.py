@@ -8,12 +8,20 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import client, replying
 from mcp.shared.exceptions import MCPError
 from serve_support import serving
 
-from toolnexus import Answer, Request, ToolContext, ToolResult, auth_required, create_toolkit
-from toolnexus import define_tool, pending
+from conftest import client, replying
+from toolnexus import (
+    Answer,
+    Request,
+    ToolContext,
+    ToolResult,
+    auth_required,
+    create_toolkit,
+    define_tool,
+    pending,
+)
 from toolnexus.serve import MCPServeConfig, mcp_app
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from conftest import client
 from mcp.shared.exceptions import MCPError
 from mcp_servers import demo
 from serve_support import serving
@@ -18,6 +17,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from conftest import client
 from toolnexus import Tool, ToolResult, create_toolkit, define_tool
 from toolnexus.serve import MCPServeConfig, exposed_mcp_tools, mcp_app
 from toolnexus.tools.http import http_tool
@@ -123,11 +123,15 @@ async def test_tool_errors_raises_and_bad_arguments_are_error_results(toolkit, e
         wrong_type = await c.call_tool("add", {"a": "two", "b": 3})
         missing = await c.call_tool("add", {"a": 1})
         still_fine = await c.call_tool("add", {"a": 1, "b": 1})
-    assert refused.is_error and _text(refused) == "the backend said no"
+    assert refused.is_error
+    assert _text(refused) == "the backend said no"
     assert "never on the wire" not in refused.model_dump_json()
-    assert exploded.is_error and "kaboom: test" in _text(exploded)
-    assert wrong_type.is_error and "'two' is not of type 'number'" in _text(wrong_type)
-    assert missing.is_error and "'b' is a required property" in _text(missing)
+    assert exploded.is_error
+    assert "kaboom: test" in _text(exploded)
+    assert wrong_type.is_error
+    assert "'two' is not of type 'number'" in _text(wrong_type)
+    assert missing.is_error
+    assert "'b' is a required property" in _text(missing)
     assert _text(still_fine) == "2.0"
 
 

@@ -350,9 +350,9 @@ class _Handlers:
             outcome = await resolve_call(run, tool, request, got.answer, None)
             if isinstance(outcome, Request):  # the re-run asks a new question: halt on it
                 token = await self.halts.halt(tool, args, outcome, self.toolkit.fingerprint())
-                await self.halts.settle(current(), outcome)
+                await self.halts.settle(current(), halted, outcome)
                 return self._input_required(ctx, outcome, token)
-            await self.halts.settle(current(), outcome)
+            await self.halts.settle(current(), halted, outcome)
         return _text_result(outcome)
 
     async def _report(

@@ -61,8 +61,8 @@ from .._types import Tool, ToolResult, empty_usage
 from ..errors import AnswerConflict, CheckpointError, LeaseLost
 from ..loop.checkpoint import Checkpoint, Outstanding, result_from_json, result_to_json
 from ..loop.transcript import MAX_FOLLOW_UPS, same_question
-from ..stores.checks import call_digest
-from ..stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, Claim, RunStore
+from ..stores.checks import call_digest, conflict
+from ..stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, AnswerRecord, Claim, RunStore
 from ..suspension import Answer, Request, expired_decline, is_expired, pending_of
 
 __all__ = [
@@ -132,10 +132,20 @@ async def resolve_call(
 
 @dataclass(frozen=True, slots=True)
 class Halted:
-    """A halted call found by a valid token."""
+    """A halted call found by a valid token.
+
+    Attributes:
+        request: the Request the call suspended on.
+        note: what the halt keeps beside the call (server name, the token's verifier, the
+            request), recorded again with the outcome so a settled call can still be checked.
+        digest: `call_digest` of the halted call (tool name and arguments).
+        settled: the request's record once it settled (its checkpoint is gone then).
+    """
 
     request: Request
-    checkpoint: Checkpoint
+    note: dict[str, Any]
+    digest: str
+    settled: AnswerRecord | None = None
 
 
 class HaltedCalls:
@@ -194,7 +204,8 @@ class HaltedCalls:
 
         Raises:
             MCPError: ``-32602 Invalid or expired requestState`` for anything that does not
-                match a halted call of this server exactly.
+                match a halted call of this server exactly (a cancelled call included: its
+                token can no longer be checked).
         """
         if not isinstance(token, str) or not token.startswith(_PREFIX):
             raise invalid_state("malformed token")
@@ -202,25 +213,44 @@ class HaltedCalls:
         if not dot or not rid or not secret:
             raise invalid_state("malformed token")
         try:
-            checkpoint = await self.runs.load_halt(rid)
-        except (CheckpointError, ValueError) as exc:
+            halted = await self._load(rid)
+        except (CheckpointError, ValueError, TypeError) as exc:
             raise invalid_state(f"unreadable halted call ({type(exc).__name__})") from None
-        if checkpoint is None or checkpoint.style != _STYLE or not checkpoint.messages:
+        if halted is None:
             raise invalid_state("no halted call with that id")
-        note: Any = checkpoint.messages[0].get(HALT_KEY)
-        held = cast(dict[str, Any], note) if isinstance(note, dict) else {}
-        verifier = held.get("verifier")
-        if held.get("server") != self.server or not isinstance(verifier, str):
+        verifier = halted.note.get("verifier")
+        if halted.note.get("server") != self.server or not isinstance(verifier, str):
             raise invalid_state("the halted call belongs to another server")
         if not hmac.compare_digest(verifier.encode(), _digest(secret).encode()):
             raise invalid_state("wrong secret")
-        slot = checkpoint.outstanding[0]
-        if slot.name != name or call_digest(slot.name, slot.arguments) != call_digest(
-            name, _canonical(args)
-        ):
+        if halted.digest != call_digest(name, _canonical(args)):
             raise invalid_state("the retry names another tool or other arguments")
-        request = slot.request or checkpoint.pending
-        return Halted(request=request, checkpoint=checkpoint)
+        return halted
+
+    async def _load(self, rid: str) -> Halted | None:
+        checkpoint = await self.runs.load_halt(rid)
+        if checkpoint is not None:
+            if checkpoint.style != _STYLE or not checkpoint.messages:
+                return None
+            held: Any = checkpoint.messages[0].get(HALT_KEY)
+            slot = checkpoint.outstanding[0]
+            note = cast(dict[str, Any], held) if isinstance(held, dict) else {}
+            return Halted(
+                request=slot.request or checkpoint.pending,
+                note=note,
+                digest=call_digest(slot.name, slot.arguments),
+            )
+        record = await self.runs.answer_record(rid)
+        kept: Any = (record.outcome or {}).get(HALT_KEY) if record is not None else None
+        if record is None or not isinstance(kept, dict):
+            return None
+        note = cast(dict[str, Any], kept)
+        return Halted(
+            request=Request.from_dict(note["request"]),
+            note=note,
+            digest=record.digest,
+            settled=record,
+        )
 
     async def claim(self, halted: Halted, answer: Answer, answered_by: str) -> Claim | ToolResult:
         """T4: take the halted call with ``answer`` (the expired decline when it is late).
@@ -229,41 +259,43 @@ class HaltedCalls:
         with this same answer — the recorded result, to be sent again without running the tool.
 
         Raises:
-            MCPError: ``-32600`` naming the conflict (another retry holds it, it was answered
-                otherwise, or cancelled); ``-32602`` when the request is gone.
+            MCPError: ``-32600`` naming the conflict (another retry holds it, or it settled
+                with another answer).
         """
         request = halted.request
         if is_expired(request):
             answer, answered_by = expired_decline(request.id), EXPIRED_BY
-        slot = halted.checkpoint.outstanding[0]
+        if halted.settled is not None:
+            return self._replay(halted.settled, answer)
         try:
             return await self.runs.claim(
                 request.id,
                 answer,
                 answered_by=answered_by,
-                digest=call_digest(slot.name, slot.arguments),
+                digest=halted.digest,
                 lease_s=self.lease_s,
             )
         except AnswerConflict as refused:
-            return await self._after_conflict(request.id, answer, refused)
+            record = await self.runs.answer_record(request.id)
+            if record is not None and record.status == "answered":
+                # Answered from elsewhere (the approvals inbox, the CLI): that answer applies.
+                taken = await self.runs.take(request.id, lease_s=self.lease_s)
+                if taken is not None:
+                    return taken
+            raise MCPError(code=INVALID_REQUEST, message=str(refused)) from None
 
-    async def _after_conflict(
-        self, rid: str, answer: Answer, refused: AnswerConflict
-    ) -> Claim | ToolResult:
-        record = await self.runs.answer_record(rid)
-        if record is not None and record.status in ("done", "expired"):
-            held: Any = (record.outcome or {}).get("result")
-            if record.answer == answer and held is not None:
-                try:
-                    return result_from_json(held)
-                except CheckpointError:
-                    log.warning("toolnexus: the recorded result of %s is unreadable", rid)
-        if record is not None and record.status == "answered":
-            # Answered from elsewhere (the approvals inbox, the CLI): that answer is applied.
-            taken = await self.runs.take(rid, lease_s=self.lease_s)
-            if taken is not None:
-                return taken
-        raise MCPError(code=INVALID_REQUEST, message=str(refused))
+    @staticmethod
+    def _replay(record: AnswerRecord, answer: Answer) -> ToolResult:
+        held: Any = (record.outcome or {}).get("result")
+        if record.answer == answer and held is not None:
+            try:
+                return result_from_json(held)
+            except CheckpointError:
+                log.warning("toolnexus: the recorded result of %s is unreadable", record.request_id)
+        raise MCPError(
+            code=INVALID_REQUEST,
+            message=str(conflict(record.request_id, record.answered_by, record.status)),
+        )
 
     @contextlib.asynccontextmanager
     async def holding(self, claim: Claim) -> AsyncGenerator[Callable[[], Claim]]:
@@ -296,13 +328,14 @@ class HaltedCalls:
         finally:
             beat.cancel()
 
-    async def settle(self, claim: Claim, outcome: ToolResult | Request) -> None:
-        """T8: record what the call ended with (its result, or the new request it halts on)."""
-        recorded: dict[str, Any] = (
-            {"pending": outcome.id}
-            if isinstance(outcome, Request)
-            else {"result": result_to_json(outcome)}
-        )
+    async def settle(self, claim: Claim, halted: Halted, outcome: ToolResult | Request) -> None:
+        """T8: record what the call ended with (its result, or the new request it halts on),
+        with the halt's note, so a repeated retry can still be checked and answered."""
+        recorded: dict[str, Any] = {HALT_KEY: {**halted.note, "request": halted.request.to_dict()}}
+        if isinstance(outcome, Request):
+            recorded["pending"] = outcome.id
+        else:
+            recorded["result"] = result_to_json(outcome)
         try:
             await self.runs.complete(claim.request_id, claim, outcome=recorded)
         except LeaseLost:
