@@ -535,7 +535,7 @@ class _Guard:
         if max_body_bytes is not None and max_body_bytes <= 0:
             raise UsageError("max_body_bytes must be a positive number of bytes")
         self.app = app
-        self._expected = f"Bearer {auth}".encode() if auth is not None else None
+        self._expected = auth.encode() if auth is not None else None
         self._cap = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -545,7 +545,11 @@ class _Guard:
         if self._expected is not None:
             headers: list[tuple[bytes, bytes]] = scope.get("headers") or []
             given = next((v for k, v in headers if k == b"authorization"), b"")
-            if not hmac.compare_digest(given, self._expected):
+            scheme, _, credential = given.partition(b" ")
+            # compare_digest runs in constant time whatever the lengths; the scheme is
+            # case-insensitive (RFC 9110 §11.1)
+            matches = hmac.compare_digest(credential, self._expected)
+            if not (matches and scheme.lower() == b"bearer"):
                 await _plain(send, 401, b"unauthorized", [(b"www-authenticate", b"Bearer")])
                 return
         if self._cap is None:
