@@ -340,3 +340,38 @@ async def test_a_call_halted_by_a_dead_process_is_resumed_once_by_a_new_one(
             )
     assert _text(done) == _text(again) == "charged 42 EUR"
     assert ledger.read_text().splitlines() == ["charged 42 ok=True"]
+
+
+async def test_a_toolnexus_client_answers_our_input_required_round_trip(scripted, client_for):
+    """Both ends ours: a run whose MCP tool is our served ``refund``. The toolnexus MCP client
+    declares elicitation only with a ``wait_for`` (CONTRACT 3.10), so it answers inline; the
+    served call still halts in our store between the two requests and runs once."""
+    from toolnexus.testing import call, text, tool_calls
+
+    executions.clear()
+    asked: list[str] = []
+
+    def wait_for(request: Any) -> Answer:
+        asked.append(request.prompt)
+        return Answer(id=request.id, ok=True)
+
+    store = InMemoryRunStore()
+    events: list[dict[str, Any]] = []
+    app = mcp_app(await _toolkit(), {"name": "billing"}, store=store, on_call=events.append)
+    async with serving(app) as url:
+        remote = await create_toolkit(
+            {"mcpServers": {"billing": {"url": f"{url}/mcp"}}}, builtins=False, wait_for=wait_for
+        )
+        try:
+            scripted.add(tool_calls(call("billing_refund", {"order": "Z-9"})))
+            scripted.add(text("Refund done."))
+            async with client_for(scripted) as run_client:
+                done = await run_client.run("Refund Z-9", remote)
+        finally:
+            await remote.close()
+    assert done.status == "done"
+    assert done.tool_calls[-1].output == "refunded Z-9"
+    assert asked == ["Refund Z-9?"]
+    assert [e["pending"] for e in events] == [True, False]  # halted, then resumed by the retry
+    assert executions == ["Z-9"]
+    assert await store.list_pending() == []

@@ -17,7 +17,7 @@ from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from conftest import client
+from conftest import client, replying
 from toolnexus import Tool, ToolResult, create_toolkit, define_tool
 from toolnexus.serve import MCPServeConfig, exposed_mcp_tools, mcp_app
 from toolnexus.tools.http import http_tool
@@ -209,3 +209,15 @@ async def test_stateless_mode_serves_calls_without_sessions(toolkit):
     async with serving(mcp_app(toolkit, cfg)) as url, client(url, "legacy") as c:
         assert _text(await c.call_tool("add", {"a": 1, "b": 2})) == "3.0"
         assert _text(await c.call_tool("demo_echo", {"text": "y"})) == "y"
+
+
+async def test_an_upstream_servers_question_is_passed_on_to_our_client(toolkit, era):
+    """The served demo_ask_form is an MCP tool whose own server elicits: the toolkit's MCP tool
+    suspends (no wait_for), so we ask *our* client, and the answer travels back upstream."""
+    seen: list[Any] = []
+    reply = replying("accept", {"name": "Ann"}, seen)
+    async with serving(mcp_app(toolkit)) as url, client(url, era, reply) as c:
+        result = await c.call_tool("demo_ask_form", {})
+    assert _text(result) == 'accept:{"name": "Ann"}'
+    assert seen[0].message == "Who are you?"
+    assert seen[0].requested_schema["required"] == ["name"]
