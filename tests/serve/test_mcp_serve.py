@@ -3,6 +3,7 @@ on real uvicorn, in both protocol eras."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from conftest import client, replying
-from toolnexus import Tool, ToolResult, create_toolkit, define_tool
+from toolnexus import Tool, ToolContext, ToolResult, create_toolkit, define_tool
 from toolnexus.serve import MCPServeConfig, exposed_mcp_tools, mcp_app
 from toolnexus.tools.http import http_tool
 
@@ -221,3 +222,41 @@ async def test_an_upstream_servers_question_is_passed_on_to_our_client(toolkit, 
     assert _text(result) == 'accept:{"name": "Ann"}'
     assert seen[0].message == "Who are you?"
     assert seen[0].requested_schema["required"] == ["name"]
+
+
+async def test_it_mounts_in_a_host_app_whose_lifespan_enters_it(toolkit, era):
+    from starlette.routing import Mount
+
+    mcp = mcp_app(toolkit, {"tools": ["add"]})
+
+    async def health(request: HttpRequest) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    host = Starlette(
+        routes=[Route("/health", health), Mount("/", app=mcp)],
+        lifespan=lambda _app: mcp.lifespan(),
+    )
+    async with serving(host) as url, client(url, era) as c:
+        assert _text(await c.call_tool("add", {"a": 1, "b": 2})) == "3.0"
+
+
+async def test_a_cancelled_call_sets_the_tools_signal(era):
+    signals: list[asyncio.Event] = []
+    started = asyncio.Event()
+
+    @define_tool
+    async def wait_forever(ctx: ToolContext) -> str:
+        """Never finishes on its own."""
+        assert ctx.signal is not None
+        signals.append(ctx.signal)
+        started.set()
+        await asyncio.Event().wait()
+        return "unreachable"
+
+    async with serving(mcp_app([wait_forever])) as url, client(url, era) as c:
+        call = asyncio.ensure_future(c.call_tool("wait_forever", {}))
+        await asyncio.wait_for(started.wait(), 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.wait_for(signals[0].wait(), 10)
