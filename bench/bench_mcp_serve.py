@@ -10,7 +10,9 @@ the client's event loop:
   tool (argument validation, the toolkit's execute path, on_call not set).
 
 One mcp SDK ``Client`` per server and era calls ``add`` sequentially; rounds alternate the two
-servers, and the overhead row is the median of the per-round differences of the mean call time.
+servers, and the overhead column is the median of the per-round differences of the mean call
+time. Wall time on a shared machine is noisy; the server processes' CPU time per call (from
+``/proc``) is the steadier figure.
 Eras: ``legacy`` (initialize + session, SSE responses) and ``2026-07-28`` (one self-contained
 POST per call). A last row times our approval round trip on 2026-07-28 (input-required result →
 the client's retry with its answer → the result; the halt in an in-memory or SQLite store).
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import socket
 import statistics
 import subprocess
@@ -112,7 +115,15 @@ async def _mean_call_ms(client: Any, calls: int) -> float:
     return (time.perf_counter() - started) * 1000 / calls
 
 
-async def _per_call(urls: dict[str, str], era: str, rounds: int, calls: int) -> dict[str, Any]:
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds the process has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _per_call(
+    urls: dict[str, str], pids: dict[str, int], era: str, rounds: int, calls: int
+) -> dict[str, Any]:
     from contextlib import AsyncExitStack
 
     from mcp import Client
@@ -122,15 +133,23 @@ async def _per_call(urls: dict[str, str], era: str, rounds: int, calls: int) -> 
         for c in clients.values():  # warm-up: connections, caches, first-call imports
             await _mean_call_ms(c, 20)
         samples: dict[str, list[float]] = {k: [] for k in clients}
+        cpu = dict.fromkeys(clients, 0.0)
         order = list(clients)
         for r in range(rounds):
             for k in order if r % 2 == 0 else reversed(order):
+                before = _cpu_s(pids[k])
                 samples[k].append(await _mean_call_ms(clients[k], calls))
+                cpu[k] += _cpu_s(pids[k]) - before
     diffs = [o - s for o, s in zip(samples["ours"], samples["sdk"], strict=True)]
+    per_call_cpu = {k: v * 1000 / (rounds * calls) for k, v in cpu.items()}
     return {
         "sdk": statistics.median(samples["sdk"]),
         "ours": statistics.median(samples["ours"]),
         "overhead": statistics.median(diffs),
+        "sdk_best": min(samples["sdk"]),
+        "ours_best": min(samples["ours"]),
+        "sdk_cpu": per_call_cpu["sdk"],
+        "ours_cpu": per_call_cpu["ours"],
     }
 
 
@@ -156,20 +175,30 @@ async def main(rounds: int, calls: int, cycles: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             urls: dict[str, str] = {}
+            pids: dict[str, int] = {}
             for key, kind, store in (
                 ("sdk", "sdk", "memory"),
                 ("ours", "ours", "memory"),
                 ("sqlite", "ours", f"sqlite:///{Path(tmp) / 'state.db'}"),
             ):
                 proc, urls[key] = _start(kind, store)
+                pids[key] = proc.pid
                 procs.append(proc)
             sqlite_url = urls.pop("sqlite")
             ours_url = urls["ours"]
-            print(f"per call, ms (median of {rounds} rounds x {calls} sequential calls)")
-            print(f"{'era':<12} {'sdk (floor)':>12} {'ours':>8} {'overhead':>9}")
+            print(f"per call, ms (median of {rounds} rounds x {calls} sequential calls;")
+            print("best = the fastest round; cpu = the server process's user+system time per call)")
+            print(
+                f"{'era':<12} {'wall sdk':>9} {'wall ours':>10} {'overhead':>9}"
+                f" {'best sdk':>9} {'best ours':>10} {'cpu sdk':>8} {'cpu ours':>9} {'cpu +':>7}"
+            )
             for era in ERAS:
-                row = await _per_call(urls, era, rounds, calls)
-                print(f"{era:<12} {row['sdk']:>12.3f} {row['ours']:>8.3f} {row['overhead']:>+9.3f}")
+                row = await _per_call(urls, pids, era, rounds, calls)
+                print(
+                    f"{era:<12} {row['sdk']:>9.3f} {row['ours']:>10.3f} {row['overhead']:>+9.3f}"
+                    f" {row['sdk_best']:>9.3f} {row['ours_best']:>10.3f} {row['sdk_cpu']:>8.3f} {row['ours_cpu']:>9.3f}"
+                    f" {row['ours_cpu'] - row['sdk_cpu']:>+7.3f}"
+                )
             print(f"\napproval round trip on 2026-07-28, ms (mean of {cycles} cycles)")
             print(f"  in-memory store {await _round_trip_ms(ours_url, cycles):8.3f}")
             print(f"  SQLite store    {await _round_trip_ms(sqlite_url, cycles):8.3f}")

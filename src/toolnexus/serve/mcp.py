@@ -202,6 +202,12 @@ class _Handlers:
             ]
         )
 
+    def input_schema(self, name: str) -> Mapping[str, Any] | None:
+        """The exposed tool's schema (the SDK checks ``Mcp-Param-*`` headers against it), so
+        a 2026-07-28 call does not re-run ``tools/list`` to find it."""
+        tool = self.exposed.get(name)
+        return tool.input_schema if tool is not None else None
+
     async def list_tools(self, ctx: Any, params: PaginatedRequestParams | None) -> ListToolsResult:
         return self._listing
 
@@ -428,6 +434,7 @@ def build_mcp_server(
     return Server(
         config.name,
         version=config.version,
+        get_tool_input_schema=handlers.input_schema,
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
     )
