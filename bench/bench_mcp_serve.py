@@ -196,7 +196,8 @@ async def main(rounds: int, calls: int, cycles: int) -> None:
                 row = await _per_call(urls, pids, era, rounds, calls)
                 print(
                     f"{era:<12} {row['sdk']:>9.3f} {row['ours']:>10.3f} {row['overhead']:>+9.3f}"
-                    f" {row['sdk_best']:>9.3f} {row['ours_best']:>10.3f} {row['sdk_cpu']:>8.3f} {row['ours_cpu']:>9.3f}"
+                    f" {row['sdk_best']:>9.3f} {row['ours_best']:>10.3f}"
+                    f" {row['sdk_cpu']:>8.3f} {row['ours_cpu']:>9.3f}"
                     f" {row['ours_cpu'] - row['sdk_cpu']:>+7.3f}"
                 )
             print(f"\napproval round trip on 2026-07-28, ms (mean of {cycles} cycles)")
