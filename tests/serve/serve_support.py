@@ -1,14 +1,17 @@
-"""Serving an ASGI app on real uvicorn at 127.0.0.1, port 0, inside the test's event loop."""
+"""Helpers for the MCP serving tests: real uvicorn on 127.0.0.1 port 0 in the test's event loop,
+and mcp SDK clients per protocol era."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import uvicorn
+from mcp import Client
+from mcp_types import ElicitResult
 
 
 class _Announcing(uvicorn.Server):
@@ -42,3 +45,25 @@ async def serving(app: Any) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await asyncio.wait_for(task, 30)
+
+
+ERAS = ("legacy", "2026-07-28")
+"""The handshake era (initialize + session) and the 2026-07-28 per-request protocol."""
+
+Elicit = Callable[[Any, Any], Any]
+
+
+def client(url: str, era: str, elicit: Elicit | None = None, **options: Any) -> Client:
+    """An mcp SDK client on ``<url>/mcp`` speaking ``era``; ``elicit`` declares elicitation."""
+    return Client(f"{url}/mcp", mode=era, elicitation_callback=elicit, **options)
+
+
+def replying(action: str, content: dict[str, Any] | None = None, seen: list[Any] | None = None):
+    """An elicitation callback that records each request's params and answers ``action``."""
+
+    async def callback(ctx: Any, params: Any) -> ElicitResult:
+        if seen is not None:
+            seen.append(params)
+        return ElicitResult(action=action, content=content)  # pyright: ignore[reportArgumentType]
+
+    return callback

@@ -12,13 +12,12 @@ import pytest
 import pytest_asyncio
 from mcp.shared.exceptions import MCPError
 from mcp_servers import demo
-from serve_support import serving
+from serve_support import client, replying, serving
 from starlette.applications import Starlette
 from starlette.requests import Request as HttpRequest
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from conftest import client, replying
 from toolnexus import Tool, ToolContext, ToolResult, create_toolkit, define_tool
 from toolnexus.serve import MCPServeConfig, exposed_mcp_tools, mcp_app
 from toolnexus.tools.http import http_tool

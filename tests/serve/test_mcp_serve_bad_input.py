@@ -12,9 +12,8 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from serve_support import serving
+from serve_support import client, serving
 
-from conftest import client
 from toolnexus import UsageError, define_tool
 from toolnexus.serve import mcp_app
 

@@ -19,9 +19,8 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import ElicitResult, InputRequiredResult
-from serve_support import serving
+from serve_support import client, replying, serving
 
-from conftest import client, replying
 from toolnexus import (
     Answer,
     InMemoryRunStore,

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from mcp.shared.exceptions import MCPError
-from serve_support import serving
+from serve_support import client, replying, serving
 
-from conftest import client, replying
 from toolnexus import (
     Answer,
     Request,
