@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev,mcp,postgres]'
+.venv/bin/python -m pip install -q -e '.[dev,mcp,postgres,serve]'
 if [[ -z "${TOOLNEXUS_PG_URL:-}" ]]; then
     if pg_line="$(bash scripts/pg.sh start | tail -n 1)"; then
         export "$pg_line"
