@@ -125,6 +125,8 @@ class Toolkit:
         mcp_status: Callable[[], Mapping[str, str]] | Mapping[str, str] | None = None,
         mcp_errors: Callable[[], Mapping[str, str]] | None = None,
         closers: Sequence[Closer] = (),
+        skills: Sequence[Any] = (),
+        profiles: Mapping[str, Any] | None = None,
     ) -> None:
         self._tools: dict[str, Tool] = {}
         for t in tools:
@@ -137,6 +139,9 @@ class Toolkit:
         self._closed = False
         self._cache: dict[str, list[dict[str, Any]]] = {}
         self._shared: tuple[list[Tool], dict[str, Tool]] | None = None
+        self._skills = list(skills)
+        self.profiles: dict[str, Any] = dict(profiles or {})
+        """The config file's serving blocks (``a2a``, ``mcpServer``) that `serve` falls back to."""
 
     # -- the tool set --------------------------------------------------------------------
 
@@ -198,6 +203,10 @@ class Toolkit:
         """Gemini declarations: one element wrapping every tool."""
         return to_gemini(self._tools.values())
 
+    def skill_infos(self) -> list[Any]:
+        """The loaded SKILL.md skills (`toolnexus.SkillInfo`), in discovery order."""
+        return list(self._skills)
+
     def skills_prompt(self) -> str:
         """The skills section of the system prompt (``""`` with no skill source)."""
         return self._skills_prompt
@@ -231,6 +240,42 @@ class Toolkit:
         if problem is not None:
             return ToolResult(problem, True)
         return await invoke_tool(tool, arguments, ctx)
+
+    # -- the network ---------------------------------------------------------------------
+
+    async def serve(self, addr: str, **options: Any) -> Any:
+        """Serve this toolkit on ``addr`` (A2A through ``client=``, MCP inbound through
+        ``mcp=``) → a `toolnexus.serve.ServeHandle`. See `toolnexus.serve.serve_app` for the
+        options and docs/serving.md."""
+        from .serve.app import serve
+
+        return await serve(self, addr, **options)
+
+    async def add_agent(
+        self,
+        agent_or_card_url: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        poll_every: float | None = None,
+    ) -> Toolkit:
+        """Add a remote A2A agent's tools (one per card skill); raises when it fails.
+
+        ``agent_or_card_url``: a `toolnexus.A2AAgent` or its card URL. Tools already
+        registered under a name win (first wins)."""
+        from .tools.a2a import A2AAgent, agent_tools
+
+        remote = (
+            agent_or_card_url
+            if isinstance(agent_or_card_url, A2AAgent)
+            else A2AAgent(
+                agent_or_card_url, headers=headers, timeout=timeout, poll_every=poll_every
+            )
+        )
+        for t in await agent_tools(remote):
+            if t.name not in self._tools:
+                self.register(t)
+        return self
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -357,11 +402,30 @@ async def create_toolkit(
             closers=closers,
             status=status,
             errors=errors,
+            profiles=_profiles(mcp_config),
         )
     except BaseException:
         for closer in closers:
             await closer()
         raise
+
+
+def _profiles(mcp_config: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The serving blocks (``a2a``, ``mcpServer``) of the config, when it is a mapping or a
+    JSON file (a config that cannot be read was reported by the MCP loader already)."""
+    raw: Any = mcp_config
+    if isinstance(mcp_config, str):
+        import json
+        from pathlib import Path
+
+        try:
+            raw = json.loads(Path(mcp_config).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+    if not isinstance(raw, Mapping):
+        return {}
+    block = cast(Mapping[str, Any], raw)
+    return {k: block[k] for k in ("a2a", "mcpServer", "agents") if block.get(k) is not None}
 
 
 async def _assemble(
@@ -380,6 +444,7 @@ async def _assemble(
     closers: list[Closer],
     status: Callable[[], Mapping[str, str]] | None,
     errors: Callable[[], Mapping[str, str]] | None,
+    profiles: Mapping[str, Any] | None = None,
 ) -> Toolkit:
     from .tools.builtins import select_builtins
     from .tools.skills import load_skills
@@ -415,4 +480,6 @@ async def _assemble(
         mcp_status=status,
         mcp_errors=errors,
         closers=closers,
+        skills=skill_source.skills,
+        profiles=profiles,
     )
