@@ -216,7 +216,7 @@ class A2AService:
         return await self._list(params, wire)
 
     async def _task(self, params: Any) -> dict[str, Any]:
-        tid: Any = params.get("id") if isinstance(params, dict) else None
+        tid: Any = cast(dict[str, Any], params).get("id") if isinstance(params, dict) else None
         if not isinstance(tid, str) or not tid:
             raise RpcError(INVALID_PARAMS, "Invalid params: id must be a non-empty string")
         task = await self.tasks.get(tid)

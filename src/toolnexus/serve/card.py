@@ -12,7 +12,7 @@ A card never carries a secret: the bearer token, headers and tool configuration 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ..errors import UsageError
 
@@ -34,7 +34,7 @@ def check_a2a_config(cfg: Any) -> dict[str, Any]:
         return {}
     if not isinstance(cfg, Mapping):
         raise UsageError(f"a2a must be a dict (or True), got {type(cfg).__name__}")
-    out = dict(cfg)  # pyright: ignore[reportUnknownArgumentType]
+    out: dict[str, Any] = {str(k): v for k, v in cast(Mapping[Any, Any], cfg).items()}
     unknown = sorted(set(out) - _KEYS)
     if unknown:
         raise UsageError(f"a2a: unknown key(s) {', '.join(map(str, unknown))}")
@@ -43,7 +43,8 @@ def check_a2a_config(cfg: Any) -> dict[str, Any]:
             raise UsageError(f"a2a.{key} must be a string")
     skills = out.get("skills")
     if skills is not None and (
-        not isinstance(skills, list | tuple) or not all(isinstance(s, str) for s in skills)  # pyright: ignore[reportUnknownVariableType]
+        not isinstance(skills, list | tuple)
+        or not all(isinstance(s, str) for s in cast(list[Any], skills))
     ):
         raise UsageError("a2a.skills must be a list of skill names")
     return out

@@ -58,7 +58,9 @@ WAITING: frozenset[str] = frozenset({"input-required", "auth-required"})
 def task_state(task: dict[str, Any]) -> str:
     """The state of a stored task (``""`` when it has none)."""
     status: Any = task.get("status") or {}
-    return str(status.get("state") or "") if isinstance(status, dict) else ""
+    if not isinstance(status, dict):
+        return ""
+    return str(cast(dict[str, Any], status).get("state") or "")
 
 
 def _context(task: dict[str, Any]) -> str | None:
@@ -86,10 +88,6 @@ class TaskStore(ABC):
     async def aclose(self) -> None:
         """Release connections or files (default: nothing to release)."""
         return None
-
-
-def _copy(task: dict[str, Any]) -> dict[str, Any]:
-    return cast(dict[str, Any], json.loads(json.dumps(task)))
 
 
 def _checked(task: object) -> dict[str, Any]:

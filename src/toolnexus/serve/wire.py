@@ -108,8 +108,8 @@ def wire_of(method_wire: Wire | None, version_header: str | None, params: Any) -
         return method_wire
     if version_header and version_header.strip().split(".")[0] == "1":
         return "1.0"
-    message: Any = params.get("message") if isinstance(params, dict) else None
-    role: Any = message.get("role") if isinstance(message, dict) else None
+    message: Any = cast(dict[str, Any], params).get("message") if isinstance(params, dict) else None
+    role: Any = cast(dict[str, Any], message).get("role") if isinstance(message, dict) else None
     if isinstance(role, str) and role.startswith("ROLE_"):
         return "1.0"
     return "ref"
@@ -217,7 +217,7 @@ def render_task(task: dict[str, Any], wire: Wire) -> dict[str, Any]:
     from google.protobuf.json_format import MessageToDict
 
     core = conversions.to_core_task(t3.Task.model_validate(shown))
-    return cast(dict[str, Any], MessageToDict(core))
+    return MessageToDict(core)
 
 
 def render_send_result(task: dict[str, Any], wire: Wire) -> dict[str, Any]:
@@ -249,7 +249,7 @@ def render_event(event: dict[str, Any], wire: Wire) -> dict[str, Any]:
             t3.TaskArtifactUpdateEvent.model_validate(event)
         )
         response = a2a_pb2.StreamResponse(artifact_update=artifact)
-    return cast(dict[str, Any], MessageToDict(response))
+    return MessageToDict(response)
 
 
 def dumps(value: Any) -> str:
