@@ -14,11 +14,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
 
-from a2a_support import refund_tool  # noqa: E402
+from a2a_support import refund_tool
 
-from toolnexus import create_client, create_toolkit  # noqa: E402
-from toolnexus.agents import agent  # noqa: E402
-from toolnexus.serve import serve_agent  # noqa: E402
+from toolnexus import create_client, create_toolkit
+from toolnexus.agents import agent
+from toolnexus.serve import serve_agent
 
 
 async def main(mode: str, base_url: str, store: str, ledger: Path) -> None:
