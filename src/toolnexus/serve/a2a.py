@@ -238,7 +238,8 @@ class A2AService:
         incoming = parse_message(params, wire, stream=True)
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         task, _ = await self._route(incoming, wire, queue)
-        return self._drain(task, queue)
+        snapshot = cast(dict[str, Any], json.loads(json.dumps(task)))  # the run mutates `task`
+        return self._drain(snapshot, queue)
 
     async def _drain(
         self, first: dict[str, Any], queue: asyncio.Queue[dict[str, Any] | None]
