@@ -354,24 +354,31 @@ async def create_toolkit(
         builtins: ``True``/``None`` (on), ``False``, or a dict (``enabled``/``disabled``,
             ``tools`` per-name map), plus the confinement options ``workspace``, ``bash``
             (``False`` or ``{"allow": [...]}``), ``private_network`` and ``max_output_bytes``.
-        agents: remote A2A agents (not in this build).
+        agents: remote A2A agents (`toolnexus.agent(card_url)` or card URLs): one tool per
+            card skill; a top-level ``agents`` block of the config adds more. An agent that
+            fails to resolve is logged and adds no tools.
         wait_for: answers MCP elicitations inline.
         disable_tools: tool names to drop from the final set.
         disable_skills: skill names to drop from the catalog.
         cancel: an `asyncio.Event` that aborts loading.
 
     Raises:
-        UsageError: a relay tool named like a built-in, a non-Tool in ``extra_tools``, or a
-            source this build does not support yet.
+        UsageError: a relay tool named like a built-in, or a non-Tool in ``extra_tools``.
     """
-    if agents:
-        raise UsageError(
-            "create_toolkit: agents (remote A2A agents) are not supported by this build yet"
-        )
     host = list(extra_tools or ()) + list(tools or ())
     for t in host:
         _check_tool(t)
         _guard_relay(t)
+    profiles = _profiles(mcp_config)
+    remote: list[Any] = list(agents or ())
+    if profiles.get("agents") is not None:
+        from .tools.a2a import parse_agents_config
+
+        remote += parse_agents_config(profiles["agents"])
+    if remote:
+        from .tools.a2a import load_agents  # resolved concurrently; a failing one is isolated
+
+        host += await load_agents(remote)
     mcp_tools: list[Tool] = []
     closers: list[Closer] = []
     status: Callable[[], Mapping[str, str]] | None = None
@@ -402,7 +409,7 @@ async def create_toolkit(
             closers=closers,
             status=status,
             errors=errors,
-            profiles=_profiles(mcp_config),
+            profiles=profiles,
         )
     except BaseException:
         for closer in closers:
