@@ -43,7 +43,9 @@ class FileTaskStore(TaskStore):
         path = self.folder / f"{task_id}.json"
         return Parse(path.read_text(), pb.Task()) if path.exists() else None
 
-    async def list(self, params: pb.ListTasksRequest, context: ServerCallContext) -> pb.ListTasksResponse:
+    async def list(
+        self, params: pb.ListTasksRequest, context: ServerCallContext
+    ) -> pb.ListTasksResponse:
         tasks = [Parse(p.read_text(), pb.Task()) for p in sorted(self.folder.glob("*.json"))]
         return pb.ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(tasks))
 
@@ -95,11 +97,15 @@ def card(url: str, *, streaming: bool) -> pb.AgentCard:
         name="painter",
         description="paints things",
         version="1.0.0",
-        supported_interfaces=[pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")],
+        supported_interfaces=[
+            pb.AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version="1.0")
+        ],
         capabilities=pb.AgentCapabilities(streaming=streaming),
         default_input_modes=["text"],
         default_output_modes=["text"],
-        skills=[pb.AgentSkill(id="paint", name="paint", description="Paint something", tags=["art"])],
+        skills=[
+            pb.AgentSkill(id="paint", name="paint", description="Paint something", tags=["art"])
+        ],
     )
 
 
@@ -108,23 +114,33 @@ def app(url: str, store: Any = None, *, streaming: bool = False) -> Starlette:
     handler = DefaultRequestHandler(
         agent_executor=Painter(), task_store=store or InMemoryTaskStore(), agent_card=agent_card
     )
-    routes = create_agent_card_routes(agent_card) + create_jsonrpc_routes(handler, "/", enable_v0_3_compat=True)
+    routes = create_agent_card_routes(agent_card) + create_jsonrpc_routes(
+        handler, "/", enable_v0_3_compat=True
+    )
     return Starlette(routes=routes)
 
 
-async def main(folder: Path) -> None:
+async def main(folder: Path, port: int = 0, streaming: bool = False) -> None:
     import socket
 
     import uvicorn
 
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     sock.listen(128)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    server = uvicorn.Server(uvicorn.Config(app(url, FileTaskStore(folder)), log_level="warning", lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app(url, FileTaskStore(folder), streaming=streaming),
+            log_level="warning",
+            lifespan="off",
+        )
+    )
     print(f"URL {url}", flush=True)
     await server.serve(sockets=[sock])
 
 
 if __name__ == "__main__":
-    asyncio.run(main(Path(sys.argv[1])))
+    port = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    asyncio.run(main(Path(sys.argv[1]), port, "stream" in sys.argv[3:]))
