@@ -99,11 +99,26 @@ from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_ge
 from .waiting import StoreWaitFor, store_wait_for
 
 if TYPE_CHECKING:
+    from .serve import (
+        FileTaskStore,
+        InMemoryTaskStore,
+        ServeHandle,
+        TaskStore,
+        serve_agent,
+        serve_app,
+    )
     from .stores.postgres import (
         PostgresStore,
     )
     from .stores.sqlite import (
         SqliteStore,
+    )
+    from .tools.a2a import (
+        A2AAgent,
+        Agent,
+        agent,
+        agent_tools,
+        parse_agents_config,
     )
     from .tools.builtins import (
         BuiltinsConfig,
@@ -169,6 +184,8 @@ __all__ = [
     "RELAY_RESULTS_KEY",
     "SKILLS_PROMPT_PREAMBLE",
     "SKILL_TOOL_DESCRIPTION",
+    "A2AAgent",
+    "Agent",
     "AiohttpTransport",
     "Answer",
     "AnswerChannel",
@@ -187,10 +204,12 @@ __all__ = [
     "ErrorClassifier",
     "ErrorInfo",
     "ErrorTier",
+    "FileTaskStore",
     "Hooks",
     "InMemoryConversationStore",
     "InMemoryRunStore",
     "InMemoryStore",
+    "InMemoryTaskStore",
     "InvalidAnswer",
     "JSONSchema",
     "LeaseLost",
@@ -217,6 +236,7 @@ __all__ = [
     "RunStatus",
     "RunStore",
     "RunTimeout",
+    "ServeHandle",
     "ServerConfig",
     "ServerInventory",
     "SkillDef",
@@ -227,6 +247,7 @@ __all__ = [
     "SqliteStore",
     "StoreError",
     "StoreWaitFor",
+    "TaskStore",
     "Tool",
     "ToolCallRecord",
     "ToolContext",
@@ -245,6 +266,8 @@ __all__ = [
     "WaitFor",
     "Worker",
     "__version__",
+    "agent",
+    "agent_tools",
     "answer_declined",
     "answer_output",
     "answer_to_elicit_result",
@@ -269,6 +292,7 @@ __all__ = [
     "load_mcp_with_context",
     "load_skills",
     "openai_messages_to_anthropic",
+    "parse_agents_config",
     "parse_mcp_config",
     "pending",
     "pending_of",
@@ -277,6 +301,8 @@ __all__ = [
     "relay_tool",
     "sanitize",
     "select_builtins",
+    "serve_agent",
+    "serve_app",
     "store_wait_for",
     "to_anthropic",
     "to_gemini",
@@ -285,6 +311,17 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
+    "A2AAgent": ".tools.a2a",
+    "Agent": ".tools.a2a",
+    "agent": ".tools.a2a",
+    "agent_tools": ".tools.a2a",
+    "parse_agents_config": ".tools.a2a",
+    "ServeHandle": ".serve",
+    "TaskStore": ".serve",
+    "InMemoryTaskStore": ".serve",
+    "FileTaskStore": ".serve",
+    "serve_app": ".serve",
+    "serve_agent": ".serve",
     "Worker": ".worker",
     "BuiltinsConfig": ".tools.builtins",
     "DEFAULT_TIMEOUT": ".tools.mcp",
