@@ -127,6 +127,7 @@ async def main(folder: Path, port: int = 0, streaming: bool = False) -> None:
 
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.bind(("127.0.0.1", port))
     sock.listen(128)
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/"
