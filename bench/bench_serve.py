@@ -33,10 +33,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import aiohttp  # noqa: E402
-from common import add, endpoint, make_client  # noqa: E402
+import aiohttp
+from common import add, endpoint, make_client
 
-import toolnexus as tn  # noqa: E402
+import toolnexus as tn
 
 
 def gated_add() -> tn.Tool:
@@ -119,22 +119,21 @@ async def cycle(model_url: str, n: int, store: str | None) -> tuple[float, float
     client = tn.create_client(
         base_url=model_url + "/v1", model="loop-2", api_key="x", max_turns=3, store=store
     )
-    async with client:
-        async with await tk.serve("127.0.0.1:0", client=client, a2a=True) as served:
-            url = served.url + "/"
-            async with aiohttp.ClientSession() as http:
-                legs: list[float] = []
-                whole: list[float] = []
-                for _ in range(n + 3):
-                    started = time.perf_counter()
-                    task = await send(http, url, send_body("add"))
-                    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", task
-                    asked = time.perf_counter()
-                    done = await send(http, url, send_body("yes", task["id"]))
-                    assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
-                    ended = time.perf_counter()
-                    legs.append(ended - asked)
-                    whole.append(ended - started)
+    async with client, await tk.serve("127.0.0.1:0", client=client, a2a=True) as served:
+        url = served.url + "/"
+        async with aiohttp.ClientSession() as http:
+            legs: list[float] = []
+            whole: list[float] = []
+            for _ in range(n + 3):
+                started = time.perf_counter()
+                task = await send(http, url, send_body("add"))
+                assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED", task
+                asked = time.perf_counter()
+                done = await send(http, url, send_body("yes", task["id"]))
+                assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
+                ended = time.perf_counter()
+                legs.append(ended - asked)
+                whole.append(ended - started)
     return statistics.median(legs[3:]) * 1000, statistics.median(whole[3:]) * 1000
 
 
