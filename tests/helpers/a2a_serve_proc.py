@@ -9,6 +9,7 @@ Serves the refund toolkit (``client``) or a one-agent tree using it (``agent``) 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -23,14 +24,16 @@ from toolnexus.serve import serve_agent
 
 async def main(mode: str, base_url: str, store: str, ledger: Path) -> None:
     tool = refund_tool(ledger)
+    lease = float(os.environ.get("A2A_TEST_LEASE_S", "300"))
+    timing = {"lease_s": lease, "recover_every": min(30.0, lease / 5)}
     if mode == "agent":
         clerk = agent("clerk", does="refunds orders", uses={"tools": [tool]})
         llm = {"base_url": base_url, "model": "m", "api_key": "k"}
-        served = await serve_agent(clerk, "127.0.0.1:0", llm=llm, store=store)
+        served = await serve_agent(clerk, "127.0.0.1:0", llm=llm, store=store, **timing)
     else:
         tk = await create_toolkit(extra_tools=[tool], builtins=False)
         client = create_client(base_url=base_url, model="m", api_key="k", store=store)
-        served = await tk.serve("127.0.0.1:0", client=client, a2a={"name": "refunds"})
+        served = await tk.serve("127.0.0.1:0", client=client, a2a={"name": "refunds"}, **timing)
     print(f"URL {served.url}", flush=True)
     await asyncio.Event().wait()
 

@@ -8,6 +8,7 @@ count how often the approved action really happened (exactly once, across proces
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -42,6 +43,10 @@ def refund_tool(ledger: Path, *, kind: str = "approval", schema: bool = False) -
             return pending(
                 kind=kind, prompt=f"Refund order #{args['order_id']}?", data=data, url=url
             )
+        die = os.environ.get("A2A_TEST_DIE_ONCE")  # a marker path: die on the first answer
+        if die and not Path(die).exists():
+            Path(die).write_text("died")
+            os._exit(3)  # the serving process dies mid-resume, before the side effect
         with ledger.open("a") as f:
             f.write(json.dumps({"ok": answer.ok, "data": answer.data}) + "\n")
         return ToolResult(f"refunded #{args['order_id']}" if answer.ok else "refund declined")

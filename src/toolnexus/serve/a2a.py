@@ -36,6 +36,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, cast
 
 from ..errors import AnswerConflict, RequestExpired, ResumeError, UsageError
+from ..stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
 from ..suspension import Answer, Request, answer_problem
 from .fulfil import Fulfiller, Outcome
 from .tasks import PRIVATE, TERMINAL, WAITING, TaskStore, task_state
@@ -151,11 +152,19 @@ class A2AService:
     """
 
     def __init__(
-        self, fulfiller: Fulfiller, tasks: TaskStore, *, on_task: OnTask | None = None
+        self,
+        fulfiller: Fulfiller,
+        tasks: TaskStore,
+        *,
+        on_task: OnTask | None = None,
+        lease_s: float = DEFAULT_LEASE_S,
+        recover_every: float | None = 30.0,
     ) -> None:
         self.fulfiller = fulfiller
         self.tasks = tasks
         self.on_task = on_task
+        self.lease_s = lease_s
+        self.recover_every = recover_every
         self._live: dict[str, _Live] = {}
         self._background: set[asyncio.Task[Any]] = set()
 
@@ -352,7 +361,10 @@ class A2AService:
             ) from None
         live = self._watch(tid, queue)
         await self._set(task, "working")
-        live.runner = self._spawn(self._resume(task, request.id))
+        claim = await self.fulfiller.runs.take(request.id, lease_s=self.lease_s)
+        if claim is not None:
+            live.runner = self._spawn(self._resume(task, claim))
+        # else another resumer (a worker, another server) took it: `recover` settles the task
         if expired is not None:
             raise RpcError(
                 ANSWER_REFUSED,
@@ -405,9 +417,9 @@ class A2AService:
             outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
         await self._finish(task, outcome, artifact, streamed=chunks > 0)
 
-    async def _resume(self, task: dict[str, Any], request_id: str) -> None:
+    async def _resume(self, task: dict[str, Any], claim: Claim) -> None:
         try:
-            outcome = await self.fulfiller.resume(request_id)
+            outcome = await self.fulfiller.resume_claim(claim, lease_s=self.lease_s)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -547,19 +559,50 @@ class A2AService:
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def recover(self) -> int:
-        """Resume the tasks whose follow-up was recorded but whose run a stopped process never
-        finished; returns how many were started."""
-        started = 0
+        """Finish the tasks whose follow-up was recorded but whose run nobody here finished —
+        a stopped process's, or one another resumer took — and return how many it moved.
+
+        A ``working`` task whose request is answered (or whose resumer's lease ran out) is
+        taken and resumed here; one whose request was settled elsewhere takes that outcome
+        (the next Request when the run halted again); one cancelled elsewhere is canceled.
+        """
+        moved = 0
+        runs = self.fulfiller.runs
         for task in await self.tasks.list(state="working", limit=1000):
             rid = cast(dict[str, Any], task.get(PRIVATE) or {}).get("request")
             if not isinstance(rid, str) or task["id"] in self._live:
                 continue
-            record = await self.fulfiller.runs.answer_record(rid)
-            if record is None or record.status != "answered":
+            record = await runs.answer_record(rid)
+            if record is None:
                 continue
-            self._watch(task["id"], None).runner = self._spawn(self._resume(task, rid))
-            started += 1
-        return started
+            if record.status in ("answered", "claimed"):
+                claim = await runs.take(rid, lease_s=self.lease_s)
+                if claim is None:
+                    continue  # held under a live lease by another resumer
+                self._watch(task["id"], None).runner = self._spawn(self._resume(task, claim))
+            elif record.status == "cancelled":
+                await self._set(task, "canceled")
+            else:
+                await self._finish(
+                    task, await _outcome_of(record, runs), uuid.uuid4().hex, streamed=False
+                )
+            moved += 1
+        return moved
+
+    async def recovering(self) -> None:
+        """`recover` every ``recover_every`` seconds, until cancelled."""
+        if self.recover_every is None:
+            return
+        while True:
+            try:
+                await self.recover()
+            except Exception:
+                log.warning("toolnexus: recovering A2A tasks failed", exc_info=True)
+            await asyncio.sleep(self.recover_every)
+
+    def start_recovering(self) -> None:
+        """Run `recovering` in the background (stopped by `aclose`)."""
+        self._spawn(self.recovering())
 
     async def aclose(self) -> None:
         """Cancel the runs in flight (their halts and answers stay in the stores)."""
@@ -570,6 +613,21 @@ class A2AService:
         for live in self._live.values():
             for queue in live.queues:
                 queue.put_nowait(None)
+
+
+async def _outcome_of(record: AnswerRecord, runs: RunStore) -> Outcome:
+    """What a request settled by another resumer ended with."""
+    outcome: dict[str, Any] = record.outcome or {}
+    status = str(outcome.get("status") or "done")
+    text = str(outcome.get("text") or "")
+    next_id = outcome.get("pending")
+    if status == "pending" and isinstance(next_id, str):
+        halted = await runs.load_halt(next_id)
+        if halted is not None:
+            return Outcome(status="pending", text=text, pending=halted.pending)
+        status = "error"
+        text = f"the run halted again on request {next_id}, which is no longer stored"
+    return Outcome(status=status, text=text)
 
 
 def _agent_message(task: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:

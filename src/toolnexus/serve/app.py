@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
+from ..stores.requests import DEFAULT_LEASE_S
 from .card import build_agent_card, check_a2a_config
 from .security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from .server import ServeHandle, start
@@ -132,6 +133,8 @@ def _build(
     url: str | None,
     mcp: ASGIApp | None,
     closers: list[Callable[[], Any]],
+    lease_s: float = DEFAULT_LEASE_S,
+    recover_every: float | None = 30.0,
 ) -> ServedApp:
     from .a2a import A2AService
     from .tasks import resolve_task_store
@@ -143,7 +146,9 @@ def _build(
         tasks, owns = resolve_task_store(cfg.get("store"), runs=runs)
         if owns:
             closers.append(tasks.aclose)
-        service = A2AService(fulfiller, tasks, on_task=on_task)
+        service = A2AService(
+            fulfiller, tasks, on_task=on_task, lease_s=lease_s, recover_every=recover_every
+        )
         a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
     app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
     return ServedApp(app, service, closers)
@@ -161,6 +166,8 @@ def serve_app(
     auth: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
+    recover_every: float | None = 30.0,
 ) -> ServedApp:
     """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound).
 
@@ -176,6 +183,10 @@ def serve_app(
             alias).
         max_body: the request body cap in bytes (default 1 MiB).
         url: the base URL the card names (default: each request's own).
+        lease_s: how long a resume holds its request before another process may take it
+            over (a serving process that died mid-resume is replaced after that).
+        recover_every: how often (seconds) tasks left working by another process are looked
+            at and finished (`toolnexus.serve.a2a.A2AService.recover`); ``None``: only at start.
     """
     from .fulfil import ClientFulfiller
 
@@ -201,6 +212,8 @@ def serve_app(
         url=url,
         mcp=mcp_app,
         closers=[],
+        lease_s=lease_s,
+        recover_every=recover_every,
     )
 
 
@@ -217,7 +230,7 @@ async def serve(toolkit: Toolkit, addr: str, **options: Any) -> ServeHandle:
 async def _started(served: ServedApp, addr: str) -> ServeHandle:
     handle = await start(served, addr, on_stop=served.aclose)
     if served.service is not None:
-        await served.service.recover()
+        served.service.start_recovering()
     return handle
 
 
@@ -232,6 +245,8 @@ async def serve_agent_app(
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
     runtime_id: str = "a2a",
+    lease_s: float = DEFAULT_LEASE_S,
+    recover_every: float | None = 30.0,
     **runtime_options: Any,
 ) -> ServedApp:
     """The ASGI app that serves an agent tree over A2A: each task runs the entry agent in a
@@ -278,6 +293,8 @@ async def serve_agent_app(
         url=url,
         mcp=None,
         closers=closers,
+        lease_s=lease_s,
+        recover_every=recover_every,
     )
 
 

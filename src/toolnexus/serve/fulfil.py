@@ -6,10 +6,10 @@ follow-up through the one answering/resumption path, never a replay:
 - ``answer(request_id, answer)`` *records* the answer (``client.answer`` /
   ``RunStore.post_answer``: validated, exactly once — a racing second follow-up gets
   `AnswerConflict` and changes nothing);
-- ``resume(request_id)`` then takes the recorded answer and resumes the halted run
-  (``client.resume(toolkit, request_id)`` / ``AgentRuntime.resume_claim``, both through
-  `toolnexus.resumption.Resumption`): the halted tool re-executes with ``ctx.answer``, no new
-  user turn;
+- the server then takes the recorded answer (``RunStore.take``, under a lease) and
+  ``resume_claim(claim)`` resumes the halted run (``client.resume_claim`` /
+  ``AgentRuntime.resume_claim``, both through `toolnexus.resumption.Resumption`): the halted
+  tool re-executes with ``ctx.answer``, no new user turn;
 - ``cancel(request_id)`` abandons the halted run (``client.cancel`` / ``RunStore.cancel``).
 
 Because the answer is recorded before the resume runs, a serving process that dies in between
@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..errors import UnknownRequest, UsageError
-from ..stores.requests import RunStore
+from ..errors import UsageError
+from ..stores.requests import Claim, RunStore
 from ..suspension import Answer, Request
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class Fulfiller(Protocol):
 
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None: ...
 
-    async def resume(self, request_id: str) -> Outcome: ...
+    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome: ...
 
     async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None: ...
 
@@ -101,8 +101,11 @@ class ClientFulfiller:
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
         await self.client.answer(request_id, answer, answered_by=answered_by)
 
-    async def resume(self, request_id: str) -> Outcome:
-        return _of_run(await self.client.resume(self.toolkit, request_id))
+    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome:
+        from ..resumption import Resumption
+
+        using = Resumption(self.runs, lease_s=lease_s)
+        return _of_run(await self.client.resume_claim(self.toolkit, claim, resumption=using))
 
     async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None:
         await self.client.cancel(request_id, reason=reason, answered_by=answered_by)
@@ -134,11 +137,10 @@ class AgentFulfiller:
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
         await self.runs.post_answer(request_id, answer, answered_by=answered_by)
 
-    async def resume(self, request_id: str) -> Outcome:
-        claim = await self.runs.take(request_id)
-        if claim is None:
-            raise UnknownRequest(f'no answered run waits on request "{request_id}" for a resumer')
-        result = await self.runtime.resume_claim(claim)
+    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome:
+        from ..resumption import Resumption
+
+        result = await self.runtime.resume_claim(claim, Resumption(self.runs, lease_s=lease_s))
         if result is None:
             return Outcome(status="done", text="")
         return _of_run(result)
