@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +11,7 @@ import pytest
 
 from toolnexus.errors import UsageError
 from toolnexus.serve import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_task_store
+from toolnexus.serve.tasks import resolve_store as resolve_task_store_only
 from toolnexus.serve.tasks_sql import PostgresTaskStore, SqliteTaskStore
 from toolnexus.stores.url import resolve_store
 
@@ -115,3 +117,34 @@ def test_resolve_rules(tmp_path: Path) -> None:
         resolve_task_store("redis://x")
     with pytest.raises(UsageError, match="needs async get/save/list"):
         resolve_task_store(object())
+
+
+class GetSaveOnly(TaskStore):
+    """A host's store with the reference's two methods only."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    async def get(self, id: str) -> dict[str, Any] | None:
+        return self.rows.get(id)
+
+    async def save(self, task: dict[str, Any]) -> None:
+        self.rows[task["id"]] = json.loads(json.dumps(task))
+
+
+async def test_a_host_store_with_only_get_and_save_serves_the_pause(
+    serve_refunds: Any, ledger: Path
+) -> None:
+    from a2a.types import a2a_pb2 as pb
+    from a2a_support import ledger_lines, sdk_client, send, user_message
+
+    own = GetSaveOnly()
+    served = await serve_refunds(a2a={"name": "refunds", "store": own})
+    async with sdk_client(served.url) as client:
+        task = await send(client, user_message("refund"))
+        assert own.rows[task.id]["status"]["state"] == "input-required"
+        done = await send(client, user_message("yes", task_id=task.id))
+        assert done.status.state == pb.TASK_STATE_COMPLETED
+    assert own.rows[task.id]["status"]["state"] == "completed"
+    assert len(ledger_lines(ledger)) == 1
+    assert resolve_task_store_only(own) is own

@@ -423,7 +423,9 @@ class A2AService:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.warning("toolnexus: resuming A2A task %s failed: %s", task["id"], exc)
+            log.warning(
+                "toolnexus: resuming A2A task %s failed: %s", task["id"], type(exc).__name__
+            )
             outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
         await self._finish(task, outcome, uuid.uuid4().hex, streamed=False)
 
@@ -570,8 +572,9 @@ class A2AService:
         runs = self.fulfiller.runs
         for task in await self.tasks.list(state="working", limit=1000):
             rid = cast(dict[str, Any], task.get(PRIVATE) or {}).get("request")
-            if not isinstance(rid, str) or task["id"] in self._live:
-                continue
+            live = self._live.get(task["id"])
+            if not isinstance(rid, str) or (live and live.runner and not live.runner.done()):
+                continue  # no request to follow, or its run is going on here
             record = await runs.answer_record(rid)
             if record is None:
                 continue
@@ -579,7 +582,8 @@ class A2AService:
                 claim = await runs.take(rid, lease_s=self.lease_s)
                 if claim is None:
                     continue  # held under a live lease by another resumer
-                self._watch(task["id"], None).runner = self._spawn(self._resume(task, claim))
+                watched = self._watch(task["id"], None)
+                watched.runner = self._spawn(self._resume(task, claim))
             elif record.status == "cancelled":
                 await self._set(task, "canceled")
             else:

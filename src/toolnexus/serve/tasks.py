@@ -41,6 +41,7 @@ __all__ = [
     "FileTaskStore",
     "InMemoryTaskStore",
     "TaskStore",
+    "resolve_store",
     "resolve_task_store",
     "task_state",
 ]
@@ -79,11 +80,15 @@ class TaskStore(ABC):
     async def save(self, task: dict[str, Any]) -> None:
         """Insert or replace ``task`` (keyed by ``task["id"]``)."""
 
-    @abstractmethod
     async def list(
         self, *, context_id: str | None = None, state: str | None = None, limit: int = 100
     ) -> list[dict[str, Any]]:
-        """Tasks, most recently updated first, filtered by context and/or state."""
+        """Tasks, most recently updated first, filtered by context and/or state.
+
+        The default lists nothing: a store that only gets and saves (the reference's seam)
+        serves every task by id, but not ListTasks, a follow-up naming only its context, or
+        the recovery of tasks another process left working."""
+        return []
 
     async def aclose(self) -> None:
         """Release connections or files (default: nothing to release)."""
@@ -198,6 +203,11 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
+
+
+def resolve_store(store: Any = None) -> TaskStore:
+    """The reference's name: `resolve_task_store` without the ownership flag."""
+    return resolve_task_store(store)[0]
 
 
 def resolve_task_store(store: Any = None, *, runs: Any = None) -> tuple[TaskStore, bool]:
