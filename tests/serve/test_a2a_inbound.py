@@ -225,3 +225,45 @@ async def test_on_task_sees_the_waiting_and_the_terminal_save(serve_refunds: Ser
         task = await send(client, user_message("refund"))
         await send(client, user_message("yes", task_id=task.id))
     assert seen == [("input-required", "pending"), ("completed", "done")]
+
+
+async def test_without_the_a2a_profile_every_route_is_a_404(
+    serve_refunds: Serve,
+) -> None:
+    served = await serve_refunds(a2a=False)
+    async with httpx.AsyncClient() as http:
+        card = await http.get(served.url + "/.well-known/agent-card.json")
+        post = await http.post(
+            served.url + "/", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"}
+        )
+    assert (card.status_code, post.status_code) == (404, 404)
+
+
+async def test_mcp_inbound_is_a_clear_error_until_its_module_is_part_of_the_build(
+    serve_refunds: Serve,
+) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("toolnexus.serve.mcp") is not None:
+        pytest.skip("MCP inbound is part of this build (tested with it)")
+    with pytest.raises(NotImplementedError, match="MCP inbound"):
+        await serve_refunds(mcp={"name": "tools"})
+
+
+async def test_a_runtime_is_served_with_its_entry_agent(tmp_path: Path) -> None:
+    from a2a_support import brain, refund_tool
+
+    from toolnexus.agents import AgentRuntime, agent
+    from toolnexus.serve import serve_agent
+
+    clerk = agent("clerk", does="refunds orders", uses={"tools": [refund_tool(tmp_path / "l")]})
+    async with ScriptedModel(default=brain) as m:
+        llm = {"base_url": m.openai_base_url, "model": "m", "api_key": "k"}
+        async with AgentRuntime(registry=clerk.registry(), llm=llm) as rt:
+            async with await serve_agent(rt, "127.0.0.1:0", entry="clerk") as served:
+                async with sdk_client(served.url) as client:
+                    task = await send(client, user_message("refund"))
+                    assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+                    done = await send(client, user_message("yes", task_id=task.id))
+                    assert done.artifacts[0].parts[0].text == "Result: refunded #42"
+            assert [v.id for v in rt.list()][-1] == "root/clerk.1"
