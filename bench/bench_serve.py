@@ -101,15 +101,15 @@ async def round_trip(model_url: str, n: int) -> tuple[float, float]:
 
 async def concurrent(model_url: str, n: int) -> float:
     tk = await tn.create_toolkit(extra_tools=[tn.define_tool(add)], builtins=False)
-    async with make_client(model_url, "openai", 2) as client:
-        async with await tk.serve("127.0.0.1:0", client=client, a2a=True) as served:
-            url = served.url + "/"
-            connector = aiohttp.TCPConnector(limit=0)
-            async with aiohttp.ClientSession(connector=connector) as http:
-                await asyncio.gather(*(send(http, url, send_body("warm")) for _ in range(20)))
-                started = time.perf_counter()
-                tasks = await asyncio.gather(*(send(http, url, send_body("add")) for _ in range(n)))
-                elapsed = time.perf_counter() - started
+    client = make_client(model_url, "openai", 2)
+    async with client, await tk.serve("127.0.0.1:0", client=client, a2a=True) as served:
+        url = served.url + "/"
+        connector = aiohttp.TCPConnector(limit=0)
+        async with aiohttp.ClientSession(connector=connector) as http:
+            await asyncio.gather(*(send(http, url, send_body("warm")) for _ in range(20)))
+            started = time.perf_counter()
+            tasks = await asyncio.gather(*(send(http, url, send_body("add")) for _ in range(n)))
+            elapsed = time.perf_counter() - started
     assert all(t["status"]["state"] == "TASK_STATE_COMPLETED" for t in tasks)
     return n / elapsed
 
