@@ -11,7 +11,8 @@ caller, so what is measured is the server, not a client library.
 1. **Round trip**: ``client.run`` called directly vs the same run as a served A2A task
    (SendMessage → completed), sequential, median ms; the difference is what serving adds
    (HTTP, JSON-RPC, the task's saves, the 1.0 rendering through a2a-sdk's types).
-2. **Concurrent tasks**: 200 SendMessage at once (``asyncio.gather``) → tasks/s.
+2. **Concurrent tasks**: 200 SendMessage at once (``asyncio.gather``) → tasks/s, beside 200
+   direct ``client.run`` at once (runs/s) for scale.
 3. **input-required → follow-up → completed**: ``add`` is gated on an approval; the task
    halts (input-required), the follow-up answers it and the run resumes to completed. Median
    ms of the follow-up leg (answer recorded, run resumed, task completed) and of the whole
@@ -114,6 +115,17 @@ async def concurrent(model_url: str, n: int) -> float:
     return n / elapsed
 
 
+async def concurrent_direct(model_url: str, n: int) -> float:
+    tk = await tn.create_toolkit(extra_tools=[tn.define_tool(add)], builtins=False)
+    async with make_client(model_url, "openai", 2) as client:
+        await asyncio.gather(*(client.run("warm", tk) for _ in range(20)))
+        started = time.perf_counter()
+        results = await asyncio.gather(*(client.run("add", tk) for _ in range(n)))
+        elapsed = time.perf_counter() - started
+    assert all(r.status == "done" for r in results)
+    return n / elapsed
+
+
 async def cycle(model_url: str, n: int, store: str | None) -> tuple[float, float]:
     tk = await tn.create_toolkit(extra_tools=[gated_add()], builtins=False)
     client = tn.create_client(
@@ -142,6 +154,7 @@ async def main(quick: bool) -> None:
     fan = 200
     async with endpoint("raw", separate=True) as model_url:
         direct_ms, served_ms = await round_trip(model_url, n)
+        direct_rate = await concurrent_direct(model_url, fan)
         rate = await concurrent(model_url, fan)
         memory_leg, memory_whole = await cycle(model_url, n // 2, None)
         with tempfile.TemporaryDirectory() as folder:
@@ -151,7 +164,8 @@ async def main(quick: bool) -> None:
     print(f"  direct client.run                     {direct_ms:8.2f} ms")
     print(f"  served SendMessage -> completed       {served_ms:8.2f} ms")
     print(f"  overhead of serving                   {served_ms - direct_ms:8.2f} ms")
-    print(f"  {fan} concurrent tasks                  {rate:8.0f} tasks/s")
+    print(f"  {fan} concurrent direct runs            {direct_rate:8.0f} runs/s")
+    print(f"  {fan} concurrent served tasks           {rate:8.0f} tasks/s")
     print(f"  follow-up -> completed (memory)       {memory_leg:8.2f} ms")
     print(f"  whole input-required cycle (memory)   {memory_whole:8.2f} ms")
     print(f"  follow-up -> completed (SQLite)       {sqlite_leg:8.2f} ms")
