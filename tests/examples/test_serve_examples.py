@@ -2,9 +2,29 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
-from test_examples import run
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def run(name: str, *args: str) -> str:
+    """Run an example as a user would, against the scripted local model."""
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL")
+    }
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
 
 
 def test_served_approval_asks_the_a2a_caller_and_finishes_after_the_follow_up(

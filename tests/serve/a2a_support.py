@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,9 @@ import httpx
 
 from toolnexus import Tool, ToolContext, ToolResult, pending
 from toolnexus.testing import RecordedRequest, Reply, call, text, tool_calls
+
+Serve = Callable[..., Awaitable[Any]]
+"""The ``serve_refunds`` fixture: ``await serve_refunds(store=..., **serve_options)``."""
 
 SCHEMA: dict[str, Any] = {
     "type": "object",

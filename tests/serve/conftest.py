@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -12,13 +12,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from a2a_support import brain, refund_tool
+from a2a_support import Serve, brain, refund_tool
 
 from toolnexus import create_client, create_toolkit
 from toolnexus.serve import ServeHandle
 from toolnexus.testing import ScriptedModel
-
-Serve = Callable[..., Awaitable[ServeHandle]]
 
 
 @pytest.fixture

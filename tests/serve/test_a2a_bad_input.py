@@ -7,9 +7,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from a2a_support import ledger_lines, ref_message, rpc
+from a2a_support import Serve, ledger_lines, ref_message, rpc
 
-from conftest import Serve
 from toolnexus import create_client
 from toolnexus.testing import ScriptedModel, http_error
 

@@ -10,9 +10,8 @@ import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
-from a2a_support import ledger_lines, rpc, sdk_client, send, user_message
+from a2a_support import Serve, ledger_lines, rpc, sdk_client, send, user_message
 
-from conftest import Serve
 from toolnexus import create_client
 from toolnexus.testing import ScriptedModel
 

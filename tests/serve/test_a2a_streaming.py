@@ -8,9 +8,8 @@ from pathlib import Path
 
 import httpx
 from a2a.types import a2a_pb2 as pb
-from a2a_support import ledger_lines, sdk_client, user_message
+from a2a_support import Serve, ledger_lines, sdk_client, user_message
 
-from conftest import Serve
 from toolnexus.testing import ScriptedModel, text
 
 
