@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from halt_support import checkpoint
-
 from pg_support import pg_connect
+
 from toolnexus.errors import StoreError, UsageError
 from toolnexus.suspension import Answer
 
