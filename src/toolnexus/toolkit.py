@@ -130,6 +130,8 @@ class Toolkit:
         closers: Sequence[Closer] = (),
         redactor: Redactor | None = None,
         exposures: Sequence[str] = (),
+        skills: Sequence[Any] = (),
+        profiles: Mapping[str, Any] | None = None,
     ) -> None:
         self.redactor = redactor if redactor is not None else Redactor()
         """The toolkit's secrets (MCP ``${ENV}`` references, credential headers, `http_tool`
@@ -149,6 +151,9 @@ class Toolkit:
         self._closed = False
         self._cache: dict[str, list[dict[str, Any]]] = {}
         self._shared: tuple[list[Tool], dict[str, Tool]] | None = None
+        self._skills = list(skills)
+        self.profiles: dict[str, Any] = dict(profiles or {})
+        """The config file's serving blocks (``a2a``, ``mcpServer``) that `serve` falls back to."""
 
     # -- the tool set --------------------------------------------------------------------
 
@@ -250,6 +255,10 @@ class Toolkit:
         """Gemini declarations: one element wrapping every tool."""
         return to_gemini(self._tools.values())
 
+    def skill_infos(self) -> list[Any]:
+        """The loaded SKILL.md skills (`toolnexus.SkillInfo`), in discovery order."""
+        return list(self._skills)
+
     def skills_prompt(self) -> str:
         """The skills section of the system prompt (``""`` with no skill source)."""
         return self._skills_prompt
@@ -283,6 +292,42 @@ class Toolkit:
         if problem is not None:
             return ToolResult(problem, True)
         return await invoke_tool(tool, arguments, ctx, self.redactor)
+
+    # -- the network ---------------------------------------------------------------------
+
+    async def serve(self, addr: str, **options: Any) -> Any:
+        """Serve this toolkit on ``addr`` (A2A through ``client=``, MCP inbound through
+        ``mcp=``) → a `toolnexus.serve.ServeHandle`. See `toolnexus.serve.serve_app` for the
+        options and docs/serving.md."""
+        from .serve.app import serve
+
+        return await serve(self, addr, **options)
+
+    async def add_agent(
+        self,
+        agent_or_card_url: Any,
+        *,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        poll_every: float | None = None,
+    ) -> Toolkit:
+        """Add a remote A2A agent's tools (one per card skill); raises when it fails.
+
+        ``agent_or_card_url``: a `toolnexus.A2AAgent` or its card URL. Tools already
+        registered under a name win (first wins)."""
+        from .tools.a2a import A2AAgent, agent_tools
+
+        remote = (
+            agent_or_card_url
+            if isinstance(agent_or_card_url, A2AAgent)
+            else A2AAgent(
+                agent_or_card_url, headers=headers, timeout=timeout, poll_every=poll_every
+            )
+        )
+        for t in await agent_tools(remote):
+            if t.name not in self._tools:
+                self.register(t)
+        return self
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -397,7 +442,9 @@ async def create_toolkit(
         builtins: ``True``/``None`` (on), ``False``, or a dict (``enabled``/``disabled``,
             ``tools`` per-name map), plus the confinement options ``workspace``, ``bash``
             (``False`` or ``{"allow": [...]}``), ``private_network`` and ``max_output_bytes``.
-        agents: remote A2A agents (not in this build).
+        agents: remote A2A agents (`toolnexus.agent(card_url)` or card URLs): one tool per
+            card skill; a top-level ``agents`` block of the config adds more. An agent that
+            fails to resolve is logged and adds no tools.
         wait_for: answers MCP elicitations inline.
         disable_tools: tool names to drop from the final set.
         disable_skills: skill names to drop from the catalog.
@@ -410,14 +457,20 @@ async def create_toolkit(
             source this build does not support yet, a malformed ``mcp.json``, or (with
             ``strict``) an MCP server that failed.
     """
-    if agents:
-        raise UsageError(
-            "create_toolkit: agents (remote A2A agents) are not supported by this build yet"
-        )
     host = list(extra_tools or ()) + list(tools or ())
     for t in host:
         _check_tool(t)
         _guard_relay(t)
+    profiles = _profiles(mcp_config)
+    remote: list[Any] = list(agents or ())
+    if profiles.get("agents") is not None:
+        from .tools.a2a import parse_agents_config
+
+        remote += parse_agents_config(profiles["agents"])
+    if remote:
+        from .tools.a2a import load_agents  # resolved concurrently; a failing one is isolated
+
+        host += await load_agents(remote)
     mcp_tools: list[Tool] = []
     closers: list[Closer] = []
     status: Callable[[], Mapping[str, str]] | None = None
@@ -452,11 +505,30 @@ async def create_toolkit(
             status=status,
             errors=errors,
             redactor=redactor,
+            profiles=profiles,
         )
     except BaseException:
         for closer in closers:
             await closer()
         raise
+
+
+def _profiles(mcp_config: str | Mapping[str, Any] | None) -> dict[str, Any]:
+    """The serving blocks (``a2a``, ``mcpServer``) of the config, when it is a mapping or a
+    JSON file (a config that cannot be read was reported by the MCP loader already)."""
+    raw: Any = mcp_config
+    if isinstance(mcp_config, str):
+        import json
+        from pathlib import Path
+
+        try:
+            raw = json.loads(Path(mcp_config).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+    if not isinstance(raw, Mapping):
+        return {}
+    block = cast(Mapping[str, Any], raw)
+    return {k: block[k] for k in ("a2a", "mcpServer", "agents") if block.get(k) is not None}
 
 
 async def _assemble(
@@ -476,6 +548,7 @@ async def _assemble(
     status: Callable[[], Mapping[str, str]] | None,
     errors: Callable[[], Mapping[str, str]] | None,
     redactor: Redactor,
+    profiles: Mapping[str, Any] | None = None,
 ) -> Toolkit:
     from .tools.builtins import select_builtins
     from .tools.skills import load_skills
@@ -513,4 +586,6 @@ async def _assemble(
         closers=closers,
         redactor=redactor,
         exposures=_exposures(final, builtins),
+        skills=skill_source.skills,
+        profiles=profiles,
     )

@@ -66,6 +66,15 @@ class Agent:
             await rt.aclose()
         return result
 
+    async def serve(self, addr: str, **options: Any) -> Any:
+        """Serve this agent (and its team) over A2A on ``addr`` → a
+        `toolnexus.serve.ServeHandle`: each task runs the agent; its questions reach the
+        caller as ``input-required``. ``options``: those of
+        `toolnexus.serve.serve_agent_app` (``llm``, ``store``, ``token``, ``a2a``, …)."""
+        from ..serve.app import serve_agent
+
+        return await serve_agent(self, addr, **options)
+
     def as_tool(self, **rt_opts: Any) -> Tool:
         """This agent as a tool ``{prompt}``: runs its loop, returns only the final text.
 

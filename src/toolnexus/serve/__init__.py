@@ -1,7 +1,9 @@
-"""Serving a toolkit to other programs: MCP inbound at ``POST /mcp`` (`toolnexus.serve.mcp`).
+"""Serving a toolkit or an agent on the network: A2A inbound, and MCP inbound at ``POST /mcp``
+(`toolnexus.serve.mcp`), behind one bearer token and one body cap (`toolnexus.serve.security`).
 
-Names load lazily, so ``import toolnexus.serve`` pulls in neither the ``mcp`` SDK nor starlette
-until one is used.
+See docs/serving.md and docs/serving-mcp.md. Needs the ``serve`` extra (starlette, uvicorn,
+a2a-sdk; MCP inbound also the ``mcp`` extra). Names load lazily, so ``import toolnexus.serve``
+pulls in neither the SDKs nor starlette until one is used.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .app import ServedApp, serve, serve_agent, serve_agent_app, serve_app
+    from .card import build_agent_card
     from .mcp import (
         McpApp,
         MCPServeConfig,
@@ -18,17 +22,48 @@ if TYPE_CHECKING:
         exposed_mcp_tools,
         mcp_app,
     )
+    from .server import ServeHandle
+    from .tasks import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_task_store
+
+_LAZY: dict[str, str] = {
+    "ServedApp": ".app",
+    "serve": ".app",
+    "serve_agent": ".app",
+    "serve_agent_app": ".app",
+    "serve_app": ".app",
+    "build_agent_card": ".card",
+    "ServeHandle": ".server",
+    "FileTaskStore": ".tasks",
+    "InMemoryTaskStore": ".tasks",
+    "TaskStore": ".tasks",
+    "resolve_task_store": ".tasks",
+    "MCPServeConfig": ".mcp",
+    "McpApp": ".mcp",
+    "OnCall": ".mcp",
+    "build_mcp_server": ".mcp",
+    "exposed_mcp_tools": ".mcp",
+    "mcp_app": ".mcp",
+}
 
 __all__ = [
+    "FileTaskStore",
+    "InMemoryTaskStore",
     "MCPServeConfig",
     "McpApp",
     "OnCall",
+    "ServeHandle",
+    "ServedApp",
+    "TaskStore",
+    "build_agent_card",
     "build_mcp_server",
     "exposed_mcp_tools",
     "mcp_app",
+    "resolve_task_store",
+    "serve",
+    "serve_agent",
+    "serve_agent_app",
+    "serve_app",
 ]
-
-_LAZY: dict[str, str] = {name: ".mcp" for name in __all__}
 
 
 def __getattr__(name: str) -> Any:

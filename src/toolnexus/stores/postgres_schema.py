@@ -42,6 +42,9 @@ Versions:
       partial indexes keep the hot queries index-driven however many settled rows pile up:
       the pending index (``list_pending``), the worker queues (``take()``) and retention
       (``purge``).
+    5 ``a2a_tasks``: ``toolnexus_a2a_tasks``, the A2A tasks of a served agent, keyed by the
+      sha256 of the task id, with ``context_key`` (sha256 of the context id), ``state`` and
+      ``updated_at`` for ListTasks and follow-ups, and the task's JSON as ``body``.
 """
 
 from __future__ import annotations
@@ -188,6 +191,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE toolnexus_halts"
             " ADD COLUMN halt_digest TEXT,"
             " ADD COLUMN deadline DOUBLE PRECISION",
+        ),
+    ),
+    Migration(
+        version=6,
+        name="a2a_tasks",
+        statements=(
+            "CREATE TABLE toolnexus_a2a_tasks ("
+            " key BYTEA PRIMARY KEY,"
+            " task_id BYTEA NOT NULL,"
+            " context_key BYTEA,"
+            " state TEXT NOT NULL,"
+            " updated_at DOUBLE PRECISION NOT NULL,"
+            " body TEXT NOT NULL"
+            ")",
+            "CREATE INDEX toolnexus_a2a_tasks_context ON toolnexus_a2a_tasks"
+            " (context_key, updated_at)",
+            "CREATE INDEX toolnexus_a2a_tasks_updated ON toolnexus_a2a_tasks (updated_at)",
         ),
     ),
 )

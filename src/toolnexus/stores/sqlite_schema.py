@@ -36,6 +36,8 @@ Versions:
       ``toolnexus:expired``) with ``settled_at = answered_at``. Three partial indexes: the
       pending index (``list_pending``), the worker queues (``take()``, oldest answer first)
       and the settled rows by ``settled_at`` (``purge``).
+    5 ``a2a_tasks``: the A2A tasks of a served agent (`toolnexus.serve.tasks_sql`), one row per
+      task id: its JSON, its context id and state (ListTasks filters), ``updated_at``.
 """
 
 from __future__ import annotations
@@ -207,6 +209,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             # What purge deletes, by age.
             "CREATE INDEX halts_settled ON halts (settled_at)"
             " WHERE status IN ('done', 'expired', 'cancelled')",
+        ),
+    ),
+    Migration(
+        version=5,
+        name="a2a_tasks",
+        statements=(
+            # The A2A tasks of a served agent (`toolnexus.serve.tasks_sql`): one row per task,
+            # its wire JSON as text, with the columns ListTasks and a follow-up filter on.
+            "CREATE TABLE a2a_tasks ("
+            " task_id TEXT PRIMARY KEY,"
+            " context_id TEXT,"
+            " state TEXT NOT NULL,"
+            " updated_at REAL NOT NULL,"
+            " body TEXT NOT NULL"
+            ")",
+            "CREATE INDEX a2a_tasks_context ON a2a_tasks (context_id, updated_at)",
+            "CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at)",
         ),
     ),
 )

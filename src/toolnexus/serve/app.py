@@ -1,0 +1,310 @@
+"""One ASGI app for everything a toolkit or an agent serves, and ``serve`` to run it.
+
+::
+
+    app = serve_app(toolkit, client=client, a2a={"name": "helper"}, token="s3cret")
+    served = await serve(toolkit, "127.0.0.1:0", client=client, a2a={...})   # or toolkit.serve
+    served = await serve_agent(lead, "127.0.0.1:0", llm=..., store="sqlite:///state.db")
+
+Routes (with the A2A profile): ``GET /.well-known/agent-card.json`` → the card; every other
+``GET`` → 404 ``not found``; every ``POST`` except ``/mcp`` → the JSON-RPC endpoint. ``/mcp``
+(exactly, or below it) goes to the MCP inbound app when ``mcp=`` is given. Without the A2A
+profile every non-``/mcp`` request is a 404. The bearer token (when given) and the body cap
+guard every route (`toolnexus.serve.security`).
+
+A host that mounts the app in its own server gets the same routes below its mount point; the
+card's ``url`` is then derived from each request (or pinned with ``url=``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
+from ..errors import UsageError
+from ..stores.requests import DEFAULT_LEASE_S
+from .card import build_agent_card, check_a2a_config
+from .security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
+from .server import ServeHandle, start
+
+if TYPE_CHECKING:
+    from ..agents.agent import Agent
+    from ..agents.runtime import AgentRuntime
+    from ..client import Client
+    from ..toolkit import Toolkit
+    from .a2a import A2AService
+
+__all__ = ["ServedApp", "serve", "serve_agent", "serve_agent_app", "serve_app"]
+
+MCP_MODULE = "toolnexus.serve.mcp"
+"""Where the MCP inbound app lives: ``mcp_app(toolkit, config, *, on_call, client, store)``."""
+
+
+@dataclass(slots=True)
+class ServedApp:
+    """The ASGI app (call it, or mount it) and what must be closed with it."""
+
+    app: ASGIApp
+    service: A2AService | None
+    _closers: list[Callable[[], Any]]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
+
+    async def aclose(self) -> None:
+        """Cancel runs in flight and release the task store (if the app opened it)."""
+        if self.service is not None:
+            await self.service.aclose()
+        for closer in reversed(self._closers):
+            value = closer()
+            if value is not None:
+                await value
+
+
+def _mcp_app(toolkit: Any, config: Any, on_call: Any, client: Any, store: Any) -> ASGIApp:
+    """The MCP inbound mount point (CONTRACT §7C), imported when ``mcp=`` is given."""
+    if importlib.util.find_spec(MCP_MODULE) is None:
+        raise NotImplementedError(
+            "serve(mcp=...): MCP inbound is not part of this build (toolnexus.serve.mcp is missing)"
+        )
+    module = importlib.import_module(MCP_MODULE)
+    factory = cast(Callable[..., ASGIApp], module.mcp_app)
+    return factory(toolkit, config, on_call=on_call, client=client, store=store)
+
+
+def _router(a2a: ASGIApp | None, mcp: ASGIApp | None) -> ASGIApp:
+    from starlette.responses import PlainTextResponse
+
+    missing = PlainTextResponse("not found", status_code=404)
+
+    async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            return
+        path = str(scope.get("path") or "")
+        root = str(scope.get("root_path") or "")
+        if root and path.startswith(root):
+            path = path[len(root) :] or "/"
+        if mcp is not None and (path == "/mcp" or path.startswith("/mcp/")):
+            await mcp(scope, receive, send)
+        elif a2a is not None:
+            await a2a(scope, receive, send)
+        else:
+            await missing(scope, receive, send)
+
+    return route
+
+
+def _a2a_routes(
+    service: A2AService, card_of: Callable[[str], dict[str, Any]], url: str | None
+) -> ASGIApp:
+    from starlette.requests import Request as HttpRequest
+    from starlette.responses import JSONResponse, PlainTextResponse, Response
+
+    async def handle(scope: Scope, receive: Receive, send: Send) -> None:
+        request = HttpRequest(scope, receive)
+        response: Response
+        path = request.url.path
+        root = str(scope.get("root_path") or "")
+        if root and path.startswith(root):
+            path = path[len(root) :] or "/"
+        if request.method == "POST":
+            response = await service.endpoint(request)
+        elif request.method == "GET" and path == "/.well-known/agent-card.json":
+            base = url or (str(request.base_url).rstrip("/"))
+            response = JSONResponse(card_of(base))
+        else:
+            response = PlainTextResponse("not found", status_code=404)
+        await response(scope, receive, send)
+
+    return handle
+
+
+def _build(
+    fulfiller: Any,
+    *,
+    skills: list[Any],
+    a2a: Any,
+    on_task: Any,
+    runs: Any,
+    token: str | None,
+    max_body: int,
+    url: str | None,
+    mcp: ASGIApp | None,
+    closers: list[Callable[[], Any]],
+    lease_s: float = DEFAULT_LEASE_S,
+    recover_every: float | None = 30.0,
+) -> ServedApp:
+    from .a2a import A2AService
+    from .tasks import resolve_task_store
+
+    service: A2AService | None = None
+    a2a_app: ASGIApp | None = None
+    if a2a is not None and a2a is not False:
+        cfg = check_a2a_config(a2a)
+        tasks, owns = resolve_task_store(cfg.get("store"), runs=runs)
+        if owns:
+            closers.append(tasks.aclose)
+        service = A2AService(
+            fulfiller, tasks, on_task=on_task, lease_s=lease_s, recover_every=recover_every
+        )
+        a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
+    app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
+    return ServedApp(app, service, closers)
+
+
+def serve_app(
+    toolkit: Toolkit,
+    *,
+    client: Client | None = None,
+    a2a: Mapping[str, Any] | bool | None = None,
+    on_task: Callable[[dict[str, Any]], Any] | None = None,
+    mcp: Mapping[str, Any] | bool | None = None,
+    on_call: Callable[[dict[str, Any]], Any] | None = None,
+    token: str | None = None,
+    auth: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    url: str | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
+    recover_every: float | None = 30.0,
+) -> ServedApp:
+    """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound).
+
+    Args:
+        toolkit: the tools (and SKILL.md skills, which become the card's skills).
+        client: runs the A2A tasks (required with ``a2a``).
+        a2a: the A2A profile (`toolnexus.serve.card.A2AConfig`, ``True`` for defaults);
+            ``None`` falls back to the toolkit's top-level ``a2a`` config key.
+        on_task: ``{id, task, result, state}`` at each terminal or input-required save.
+        mcp: the MCP inbound profile (``None``: the toolkit's ``mcpServer`` key).
+        on_call: ``{name, source, ms, isError}`` per MCP call.
+        token: require ``Authorization: Bearer <token>`` on every route (``auth`` is an
+            alias).
+        max_body: the request body cap in bytes (default 1 MiB).
+        url: the base URL the card names (default: each request's own).
+        lease_s: how long a resume holds its request before another process may take it
+            over (a serving process that died mid-resume is replaced after that).
+        recover_every: how often (seconds) tasks left working by another process are looked
+            at and finished (`toolnexus.serve.a2a.A2AService.recover`); ``None``: only at start.
+    """
+    from .fulfil import ClientFulfiller
+
+    profiles: Mapping[str, Any] = getattr(toolkit, "profiles", {}) or {}
+    a2a = a2a if a2a is not None else profiles.get("a2a")
+    mcp = mcp if mcp is not None else profiles.get("mcpServer")
+    fulfiller = None
+    runs = None
+    if a2a:
+        if client is None:
+            raise UsageError("serve: the A2A profile needs a client= to run the tasks")
+        fulfiller = ClientFulfiller(client, toolkit)
+        runs = client.run_store
+    mcp_app = _mcp_app(toolkit, mcp, on_call, client, runs) if mcp else None
+    return _build(
+        fulfiller,
+        skills=list(toolkit.skill_infos()) if hasattr(toolkit, "skill_infos") else [],
+        a2a=a2a,
+        on_task=on_task,
+        runs=runs,
+        token=token or auth,
+        max_body=max_body,
+        url=url,
+        mcp=mcp_app,
+        closers=[],
+        lease_s=lease_s,
+        recover_every=recover_every,
+    )
+
+
+async def serve(toolkit: Toolkit, addr: str, **options: Any) -> ServeHandle:
+    """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one) → `ServeHandle`.
+
+    ``options`` are those of `serve_app`. Tasks a stopped process left answered but
+    unfinished are resumed at start.
+    """
+    served = serve_app(toolkit, **options)
+    return await _started(served, addr)
+
+
+async def _started(served: ServedApp, addr: str) -> ServeHandle:
+    handle = await start(served, addr, on_stop=served.aclose)
+    if served.service is not None:
+        served.service.start_recovering()
+    return handle
+
+
+async def serve_agent_app(
+    target: Agent | AgentRuntime,
+    *,
+    entry: str | None = None,
+    a2a: Mapping[str, Any] | bool | None = True,
+    on_task: Callable[[dict[str, Any]], Any] | None = None,
+    token: str | None = None,
+    auth: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    url: str | None = None,
+    runtime_id: str = "a2a",
+    lease_s: float = DEFAULT_LEASE_S,
+    recover_every: float | None = 30.0,
+    **runtime_options: Any,
+) -> ServedApp:
+    """The ASGI app that serves an agent tree over A2A: each task runs the entry agent in a
+    handle of its own under the runtime's root; its questions reach the caller as
+    ``input-required``.
+
+    Args:
+        target: an `Agent` (a runtime is built for its team — restored from ``store`` when it
+            holds one, so a restarted server finishes the tasks it left waiting), or an
+            `AgentRuntime` (with ``entry``, the agent each task runs).
+        entry: the agent to run (default: the `Agent` itself).
+        runtime_options: ``llm``, ``store``, … for the runtime built from an `Agent`.
+    """
+    from ..agents.agent import Agent
+    from ..agents.runtime import AgentRuntime
+    from .fulfil import AgentFulfiller
+
+    closers: list[Callable[[], Any]] = []
+    if isinstance(target, Agent):
+        runtime = await AgentRuntime.restore(
+            registry=target.registry(), runtime_id=runtime_id, **runtime_options
+        )
+        closers.append(runtime.aclose)
+        name = entry or target.name
+        description = target.definition.description
+    else:
+        if runtime_options:
+            raise UsageError("serve_agent: runtime options apply only when serving an Agent")
+        runtime = target
+        if entry is None:
+            raise UsageError("serve_agent: name the entry agent of the runtime (entry=)")
+        name = entry
+        description = runtime.registry[name].description if name in runtime.registry else ""
+    skill = _Skill(name=name, description=description)
+    profile: Any = {"name": name, "description": description} if a2a is True else a2a
+    return _build(
+        AgentFulfiller(runtime, name),
+        skills=[skill],
+        a2a=profile,
+        on_task=on_task,
+        runs=runtime.run_store,
+        token=token or auth,
+        max_body=max_body,
+        url=url,
+        mcp=None,
+        closers=closers,
+        lease_s=lease_s,
+        recover_every=recover_every,
+    )
+
+
+async def serve_agent(target: Agent | AgentRuntime, addr: str, **options: Any) -> ServeHandle:
+    """Serve an agent tree on ``addr`` → `ServeHandle` (options of `serve_agent_app`)."""
+    served = await serve_agent_app(target, **options)
+    return await _started(served, addr)
+
+
+@dataclass(frozen=True, slots=True)
+class _Skill:
+    name: str
+    description: str

@@ -1,0 +1,154 @@
+"""Who does the work behind a served task: a client over a toolkit, or an agent tree.
+
+A `Fulfiller` runs a task's text and — when the run halts on a `Request` — takes the caller's
+follow-up through the one answering/resumption path, never a replay:
+
+- ``answer(request_id, answer)`` *records* the answer (``client.answer`` /
+  ``RunStore.post_answer``: validated, exactly once — a racing second follow-up gets
+  `AnswerConflict` and changes nothing);
+- the server then takes the recorded answer (``RunStore.take``, under a lease) and
+  ``resume_claim(claim)`` resumes the halted run (``client.resume_claim`` /
+  ``AgentRuntime.resume_claim``, both through `toolnexus.resumption.Resumption`): the halted
+  tool re-executes with ``ctx.answer``, no new user turn;
+- ``cancel(request_id)`` abandons the halted run (``client.cancel`` / ``RunStore.cancel``).
+
+Because the answer is recorded before the resume runs, a serving process that dies in between
+loses nothing: the next process (or a worker) finds the request answered and resumes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..errors import UsageError
+from ..stores.requests import Claim, RunStore
+from ..suspension import Answer, Request
+
+if TYPE_CHECKING:
+    from ..agents.runtime import AgentRuntime
+    from ..client import Client, ToolSet
+
+__all__ = ["AgentFulfiller", "ClientFulfiller", "Fulfiller", "Outcome"]
+
+OnText = Callable[[str], Any]
+
+
+@dataclass(slots=True, kw_only=True)
+class Outcome:
+    """How a run (or a resumed stretch of it) ended.
+
+    Attributes:
+        status: ``done``, ``pending``, ``incomplete`` or ``error`` (and the agent statuses).
+        text: the final text (the error text for ``error``).
+        pending: the Request the run halted on (``status == "pending"``).
+        result: the `RunResult` / `TaskResult` itself (for ``on_task``).
+        handle: the agent handle that ran it (agent trees).
+    """
+
+    status: str
+    text: str
+    pending: Request | None = None
+    result: Any = None
+    handle: str | None = None
+
+
+class Fulfiller(Protocol):
+    """The work behind a served task (see the module docs)."""
+
+    runs: RunStore
+    streams_text: bool
+
+    async def start(
+        self, text: str, *, context_id: str | None, on_text: OnText | None
+    ) -> Outcome: ...
+
+    async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None: ...
+
+    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome: ...
+
+    async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None: ...
+
+
+def _of_run(result: Any, handle: str | None = None) -> Outcome:
+    status = str(result.status)
+    return Outcome(
+        status=status, text=str(result.text), pending=result.pending, result=result, handle=handle
+    )
+
+
+class ClientFulfiller:
+    """A `toolnexus.Client` over a toolkit: ``ask`` (``run`` without a context), then
+    ``answer`` + ``resume`` for follow-ups."""
+
+    def __init__(self, client: Client, toolkit: ToolSet) -> None:
+        if client._parks:  # pyright: ignore[reportPrivateUsage]
+            raise UsageError(
+                "serve: the client parks halted runs (store_wait_for); a served run must halt "
+                "so its task can ask the caller — build the client without that wait_for"
+            )
+        self.client = client
+        self.toolkit = toolkit
+        self.runs: RunStore = client.run_store
+        self.streams_text = not client._in_process  # pyright: ignore[reportPrivateUsage]
+
+    async def start(self, text: str, *, context_id: str | None, on_text: OnText | None) -> Outcome:
+        streaming = on_text if self.streams_text else None
+        result = await self.client.ask(text, self.toolkit, id=context_id, on_text=streaming)
+        return _of_run(result)
+
+    async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
+        await self.client.answer(request_id, answer, answered_by=answered_by)
+
+    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome:
+        from ..resumption import Resumption
+
+        using = Resumption(self.runs, lease_s=lease_s)
+        return _of_run(await self.client.resume_claim(self.toolkit, claim, resumption=using))
+
+    async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None:
+        await self.client.cancel(request_id, reason=reason, answered_by=answered_by)
+
+
+class AgentFulfiller:
+    """An entry agent of an `AgentRuntime`: each task spawns a handle of it under the root;
+    a follow-up records the answer and resumes the tree (the runtime's cascade)."""
+
+    streams_text = False
+
+    def __init__(self, runtime: AgentRuntime, entry: str) -> None:
+        if entry not in runtime.registry:
+            raise UsageError(f"serve: the runtime has no agent named {entry!r}")
+        self.runtime = runtime
+        self.entry = entry
+        self.runs: RunStore = runtime.run_store
+
+    async def start(self, text: str, *, context_id: str | None, on_text: OnText | None) -> Outcome:
+        from ..agents.handle import Handle
+
+        rt = self.runtime
+        spawned = rt.spawn(rt.root, self.entry)
+        if not isinstance(spawned, Handle):
+            return Outcome(status="error", text=spawned.error or "could not spawn the agent")
+        result = await rt.run_turn(spawned, text)
+        return _of_run(result, spawned.id)
+
+    async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
+        await self.runs.post_answer(request_id, answer, answered_by=answered_by)
+
+    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome:
+        from ..resumption import Resumption
+
+        result = await self.runtime.resume_claim(claim, Resumption(self.runs, lease_s=lease_s))
+        if result is None:
+            return Outcome(status="done", text="")
+        return _of_run(result)
+
+    async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None:
+        await self.runs.cancel(request_id, reason=reason, answered_by=answered_by)
+        rt = self.runtime
+        for view in rt.list():
+            h = rt.handle(view.id)
+            if h is not None and h.pending is not None and h.pending.id == request_id:
+                await rt.interrupt(h)

@@ -1,0 +1,202 @@
+"""What every served route shares: a bearer token and a cap on the request body.
+
+Both are plain ASGI middleware, so they wrap any app — the A2A endpoint, ``/mcp``, a host's own
+routes — and work the same for JSON and for streamed (SSE) responses::
+
+    app = BearerAuth(BodyLimit(inner, max_bytes=1 << 20), token="s3cret")   # or secure(...)
+
+- `BearerAuth` refuses a request without ``Authorization: Bearer <token>`` (compared in constant
+  time, so the time to refuse says nothing about the token) with 401 and a
+  ``WWW-Authenticate: Bearer`` challenge. The token itself is never logged or echoed.
+- `BodyLimit` refuses a body larger than ``max_bytes`` with 413 — by its ``Content-Length``
+  before reading a byte, or while reading a body sent without one — and hands the app a body it
+  has read whole, so the app never sees a truncated request.
+
+Both answer in JSON-RPC's shape (``{"jsonrpc": "2.0", "id": null, "error": {...}}``), which is
+what the A2A and MCP clients on these routes read; a plain HTTP client gets the status code.
+
+Written here rather than taken from Starlette: Starlette has no bearer middleware of its own,
+and its ``BaseHTTPMiddleware`` buffers streamed responses; these two are small pure-ASGI
+wrappers that pass SSE straight through.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from ..errors import UsageError
+
+__all__ = [
+    "DEFAULT_MAX_BODY",
+    "ASGIApp",
+    "BearerAuth",
+    "BodyLimit",
+    "check_token",
+    "rpc_error_body",
+    "secure",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+DEFAULT_MAX_BODY = 1 << 20
+"""The default request body cap: 1 MiB."""
+
+
+def rpc_error_body(code: int, message: str, id: Any = None) -> bytes:
+    """A JSON-RPC 2.0 error response body."""
+    return json.dumps(
+        {"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}},
+        separators=(",", ":"),
+    ).encode()
+
+
+async def _reply(
+    send: Send, status: int, body: bytes, headers: tuple[tuple[bytes, bytes], ...] = ()
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def check_token(token: object) -> str:
+    """A bearer token as given by a host: a non-empty string without whitespace."""
+    if not isinstance(token, str) or not token or any(c.isspace() for c in token):
+        raise UsageError("token must be a non-empty string without whitespace")
+    return token
+
+
+class BearerAuth:
+    """Refuse every HTTP request that lacks ``Authorization: Bearer <token>``.
+
+    Args:
+        app: the app to protect.
+        token: the expected token.
+        realm: the realm named in the ``WWW-Authenticate`` challenge.
+    """
+
+    __slots__ = ("_app", "_challenge", "_expected")
+
+    def __init__(self, app: ASGIApp, token: str, *, realm: str = "toolnexus") -> None:
+        self._app = app
+        self._expected = check_token(token).encode()
+        self._challenge = f'Bearer realm="{realm}"'.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self._app(scope, receive, send)
+            return
+        given = _bearer(scope)
+        if given is not None and hmac.compare_digest(given, self._expected):
+            await self._app(scope, receive, send)
+            return
+        challenge = self._challenge
+        if given is not None:
+            challenge += b', error="invalid_token"'
+        await _reply(
+            send,
+            401,
+            rpc_error_body(-32600, "Unauthorized: a valid bearer token is required"),
+            ((b"www-authenticate", challenge),),
+        )
+
+
+def _bearer(scope: Scope) -> bytes | None:
+    for name, value in scope.get("headers") or ():
+        if name.lower() == b"authorization":
+            scheme, _, rest = bytes(value).partition(b" ")
+            if scheme.lower() == b"bearer":
+                return rest.strip()
+            return b""
+    return None
+
+
+class BodyLimit:
+    """Refuse a request body over ``max_bytes`` with 413; the app gets the body read whole.
+
+    Args:
+        app: the app to protect.
+        max_bytes: the largest body accepted.
+    """
+
+    __slots__ = ("_app", "_max")
+
+    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY) -> None:
+        if isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"max_body must be a positive int of bytes, got {max_bytes!r}")
+        self._app = app
+        self._max = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http" or scope.get("method") in ("GET", "HEAD"):
+            await self._app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        if declared is not None and declared > self._max:
+            await self._too_large(send)
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = bytes(message.get("body") or b"")
+            size += len(chunk)
+            if size > self._max:
+                await self._too_large(send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self._app(scope, replay, send)
+
+    async def _too_large(self, send: Send) -> None:
+        await _reply(
+            send, 413, rpc_error_body(-32600, f"Request body too large (limit {self._max} bytes)")
+        )
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers") or ():
+        if name.lower() == b"content-length":
+            try:
+                return int(bytes(value))
+            except ValueError:
+                return None
+    return None
+
+
+def secure(app: ASGIApp, *, token: str | None = None, max_body: int = DEFAULT_MAX_BODY) -> ASGIApp:
+    """``app`` behind the body cap and, when ``token`` is given, the bearer check.
+
+    The token is checked first, on the headers alone: an unauthenticated client cannot make
+    the server read its body at all.
+    """
+    capped: ASGIApp = BodyLimit(app, max_body)
+    return capped if token is None else BearerAuth(capped, token)

@@ -1,0 +1,140 @@
+"""Running an ASGI app on uvicorn in the host's event loop: `start` → `ServeHandle`.
+
+The listening socket is bound here, before uvicorn starts, so the bound port (``:0`` picks a free
+one) is known at once and a client that connects before uvicorn's first accept simply waits in
+the backlog: no polling for "is it up yet".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Awaitable, Callable
+from types import TracebackType
+from typing import Any
+
+from ..errors import UsageError
+from .security import ASGIApp
+
+__all__ = ["ServeHandle", "parse_addr", "start"]
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    """``host:port`` split on the last ``:`` (an empty host is ``127.0.0.1``; port 0 picks
+    a free port). ``[::1]:8080`` is accepted for IPv6."""
+    if not isinstance(addr, str) or ":" not in addr:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UsageError(f'addr must be "host:port", got {addr!r}')
+    host, _, port_text = addr.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise UsageError(f'addr must be "host:port" with a numeric port, got {addr!r}') from None
+    if not 0 <= port <= 65535:
+        raise UsageError(f"port out of range in {addr!r}")
+    return host, port
+
+
+class ServeHandle:
+    """A running server: its ``url``, and `stop` (``close`` is an alias).
+
+    Also an async context manager: ``async with await toolkit.serve(":0") as served: ...``.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        server: Any,
+        task: asyncio.Task[None],
+        on_stop: Callable[[], Awaitable[None]] | None = None,
+        app: ASGIApp | None = None,
+    ) -> None:
+        self.url = url
+        """``http://<host>:<bound port>`` (``0.0.0.0`` / ``::`` shown as ``127.0.0.1``)."""
+        self.app = app
+        """The ASGI app being served (what `toolnexus.serve.serve_app` builds)."""
+        self._server = server
+        self._task = task
+        self._on_stop = on_stop
+        self._stopped = False
+
+    async def stop(self) -> None:
+        """Stop accepting, let requests in flight end (streams get two seconds), then release
+        what the server holds (its task store). Idempotent."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._server.should_exit = True
+        try:
+            await asyncio.wait((self._task,))
+        finally:
+            if self._on_stop is not None:
+                await self._on_stop()
+        if not self._task.cancelled() and self._task.exception() is not None:
+            raise self._task.exception()  # pyright: ignore[reportGeneralTypeIssues]
+
+    close = stop
+
+    async def __aenter__(self) -> ServeHandle:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def __repr__(self) -> str:
+        return f"ServeHandle(url={self.url!r})"
+
+
+async def start(
+    app: ASGIApp,
+    addr: str,
+    *,
+    on_stop: Callable[[], Awaitable[None]] | None = None,
+) -> ServeHandle:
+    """Serve ``app`` on ``addr`` with uvicorn in this event loop."""
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover - the extra is missing
+        raise ImportError("serving needs uvicorn: pip install 'toolnexus[serve]'") from exc
+    host, port = parse_addr(addr)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        # Accepted connections inherit it: without it a response written in two parts
+        # (headers, then body) waits out the client's delayed ACK (~40 ms per request).
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.bind((host, port))
+        sock.listen(1024)
+        sock.setblocking(False)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {addr!r}: {exc}") from exc
+    bound = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        timeout_graceful_shutdown=2,
+        server_header=False,
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.ensure_future(server.serve(sockets=[sock]))
+
+    async def release() -> None:
+        with contextlib.suppress(OSError):
+            sock.close()
+        if on_stop is not None:
+            await on_stop()
+
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    if ":" in shown:
+        shown = f"[{shown}]"
+    return ServeHandle(f"http://{shown}:{bound}", server, task, release, app)

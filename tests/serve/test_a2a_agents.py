@@ -1,0 +1,100 @@
+"""Serving an agent tree over A2A in process: a teammate's question reaches the A2A caller,
+the follow-up resumes the tree through the runtime's cascade; cancel; SubscribeToTask."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from a2a.types import a2a_pb2 as pb
+from a2a_support import brain, ledger_lines, refund_tool, rpc, sdk_client, send, user_message
+from google.protobuf.json_format import MessageToDict
+
+from toolnexus.agents import agent
+from toolnexus.serve import ServeHandle
+from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
+
+
+def tree_brain(request: RecordedRequest) -> Reply:
+    """The lead delegates to the clerk (through the task tool); the clerk refunds."""
+    system = str(request.body["messages"][0].get("content", ""))
+    outputs = [m for m in request.body["messages"] if m.get("role") == "tool"]
+    if "You lead." in system:
+        if not outputs:
+            return tool_calls(call("task", {"agent": "clerk", "prompt": "refund order 42"}))
+        return text(f"Lead: {outputs[-1]['content']}")
+    return brain(request)
+
+
+@pytest.fixture
+async def tree(tmp_path: Path) -> AsyncIterator[tuple[ServeHandle, ScriptedModel]]:
+    clerk = agent(
+        "clerk", does="refunds orders", uses={"tools": [refund_tool(tmp_path / "ledger.jsonl")]}
+    )
+    lead = agent("lead", does="handles customers", soul="You lead.", team=[clerk])
+    async with ScriptedModel(default=tree_brain) as model:
+        llm = {"base_url": model.openai_base_url, "model": "m", "api_key": "k"}
+        store = f"sqlite:///{tmp_path / 'state.db'}"
+        served = await lead.serve("127.0.0.1:0", llm=llm, store=store)
+        async with served:
+            yield served, model
+
+
+async def test_a_teammates_question_reaches_the_caller_and_the_follow_up_resumes_the_tree(
+    tree: tuple[ServeHandle, ScriptedModel], tmp_path: Path
+) -> None:
+    served, model = tree
+    async with sdk_client(served.url) as client:
+        async with httpx.AsyncClient() as http:
+            card = (await http.get(served.url + "/.well-known/agent-card.json")).json()
+        assert [s["id"] for s in card["skills"]] == ["lead"]
+        task = await send(client, user_message("refund order 42"))
+        assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
+        request = MessageToDict(task.status.message.parts[1].data)
+        assert (request["kind"], request["prompt"]) == ("approval", "Refund order #42?")
+        assert request["data"]["path"][0] == "root"  # the question climbed the tree
+        assert len(model.requests) == 2  # the lead delegated; the clerk asked
+        done = await send(client, user_message("yes", task_id=task.id))
+        assert done.status.state == pb.TASK_STATE_COMPLETED
+        assert done.artifacts[0].parts[0].text == "Lead: Result: refunded #42"
+    assert ledger_lines(tmp_path / "ledger.jsonl") == [{"ok": True, "data": {"text": "yes"}}]
+    assert len(model.requests) == 4  # lead, clerk, clerk after the answer, lead: no replay
+
+
+async def test_cancel_on_a_waiting_tree_task(
+    tree: tuple[ServeHandle, ScriptedModel], tmp_path: Path
+) -> None:
+    served, _ = tree
+    async with sdk_client(served.url) as client:
+        task = await send(client, user_message("refund order 42"))
+        canceled = await client.cancel_task(pb.CancelTaskRequest(id=task.id))
+        assert canceled.status.state == pb.TASK_STATE_CANCELED
+    assert ledger_lines(tmp_path / "ledger.jsonl") == []
+
+
+async def test_subscribe_to_a_settled_task_gives_the_task_and_ends(
+    tree: tuple[ServeHandle, ScriptedModel],
+) -> None:
+    served, _ = tree
+    async with httpx.AsyncClient() as http:
+        started = await rpc(
+            http,
+            served.url,
+            "message/send",
+            {
+                "message": {
+                    "role": "user",
+                    "messageId": "a",
+                    "kind": "message",
+                    "parts": [{"kind": "text", "text": "refund"}],
+                }
+            },
+        )
+        tid = started["result"]["id"]
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tasks/resubscribe", "params": {"id": tid}}
+        async with http.stream("POST", served.url + "/", json=body) as r:
+            lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
+    assert len(lines) == 1
+    assert '"input-required"' in lines[0]
