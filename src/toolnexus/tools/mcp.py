@@ -228,7 +228,14 @@ async def _settle(ready: list[asyncio.Future[None]], cancel: asyncio.Event | Non
         stopper.cancel()
     if not everything.done():
         everything.cancel()
+        everything.add_done_callback(_retrieve)
         raise RunCancelled("MCP loading cancelled")
+
+
+def _retrieve(done: asyncio.Future[Any]) -> None:
+    """Mark a cancelled gather's outcome as seen (no "exception never retrieved" noise)."""
+    if not done.cancelled():
+        done.exception()
 
 
 def _tools(links: list[ServerLink], wait_for: WaitFor | None) -> list[Tool]:

@@ -68,6 +68,7 @@ class ServerLink:
         self._secrets: tuple[str, ...] = ()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._settled = False
         self._active: set[_IdleClock] = set()
         self._paused = 0
 
@@ -85,7 +86,9 @@ class ServerLink:
         task = self._task
         if task is None or task.done():
             return
-        if self.session is None:
+        if not self._settled:
+            # Still connecting: cut it short. A server that already failed is past that point
+            # and busy stopping its process tree; cancelling it there could leave the tree alive.
             self._fail("connection cancelled")
             task.cancel()
         await asyncio.wait([task])
@@ -103,15 +106,15 @@ class ServerLink:
                     except anyio.get_cancelled_exc_class():
                         if self._guard.cancel_called:
                             self._fail(self._timed_out())
-                            _resolve(ready)
+                            self._announce(ready)
                         raise
                     except Exception as exc:
                         self._fail(await self._describe(exc))
-                        _resolve(ready)
+                        self._announce(ready)
                         return
                     self._guard.deadline = math.inf
                     self.session, self.tools, self.status = session, tools, "connected"
-                    _resolve(ready)
+                    self._announce(ready)
                     await self._stop.wait()
         except asyncio.CancelledError:
             if not ready.done():
@@ -121,7 +124,12 @@ class ServerLink:
             self._fail(await self._describe(exc))
         finally:
             self.session = None
-            _resolve(ready)
+            self._announce(ready)
+
+    def _announce(self, ready: asyncio.Future[None]) -> None:
+        """Connected or failed: from here on `close` waits for the teardown, never cuts it."""
+        self._settled = True
+        _resolve(ready)
 
     def _begin(self, phase: str) -> None:
         """Enter a connection phase: a fresh ``timeout`` budget starts now."""
