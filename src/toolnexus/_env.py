@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import overload
 
 __all__ = ["expand_env", "expand_env_headers"]
 
@@ -39,15 +40,28 @@ def expand_env(value: str, env: Mapping[str, str] | None = None) -> str:
     return _VARIABLE.sub(lambda match: source.get(match.group(1), ""), value)
 
 
+@overload
+def expand_env_headers(headers: None, env: Mapping[str, str] | None = None) -> None: ...
+
+
+@overload
+def expand_env_headers(
+    headers: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> dict[str, str]: ...
+
+
 def expand_env_headers(
     headers: Mapping[str, str] | None, env: Mapping[str, str] | None = None
-) -> dict[str, str]:
+) -> dict[str, str] | None:
     """A new dict with ``${NAME}`` expanded in every header value (names are kept as is).
+
+    ``None`` gives ``None`` (no headers configured), as in the toolnexus package; ``{}`` gives
+    ``{}``.
 
     Example:
         >>> expand_env_headers({"X-Key": "${KEY}"}, {"KEY": "abc"})
         {'X-Key': 'abc'}
     """
-    if not headers:
-        return {}
+    if headers is None:
+        return None
     return {name: expand_env(str(value), env) for name, value in headers.items()}

@@ -22,7 +22,8 @@ import anyio
 
 from .._env import expand_env, expand_env_headers
 from ..suspension import WaitFor
-from .mcp_config import McpStatus, ServerConfig, ToolInfo
+from ._shims import warn_stderr
+from .mcp_config import MAX_LIST_PAGES, McpStatus, ServerConfig, ToolInfo
 from .mcp_elicit import MCP_EXTRA_HINT, answer_to_elicit_result, ask_inline, elicitation_to_request
 from .mcp_stdio import StdioChannel, open_stdio
 
@@ -36,8 +37,6 @@ __all__ = ["CallFailed", "ServerLink"]
 
 log = logging.getLogger("toolnexus")
 
-MAX_PAGES = 1000
-"""tools/list pages read at most (a server that paginates forever cannot hang a load)."""
 _SECRET_MIN = 4
 
 
@@ -143,7 +142,8 @@ class ServerLink:
         if self.error is not None:
             return
         self.status, self.error = "failed", reason
-        log.warning("toolnexus: MCP server %r failed: %s", self.name, reason)
+        shown = "timed out" if reason.startswith("timed out") else reason  # the package's line
+        warn_stderr(f'MCP server "{self.name}" failed: {shown}')
 
     # -- connecting --------------------------------------------------------------------------
 
@@ -230,7 +230,7 @@ class ServerLink:
         infos: list[ToolInfo] = []
         cursor: str | None = None
         seen: set[str] = set()
-        for _ in range(MAX_PAGES):
+        for _ in range(MAX_LIST_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor is not None else None
             self._begin("tools/list")
             page = await session.list_tools(params=params)
