@@ -35,15 +35,18 @@ SKIPPED_DIRS = frozenset({".git", "node_modules"})
 class Paths:
     """Resolves path arguments, confined to ``workspace`` when one is set."""
 
-    __slots__ = ("root",)
+    __slots__ = ("base_dir", "root")
 
-    def __init__(self, workspace: Path | None = None) -> None:
+    def __init__(self, workspace: Path | None = None, *, base_dir: Path | None = None) -> None:
         self.root = workspace
+        self.base_dir = base_dir
 
     @property
     def base(self) -> Path:
-        """Where relative paths start: the workspace, else the process cwd (now)."""
-        return self.root if self.root is not None else Path.cwd()
+        """Where relative paths start: the workspace, else ``base_dir``, else the cwd (now)."""
+        if self.root is not None:
+            return self.root
+        return self.base_dir if self.base_dir is not None else Path.cwd()
 
     def resolve(self, raw: str) -> Path:
         """The real path ``raw`` names; outside the workspace raises `BuiltinError`."""
@@ -76,7 +79,9 @@ class Paths:
     def _check(self, raw: str, real: Path) -> None:
         root = self.root
         if root is not None and real != root and root not in real.parents:
-            raise BuiltinError(f"{raw}: path is outside the workspace")
+            raise BuiltinError(
+                f"{raw}: path is outside the workspace (resolves outside baseDir {root})"
+            )
 
 
 def walk_files(root: Path) -> list[tuple[str, Path]]:

@@ -1,12 +1,16 @@
 """The ``bash`` built-in: run a shell command.
 
-``bash{command, workdir?, timeout?, description?}`` runs ``command`` with ``bash -c`` (``sh``
-when bash is absent) in ``workdir`` (default: the cwd, or the workspace), and answers its
-combined stdout and stderr. ``timeout`` is in milliseconds (default 60000). A non-zero exit is
-an error ending ``bash: command exited with code <n>`` (``metadata={"exitCode": n}``); a
-timeout, or the run's cancel signal (``ctx.signal``), kills the command's whole process group
-(see `_process`) and is an error too. ``description`` is for humans and is ignored. Output
-beyond ``max_output_bytes`` is dropped while it is read; the notice follows what was kept.
+``bash{command, workdir?, timeout?, description?}`` runs ``command`` with the shell prefix
+(``builtins["shell"]``, else ``bash -c``, ``/bin/sh -c`` or ``sh -c``, found when the tools are
+built; see `_shell`) in ``workdir`` (default: the workspace, else ``base_dir``, else the cwd),
+and answers its combined stdout and stderr. ``timeout`` is in milliseconds (default 60000).
+``metadata`` always has ``shell`` (the prefix joined by spaces) and ``truncated``. A non-zero
+exit is an error ``<output>\nbash: command exited with code <n>`` (``exitCode``); a timeout
+(``bash: command timed out after <ms>ms\n<output>``, ``timedOut``/``killedTree``, no
+``exitCode``) or the run's cancel signal (``ctx.signal``) stops the command's whole process
+group, SIGTERM then SIGKILL (see `_process`), and is an error too. ``description`` is for
+humans and is ignored. Output beyond ``max_output_bytes`` is dropped while it is read; the
+notice follows what was kept.
 
 **Allowlist** (``builtins={"bash": {"allow": ["git", "pytest"]}}``). Then a command is accepted
 only when:
@@ -26,7 +30,6 @@ the workspace. ``"bash": False`` removes the tool.
 from __future__ import annotations
 
 import shlex
-import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -74,8 +77,9 @@ _DESCRIPTION = (
 
 def bash_tool(options: BuiltinOptions) -> Tool:
     """The ``bash`` built-in under ``options`` (its allowlist, workspace and output cap)."""
-    paths = Paths(options.workspace)
+    paths = options.paths()
     allow = options.bash.allow
+    shell = options.shell
     cap = options.max_output_bytes
     description = _DESCRIPTION
     if allow is not None:
@@ -88,7 +92,9 @@ def bash_tool(options: BuiltinOptions) -> Tool:
         command = text_arg(args, "command")
         timeout_ms = number_arg(args, "timeout", DEFAULT_TIMEOUT_MS)
         workdir = optional_text_arg(args, "workdir")
-        argv = _argv(command, allow)
+        if not command.strip():
+            raise BuiltinError("command is required")
+        argv = _argv(command, allow, options.shell)
         cwd = _workdir(paths, workdir)
         stop = ctx.signal if ctx is not None else None
         if stop is not None and stop.is_set():
@@ -101,16 +107,16 @@ def bash_tool(options: BuiltinOptions) -> Tool:
             raise BuiltinError(f"command not found: {argv[0]}") from None
         except PermissionError:
             raise BuiltinError(f"permission denied: {argv[0]}") from None
-        return _result(finished, timeout_ms, cap)
+        return _result(finished, timeout_ms, cap, "" if allow is not None else " ".join(shell))
 
     return builtin_tool(
         "bash", description, BASH_SCHEMA, run, max_output_bytes=cap, caps_itself=True
     )
 
 
-def _argv(command: str, allow: Sequence[str] | None) -> list[str]:
+def _argv(command: str, allow: Sequence[str] | None, shell: Sequence[str]) -> list[str]:
     if allow is None:
-        return [shutil.which("bash") or "/bin/sh", "-c", command]
+        return [*shell, command]
     refused = [c for c in FORBIDDEN_WITH_ALLOWLIST if c in command]
     if refused:
         shown = ", ".join(repr(c) for c in refused)
@@ -131,28 +137,33 @@ def _argv(command: str, allow: Sequence[str] | None) -> list[str]:
 
 def _workdir(paths: Paths, raw: str | None) -> Path | None:
     if raw is None:
-        return paths.root
+        return paths.root if paths.root is not None else paths.base_dir
     path = paths.resolve(raw)
     if not path.is_dir():
         raise BuiltinError(f"workdir is not a directory: {raw}")
     return path
 
 
-def _result(finished: Finished, timeout_ms: float, cap: int) -> ToolResult:
+def _result(finished: Finished, timeout_ms: float, cap: int, shell: str) -> ToolResult:
     truncated = finished.total > cap
     text = decode_prefix(finished.output, complete=not truncated)
     if truncated:
         text += truncation_notice(cap)
-    metadata: dict[str, Any] = {"exitCode": finished.exit_code, "truncated": truncated}
     if finished.stopped == "timeout":
-        shown = int(timeout_ms) if float(timeout_ms).is_integer() else timeout_ms
-        head = f"bash: command timed out after {shown}ms; its process tree was killed"
-        return ToolResult(f"{head}\n{text}" if text else head, True, metadata)
+        metadata = {"shell": shell, "timedOut": True, "killedTree": True, "truncated": truncated}
+        return ToolResult(
+            f"bash: command timed out after {int(timeout_ms)}ms\n{text}", True, metadata
+        )
+    metadata: dict[str, Any] = {
+        "shell": shell,
+        "exitCode": finished.exit_code,
+        "truncated": truncated,
+    }
     if finished.stopped == "cancelled":
         head = "bash: command cancelled; its process tree was killed"
         return ToolResult(f"{head}\n{text}" if text else head, True, metadata)
     if finished.exit_code != 0:
-        tail = f"bash: command exited with code {finished.exit_code}"
-        sep = "" if not text or text.endswith("\n") else "\n"
-        return ToolResult(f"{text}{sep}{tail}", True, metadata)
+        return ToolResult(
+            f"{text}\nbash: command exited with code {finished.exit_code}", True, metadata
+        )
     return ToolResult(text, False, metadata)
