@@ -184,7 +184,7 @@ def test_a_hunk_that_does_not_match_is_an_error_showing_the_lines() -> None:
 
 
 def test_a_hunk_before_the_previous_one_does_not_match() -> None:
-    with pytest.raises(PatchError, match="hunk does not match file contents .f: hunk 2"):
+    with pytest.raises(PatchError, match=re.escape("hunk does not match file contents (f: hunk 2")):
         apply_hunks("a\nb\n", [hunk("-b", "+B"), hunk("-a", "+A")], "f")
 
 
