@@ -87,10 +87,11 @@ _RELATIVE_NOTE = (
 def render_skills_prompt(skills: Iterable[SkillInfo]) -> str:
     """The skills section of the system prompt for a configured skill source.
 
-    Described skills are listed by name (code point order); a skill without a description is
-    loadable but not listed. With none described the result is ``NO_SKILLS_PROMPT``.
+    Described skills (a ``""`` description counts) are listed by name (code point order); a
+    skill without one is loadable but not listed. With none described the result is
+    ``NO_SKILLS_PROMPT``.
     """
-    described = sorted((s for s in skills if s.description), key=lambda s: s.name)
+    described = sorted((s for s in skills if s.description is not None), key=lambda s: s.name)
     if not described:
         return NO_SKILLS_PROMPT
     lines = [f"- **{s.name}**: {s.description}" for s in described]
