@@ -166,9 +166,10 @@ def _as_written(server: ServerConfig) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class ToolInfo:
-    """A tool as the server lists it, under its original name."""
+    """A tool as the server lists it, under its original name: ``ToolInfo(name, description,
+    input_schema)``, positionally as in the toolnexus package, or by keyword."""
 
     name: str
     description: str = ""
