@@ -257,11 +257,11 @@ async def test_a_timeout_stops_the_whole_tree_term_then_kill(tmp_path: Path) -> 
     )
     started = time.perf_counter()
 
-    result = await run(tools(None)["bash"], command=command, timeout=1500)
+    result = await run(tools(None)["bash"], command=command, timeout=3000)
 
     elapsed = time.perf_counter() - started
     assert result.is_error
-    assert result.output == "bash: command timed out after 1500ms\nstarted\n"
+    assert result.output == "bash: command timed out after 3000ms\nstarted\n"
     assert result.metadata == {
         "shell": " ".join(builtin_shell()),
         "timedOut": True,
@@ -269,7 +269,7 @@ async def test_a_timeout_stops_the_whole_tree_term_then_kill(tmp_path: Path) -> 
         "truncated": False,
     }
     assert not pid_alive(int(pidfile.read_text()))
-    assert elapsed < 1.5 + KILL_GRACE_MS / 1000 + 5
+    assert elapsed < 3 + KILL_GRACE_MS / 1000 + 5
     assert KILL_GRACE_MS == 2000
 
 
