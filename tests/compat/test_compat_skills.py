@@ -4,6 +4,8 @@ shapes, discovery order, frontmatter rules and sibling sample, on real folders."
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -401,3 +403,14 @@ async def test_a_model_loads_a_skill_through_a_toolkit_and_a_real_client(
     first = scripted.requests[0].body
     system = first["messages"][0]["content"] if style == "openai" else first["system"]
     assert "- **pdf-tools**: Work with PDFs" in str(system)
+
+
+def test_a_host_without_logging_configured_sees_each_line_once(tmp_path: Path) -> None:
+    missing = tmp_path / "nope"
+    script = f"import toolnexus as tn\ntn.load_skills({str(missing)!r})\n"
+
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+
+    assert done.stderr == f"[toolnexus] skills dir not found: {missing}\n"

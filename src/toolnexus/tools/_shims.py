@@ -28,6 +28,11 @@ class SelfAwaitable:
 
 
 def warn_stderr(text: str) -> None:
-    """Write ``[toolnexus] <text>`` to stderr (hosts watch it) and log it as a warning (G4)."""
+    """Write ``[toolnexus] <text>`` to stderr (hosts watch it) and log it as a warning (G4).
+
+    The record is only logged when some handler would receive it: with logging unconfigured,
+    Python's last-resort handler would print the same warning to stderr a second time.
+    """
     print(f"[toolnexus] {text}", file=sys.stderr, flush=True)
-    log.warning("toolnexus: %s", text)
+    if log.hasHandlers():
+        log.warning("toolnexus: %s", text)
