@@ -171,6 +171,11 @@ async def _stop(process: Process) -> None:
                 await anyio.sleep(_POLL)
         if _group_alive(group):
             _signal_group(group, signal.SIGKILL)
+            # SIGKILL is delivered asynchronously: wait until the group is really gone, so
+            # that close() returning means no process of the server is left running.
+            with anyio.move_on_after(EXIT_GRACE):
+                while _group_alive(group):  # noqa: ASYNC110 - no event tells us a group emptied
+                    await anyio.sleep(_POLL)
     with anyio.move_on_after(EXIT_GRACE):
         await process.aclose()
     if process.returncode is None:

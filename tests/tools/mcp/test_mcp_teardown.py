@@ -32,6 +32,15 @@ def stubborn(pidfile: Path, **fields: Any) -> dict[str, Any]:
     }
 
 
+def running(pid: int) -> bool:
+    """``pid`` still runs *and* is one of the stubborn pair (not a reused pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return alive(pid) and (b"stubborn_tree" in cmdline or b"sleep(3600)" in cmdline)
+
+
 def pids_of(pidfile: Path) -> list[int]:
     pids = [int(p) for p in pidfile.read_text().split()]
     assert len(pids) == 2  # the server and its child
@@ -104,7 +113,7 @@ async def test_alone_it_is_killed_with_its_child_on_close(tmp_path: Path) -> Non
 
     await source.close()
 
-    assert [alive(p) for p in pids] == [False, False]
+    assert [running(p) for p in pids] == [False, False]
 
 
 async def test_in_the_mix_the_toolkit_close_kills_it_after_its_timeout(
@@ -125,7 +134,7 @@ async def test_in_the_mix_the_toolkit_close_kills_it_after_its_timeout(
         }
         pids = pids_of(pidfile)
 
-    assert [alive(p) for p in pids] == [False, False]
+    assert [running(p) for p in pids] == [False, False]
 
 
 async def test_in_the_mix_closing_right_after_loading_still_kills_it(
@@ -139,7 +148,7 @@ async def test_in_the_mix_closing_right_after_loading_still_kills_it(
 
     await toolkit.close()
 
-    assert [alive(p) for p in pids] == [False, False]
+    assert [running(p) for p in pids] == [False, False]
 
 
 async def test_cancelling_the_load_while_it_connects_kills_it(
@@ -158,7 +167,7 @@ async def test_cancelling_the_load_while_it_connects_kills_it(
         await tn.create_toolkit(mix(pidfile, http_url, silent_url), cancel=cancel)
     pids = await setter
 
-    assert [alive(p) for p in pids] == [False, False]
+    assert [running(p) for p in pids] == [False, False]
 
 
 async def test_list_mcp_tools_leaves_no_process_behind(
@@ -170,4 +179,4 @@ async def test_list_mcp_tools_leaves_no_process_behind(
 
     assert inventory.status["stub"] == "failed"
     assert sorted(inventory.tools) == ["good", "remote"]
-    assert [alive(p) for p in pids_of(pidfile)] == [False, False]
+    assert [running(p) for p in pids_of(pidfile)] == [False, False]
