@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from typing import overload
 
 __all__ = ["env_references", "expand_env", "expand_env_headers"]
 
@@ -50,15 +51,28 @@ def env_references(value: str) -> list[str]:
     return list(dict.fromkeys(_VARIABLE.findall(value)))
 
 
+@overload
+def expand_env_headers(headers: None, env: Mapping[str, str] | None = None) -> None: ...
+
+
+@overload
+def expand_env_headers(
+    headers: Mapping[str, str], env: Mapping[str, str] | None = None
+) -> dict[str, str]: ...
+
+
 def expand_env_headers(
     headers: Mapping[str, str] | None, env: Mapping[str, str] | None = None
-) -> dict[str, str]:
+) -> dict[str, str] | None:
     """A new dict with ``${NAME}`` expanded in every header value (names are kept as is).
+
+    ``None`` gives ``None`` (no headers configured), as in the toolnexus package; ``{}`` gives
+    ``{}``.
 
     Example:
         >>> expand_env_headers({"X-Key": "${KEY}"}, {"KEY": "abc"})
         {'X-Key': 'abc'}
     """
-    if not headers:
-        return {}
+    if headers is None:
+        return None
     return {name: expand_env(str(value), env) for name, value in headers.items()}

@@ -5,6 +5,7 @@ A thin re-export: every name is the same object as ``toolnexus.<name>``.
 
 from .tools.mcp import (
     DEFAULT_TIMEOUT,
+    MAX_LIST_PAGES,
     McpConfig,
     McpInventory,
     McpSource,
@@ -21,7 +22,6 @@ from .tools.mcp import (
     load_mcp_with_context,
     parse_mcp_config,
 )
-from .tools.mcp_session import MAX_PAGES as MAX_LIST_PAGES
 
 __all__ = [
     "DEFAULT_TIMEOUT",

@@ -551,17 +551,17 @@ async def _assemble(
     profiles: Mapping[str, Any] | None = None,
 ) -> Toolkit:
     from .tools.builtins import select_builtins
-    from .tools.skills import load_skills
+    from .tools.skills import load_skill_source
 
-    skill_source = await load_skills(
-        skills_dir=skills_dir,
+    skill_source = await load_skill_source(
+        skills_dir,
         skills=skills,
         skill_provider=skill_provider,
         skills_filter=skills_filter,
         disable_skills=disable_skills,
         sample_limit=skill_sample_limit,
     )
-    skill_tools = [skill_source.tool] if skill_source.tool is not None else []
+    skill_tools = [skill_source.tool] if skill_source is not None else []
     builtin_tools = select_builtins(builtins)
     host_names = {t.name for t in host}
     ordered = mcp_tools + skill_tools + [t for t in builtin_tools if t.name not in host_names]
@@ -580,12 +580,12 @@ async def _assemble(
     return Toolkit(
         final,
         wait_for=wait_for,
-        skills_prompt=skill_source.prompt() if skill_kept else "",
+        skills_prompt=skill_source.prompt() if skill_source is not None and skill_kept else "",
         mcp_status=status,
         mcp_errors=errors,
         closers=closers,
         redactor=redactor,
         exposures=_exposures(final, builtins),
-        skills=skill_source.skills,
+        skills=list(skill_source.skills.values()) if skill_source is not None else (),
         profiles=profiles,
     )

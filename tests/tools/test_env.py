@@ -41,5 +41,6 @@ def test_headers_are_expanded_into_a_new_dict() -> None:
     assert headers["Authorization"] == "Bearer ${T}"
 
 
-def test_no_headers_give_an_empty_dict() -> None:
-    assert expand_env_headers(None) == {}
+def test_no_headers_give_none_and_empty_headers_an_empty_dict() -> None:
+    assert expand_env_headers(None) is None
+    assert expand_env_headers({}) == {}

@@ -2,13 +2,14 @@
 
 ::
 
-    async with await load_mcp("mcp.json", wait_for=ask_human) as mcp:
-        mcp.status()            # {"files": "connected", "search": "failed"}
+    async with await load_mcp("mcp.json", ask_human) as mcp:
+        mcp.status              # {"files": "connected", "search": "failed"} (mcp.status() too)
         mcp.errors()            # {"search": "timed out after 30000 ms during initialize"}
         tools = mcp.tools       # files_read_file, files_list_directory, ...
 
 Servers connect concurrently; one that fails (command not found, crash, refused connection,
-timeout) is isolated as ``failed`` and loading goes on. Tool names are
+timeout) is isolated as ``failed`` (with a ``[toolnexus] MCP server "<n>" failed: ...`` line on
+stderr) and loading goes on. Tool names are
 ``sanitize(server) + "_" + sanitize(tool)``. With a ``wait_for``, the client advertises the
 elicitation capability and servers' questions are answered inline; without one, a server that
 asks through the 2026-07-28 input-required result suspends the run durably (see
@@ -21,7 +22,7 @@ import asyncio
 import importlib
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -32,6 +33,8 @@ from ..redaction import Redactor
 from ..suspension import WaitFor
 from .mcp_config import (
     DEFAULT_TIMEOUT,
+    DEFAULT_TIMEOUT_MS,
+    MAX_LIST_PAGES,
     McpConfig,
     McpStatus,
     ServerConfig,
@@ -49,10 +52,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "DEFAULT_TIMEOUT_MS",
+    "MAX_LIST_PAGES",
     "McpConfig",
     "McpInventory",
+    "McpLoadCancelled",
     "McpSource",
     "McpStatus",
+    "McpStatusMap",
     "ServerConfig",
     "ServerInventory",
     "ToolInfo",
@@ -71,6 +78,32 @@ __all__ = [
 log = logging.getLogger("toolnexus")
 
 ConfigSource = str | os.PathLike[str] | Mapping[str, Any] | McpConfig
+
+
+class McpLoadCancelled(RunCancelled, asyncio.CancelledError):
+    """The load's ``cancel`` fired: every started server was torn down.
+
+    Both ours' `RunCancelled` and ``asyncio.CancelledError`` (what the toolnexus package
+    raises), so either ``except`` clause catches it.
+    """
+
+
+class McpStatusMap(dict[str, McpStatus]):
+    """``{server: "connected" | "disabled" | "failed"}`` that is also callable.
+
+    The toolnexus package reads ``source.status["files"]``; ours called ``source.status()``.
+    This snapshot serves both: calling it gives a fresh plain dict (live for an `McpSource`,
+    where a server that dropped since reads ``failed``).
+    """
+
+    __slots__ = ("_live",)
+
+    def __init__(self, live: Callable[[], Mapping[str, McpStatus]]) -> None:
+        super().__init__(live())
+        self._live = live
+
+    def __call__(self) -> dict[str, McpStatus]:
+        return dict(self._live())
 
 
 class McpSource:
@@ -99,8 +132,12 @@ class McpSource:
         """The config file's top-level ``builtins`` key (``None`` when absent)."""
         return self.config.builtins
 
-    def status(self) -> dict[str, McpStatus]:
-        """``{server: "connected" | "disabled" | "failed"}``, live (a dropped server fails)."""
+    @property
+    def status(self) -> McpStatusMap:
+        """``{server: status}`` now; ``status()`` also works, read afresh (`McpStatusMap`)."""
+        return McpStatusMap(self._live_status)
+
+    def _live_status(self) -> dict[str, McpStatus]:
         return {link.name: link.status for link in self._links}
 
     def errors(self) -> dict[str, str]:
@@ -126,7 +163,7 @@ class McpSource:
         await self.close()
 
     def __repr__(self) -> str:
-        return f"McpSource(status={self.status()!r}, tools={len(self.tools)})"
+        return f"McpSource(status={self._live_status()!r}, tools={len(self.tools)})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,21 +176,32 @@ class ServerInventory:
     error: str | None = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class McpInventory:
-    """`list_mcp_tools`'s answer, one entry per configured server (file order)."""
+    """`list_mcp_tools`'s answer.
 
+    Attributes:
+        tools: ``{server: [ToolInfo, ...]}`` for the **connected** servers only, unfiltered,
+            under the tools' original names (the toolnexus package's shape).
+        status: ``{server: status}`` for every configured server (file order); calling it
+            (``inventory.status()``) gives a plain copy.
+        servers: ours: one `ServerInventory` per configured server, with its error.
+    """
+
+    tools: dict[str, list[ToolInfo]] = field(default_factory=lambda: {})
+    status: dict[str, McpStatus] = field(default_factory=lambda: {})
     servers: dict[str, ServerInventory] = field(default_factory=lambda: {})
 
-    def status(self) -> dict[str, McpStatus]:
-        """``{server: status}``."""
-        return {name: entry.status for name, entry in self.servers.items()}
+    def __post_init__(self) -> None:
+        if not isinstance(self.status, McpStatusMap):
+            snapshot = dict(self.status)
+            object.__setattr__(self, "status", McpStatusMap(lambda: snapshot))
 
 
 async def load_mcp(
-    config: ConfigSource,
-    *,
+    input: ConfigSource,
     wait_for: WaitFor | None = None,
+    *,
     cancel: asyncio.Event | None = None,
     redactor: Redactor | None = None,
     strict: bool = False,
@@ -161,7 +209,7 @@ async def load_mcp(
     """Connect to every enabled server and expose their tools.
 
     Args:
-        config: a path to ``mcp.json``, its parsed object, or an `McpConfig`.
+        input: a path to ``mcp.json``, its parsed object, or an `McpConfig`.
         wait_for: answers servers' elicitations inline; only then is the elicitation
             capability advertised.
         cancel: setting it aborts the whole load (every started server is closed).
@@ -173,10 +221,11 @@ async def load_mcp(
     Raises:
         UsageError: the config is malformed; with ``strict``, a server failed (the message
             names each failed server and why).
-        RunCancelled: ``cancel`` was set before every server settled.
+        McpLoadCancelled: ``cancel`` was set before every server settled (a `RunCancelled`
+            and an ``asyncio.CancelledError``).
         ImportError: the ``mcp`` extra is not installed.
     """
-    parsed = parse_mcp_config(config)
+    parsed = parse_mcp_config(input)
     secrets = redactor if redactor is not None else Redactor()
     links = await _connect_all(parsed, wait_for, cancel, secrets)
     failed = [link for link in links if link.status == "failed"]
@@ -188,32 +237,66 @@ async def load_mcp(
 
 
 async def load_mcp_with_context(
-    config: ConfigSource, cancel: asyncio.Event | None, *, wait_for: WaitFor | None = None
+    input: ConfigSource,
+    wait_for: WaitFor | asyncio.Event | None = None,
+    *,
+    cancel: asyncio.Event | None = None,
 ) -> McpSource:
-    """`load_mcp` with the caller's cancel signal first (the name the other ports use)."""
-    return await load_mcp(config, wait_for=wait_for, cancel=cancel)
+    """`load_mcp` under the name the other ports use, in the package's order.
+
+    Ours used to take the cancel signal second; a second positional that is an
+    ``asyncio.Event`` is still read as ``cancel``.
+    """
+    if isinstance(wait_for, asyncio.Event):
+        if cancel is not None:
+            raise UsageError("load_mcp_with_context: cancel given twice")
+        wait_for, cancel = None, wait_for
+    return await load_mcp(input, wait_for, cancel=cancel)
 
 
 async def list_mcp_tools(
-    config: ConfigSource, *, cancel: asyncio.Event | None = None
+    input: ConfigSource,
+    *,
+    cancel: asyncio.Event | None = None,
 ) -> McpInventory:
     """Connect to every enabled server, list its tools (unfiltered), disconnect.
 
-    Failures are isolated per server, as in `load_mcp`.
+    Failures are isolated per server, as in `load_mcp`. ``inventory.tools`` maps each
+    connected server to its `ToolInfo` list (``input_schema`` normalised to an object schema
+    with ``properties`` and ``additionalProperties: false``); ``inventory.status`` covers
+    every configured server.
     """
-    parsed = parse_mcp_config(config)
+    parsed = parse_mcp_config(input)
     links = await _connect_all(parsed, None, cancel, Redactor())
     try:
+        listed = {link.name: [_listed(info) for info in link.tools] for link in links}
         return McpInventory(
+            tools={link.name: listed[link.name] for link in links if link.status == "connected"},
+            status={link.name: link.status for link in links},
             servers={
                 link.name: ServerInventory(
-                    name=link.name, status=link.status, tools=tuple(link.tools), error=link.error
+                    name=link.name,
+                    status=link.status,
+                    tools=tuple(listed[link.name]),
+                    error=link.error,
                 )
                 for link in links
-            }
+            },
         )
     finally:
         await asyncio.gather(*(link.close() for link in links))
+
+
+def _listed(info: ToolInfo) -> ToolInfo:
+    """``info`` as the inventory shows it: an object schema that admits no extra keys."""
+    schema = dict(info.input_schema)
+    properties = schema.get("properties")
+    schema.update(
+        type="object",
+        properties=properties if isinstance(properties, dict) else {},
+        additionalProperties=False,
+    )
+    return ToolInfo(name=info.name, description=info.description or "", input_schema=schema)
 
 
 async def _connect_all(
@@ -229,7 +312,7 @@ async def _connect_all(
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(MCP_EXTRA_HINT) from exc
     if cancel is not None and cancel.is_set():
-        raise RunCancelled("MCP loading cancelled")
+        raise McpLoadCancelled("MCP loading cancelled")
     links = [ServerLink(server, wait_for=wait_for, redactor=redactor) for server in config.servers]
     try:
         ready = [link.start() for link in links if link.config.enabled]
@@ -253,7 +336,14 @@ async def _settle(ready: list[asyncio.Future[None]], cancel: asyncio.Event | Non
         stopper.cancel()
     if not everything.done():
         everything.cancel()
-        raise RunCancelled("MCP loading cancelled")
+        everything.add_done_callback(_retrieve)
+        raise McpLoadCancelled("MCP loading cancelled")
+
+
+def _retrieve(done: asyncio.Future[Any]) -> None:
+    """Mark a cancelled gather's outcome as seen (no "exception never retrieved" noise)."""
+    if not done.cancelled():
+        done.exception()
 
 
 def _tools(links: list[ServerLink], wait_for: WaitFor | None) -> list[Tool]:

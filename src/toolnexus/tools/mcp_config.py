@@ -23,12 +23,13 @@ argument paths are the file's folder's (see `_anchored`); ``"currentPython": tru
 
 from __future__ import annotations
 
+import copy
 import difflib
 import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast
@@ -38,6 +39,8 @@ from ..errors import UsageError
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "DEFAULT_TIMEOUT_MS",
+    "MAX_LIST_PAGES",
     "McpConfig",
     "McpStatus",
     "ServerConfig",
@@ -51,8 +54,15 @@ __all__ = [
 
 log = logging.getLogger("toolnexus")
 
-DEFAULT_TIMEOUT = 30000
-"""Milliseconds each phase (connect, initialize, tools/list) and each idle call may take."""
+DEFAULT_TIMEOUT_MS = 30000
+"""Milliseconds each phase (connect, initialize, tools/list) and each idle call may take, when a
+server's config gives no ``timeout`` (config values are in milliseconds)."""
+
+DEFAULT_TIMEOUT = DEFAULT_TIMEOUT_MS / 1000
+"""The same default in seconds (``30.0``), under the toolnexus package's name."""
+
+MAX_LIST_PAGES = 1000
+"""``tools/list`` pages read at most (a server that paginates forever cannot hang a load)."""
 
 McpStatus: TypeAlias = Literal["connected", "disabled", "failed"]
 
@@ -90,28 +100,86 @@ class ServerConfig:
     environment: Mapping[str, str] = field(default_factory=lambda: {})
     cwd: str | None = None
     enabled: bool = True
-    timeout: int = DEFAULT_TIMEOUT
+    timeout: int = DEFAULT_TIMEOUT_MS
     url: str | None = None
     headers: Mapping[str, str] = field(default_factory=lambda: {})
     tools: Mapping[str, bool] | None = None
     sse: bool = False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class McpConfig:
-    """A parsed ``mcp.json``: the servers in file order and the top-level ``builtins`` key."""
+@dataclass(frozen=True, slots=True, kw_only=True, eq=False)
+class McpConfig(Mapping[str, dict[str, Any]]):
+    """A parsed ``mcp.json``: the servers in file order and the top-level ``builtins`` key.
+
+    It also reads as a read-only ``Mapping`` of server name → the server's dict *as written*
+    (wrappers and reserved keys stripped), equal to such a dict, as the toolnexus package's
+    ``parse_mcp_config`` returns: ``cfg["files"]["command"]``, ``dict(cfg)``, ``"files" in cfg``.
+    """
 
     servers: tuple[ServerConfig, ...] = ()
     builtins: Any = None
+    raw: Mapping[str, Mapping[str, Any]] = field(default_factory=lambda: {})
+    """The server dicts as written, by name (filled by `parse_mcp_config`)."""
 
     def server(self, name: str) -> ServerConfig | None:
         """The server called ``name``, or ``None``."""
         return next((s for s in self.servers if s.name == name), None)
 
+    def __getitem__(self, name: str) -> dict[str, Any]:
+        written = self.raw.get(name)
+        if written is not None:
+            return copy.deepcopy(dict(written))
+        server = self.server(name)
+        if server is None:
+            raise KeyError(name)
+        return _as_written(server)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __iter__(self) -> Iterator[str]:
+        return iter([s.name for s in self.servers])
+
+    def __len__(self) -> int:
+        return len(self.servers)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, McpConfig):
+            return (self.servers, self.builtins, dict(self)) == (
+                other.servers,
+                other.builtins,
+                dict(other),
+            )
+        if isinstance(other, Mapping):
+            return dict(self) == dict(cast(Mapping[Any, Any], other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # pyright: ignore[reportAssignmentType]
+
+
+def _as_written(server: ServerConfig) -> dict[str, Any]:
+    """A server dict for a `ServerConfig` built in code (no file text to give back)."""
+    out: dict[str, Any] = {"type": server.type}
+    if server.command:
+        out["command"] = list(server.command)
+    if server.url is not None:
+        out["url"] = server.url
+    if server.environment:
+        out["environment"] = dict(server.environment)
+    if server.cwd is not None:
+        out["cwd"] = server.cwd
+    if not server.enabled:
+        out["enabled"] = False
+    if server.timeout != DEFAULT_TIMEOUT_MS:
+        out["timeout"] = server.timeout
+    if server.headers:
+        out["headers"] = dict(server.headers)
+    if server.tools is not None:
+        out["tools"] = dict(server.tools)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
 class ToolInfo:
-    """A tool as the server lists it, under its original name."""
+    """A tool as the server lists it, under its original name: ``ToolInfo(name, description,
+    input_schema)``, positionally as in the toolnexus package, or by keyword."""
 
     name: str
     description: str = ""
@@ -127,14 +195,31 @@ _N = TypeVar("_N", bound=_Named)
 _Fail = Callable[[str], UsageError]
 
 
-def is_enabled(server: ServerConfig) -> bool:
-    """False when the server is switched off (``disabled: true`` wins over ``enabled``)."""
-    return server.enabled
+def is_enabled(server: ServerConfig | Mapping[str, Any]) -> bool:
+    """False when the server is switched off (``disabled: true`` wins over ``enabled``).
+
+    Takes a `ServerConfig` or a plain server dict: a dict is enabled unless ``disabled`` is
+    ``True`` or ``enabled`` is ``False``.
+    """
+    if isinstance(server, ServerConfig):
+        return server.enabled
+    return server.get("disabled") is not True and server.get("enabled") is not False
 
 
-def is_remote(server: ServerConfig) -> bool:
-    """True for a server reached over HTTP."""
-    return server.type == "remote"
+def is_remote(server: ServerConfig | Mapping[str, Any]) -> bool:
+    """True for a server reached over HTTP.
+
+    Takes a `ServerConfig` or a plain server dict: a dict is remote when its ``type`` is
+    ``"remote"``, local when it is ``"local"``, and otherwise remote iff ``url`` is a string.
+    """
+    if isinstance(server, ServerConfig):
+        return server.type == "remote"
+    kind = server.get("type")
+    if kind == "remote":
+        return True
+    if kind == "local":
+        return False
+    return isinstance(server.get("url"), str)
 
 
 def apply_tools_filter(
@@ -261,7 +346,7 @@ def _parse_object(data: Mapping[str, Any], where: str, base: Path | None) -> Mcp
     if not wrapped:
         servers = {k: v for k, v in data.items() if k not in _RESERVED and k not in _IGNORED}
     parsed = tuple(_parse_server(str(name), entry, where, base) for name, entry in servers.items())
-    return McpConfig(servers=parsed, builtins=data.get("builtins"))
+    return McpConfig(servers=parsed, builtins=data.get("builtins"), raw=copy.deepcopy(servers))
 
 
 def _looks_like_server(value: Any) -> bool:
@@ -385,7 +470,7 @@ def _command(raw: Mapping[str, Any], fail: _Fail) -> tuple[str, ...]:
 def _timeout(raw: Mapping[str, Any], fail: _Fail) -> int:
     value = raw.get("timeout")
     if value is None:
-        return DEFAULT_TIMEOUT
+        return DEFAULT_TIMEOUT_MS
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
         raise fail(f'"timeout" must be a positive number of milliseconds, got {value!r}')
     if value == float("inf"):

@@ -32,7 +32,13 @@ MCP_EXTRA_HINT = "the MCP source needs the mcp extra: pip install 'toolnexus[mcp
 
 
 def elicitation_to_request(params: Any, *, id: str | None = None) -> Request:
-    """The `Request` for one elicitation (the SDK's params object or its wire dict).
+    """The `Request` for one elicitation.
+
+    ``params`` is read as the toolnexus package does: its attributes first (``mode``,
+    ``message``, ``url``, ``requestedSchema``: the SDK's params object, or any object with
+    them), then mapping keys (the wire dict). ``kind`` is ``authorization`` iff ``mode ==
+    "url"`` (with the ``url``), else ``input`` with ``data={"schema": ...}`` when a schema is
+    given.
 
     Example:
         >>> req = elicitation_to_request({"mode": "url", "message": "Log in",
@@ -40,20 +46,37 @@ def elicitation_to_request(params: Any, *, id: str | None = None) -> Request:
         >>> (req.kind, req.url)
         ('authorization', 'https://idp.example/x')
     """
-    wire = _wire(params)
-    message = wire.get("message")
-    prompt = message if isinstance(message, str) else ""
+    message = _field(params, "message")
+    prompt = str(message) if message else ""
     request_id = id or new_request_id("elc")
-    url = wire.get("url")
-    if wire.get("mode") == "url" or (isinstance(url, str) and "requestedSchema" not in wire):
+    if _field(params, "mode") == "url":
+        url = _field(params, "url")
         return Request(
             id=request_id, kind="authorization", prompt=prompt, url=str(url) if url else None
         )
-    schema = wire.get("requestedSchema")
+    schema = _field(params, "requestedSchema")
+    if schema is not None and not isinstance(schema, Mapping):
+        dump = getattr(schema, "model_dump", None)
+        schema = dump(by_alias=True, mode="json", exclude_none=True) if callable(dump) else None
     data: dict[str, Any] | None = (
-        {"schema": cast(dict[str, Any], schema)} if isinstance(schema, dict) else None
+        {"schema": dict(cast(Mapping[str, Any], schema))} if schema else None
     )
     return Request(id=request_id, kind="input", prompt=prompt, data=data)
+
+
+_ATTRIBUTE_ALIASES = {"requestedSchema": "requested_schema"}
+
+
+def _field(params: Any, key: str) -> Any:
+    """``params.<key>`` (or its snake_case attribute), else ``params[key]``, else ``None``."""
+    for name in (key, _ATTRIBUTE_ALIASES.get(key)):
+        if name is not None and not isinstance(params, Mapping):
+            value = getattr(params, name, None)
+            if value is not None:
+                return value
+    if isinstance(params, Mapping):
+        return cast(Mapping[str, Any], params).get(key)
+    return None
 
 
 def answer_to_elicit_result(answer: Answer, request: Request | None = None) -> ElicitResult:
@@ -148,12 +171,3 @@ async def ask_inline(wait_for: WaitFor, request: Request) -> Answer:
         )
         return Answer(id=request.id, ok=False, reason="cancelled")
     return answer
-
-
-def _wire(params: Any) -> Mapping[str, Any]:
-    if isinstance(params, Mapping):
-        return cast(Mapping[str, Any], params)
-    dump = getattr(params, "model_dump", None)
-    if callable(dump):
-        return cast(Mapping[str, Any], dump(by_alias=True, mode="json", exclude_none=True))
-    return {}

@@ -23,7 +23,8 @@ import anyio
 from .._env import expand_env, expand_env_headers
 from ..redaction import Redactor
 from ..suspension import WaitFor
-from .mcp_config import McpStatus, ServerConfig, ToolInfo
+from ._shims import warn_stderr
+from .mcp_config import MAX_LIST_PAGES, McpStatus, ServerConfig, ToolInfo
 from .mcp_elicit import MCP_EXTRA_HINT, answer_to_elicit_result, ask_inline, elicitation_to_request
 from .mcp_stdio import StdioChannel, open_stdio
 
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["CallFailed", "ServerLink"]
 
 log = logging.getLogger("toolnexus")
-
-MAX_PAGES = 1000
-"""tools/list pages read at most (a server that paginates forever cannot hang a load)."""
 
 
 class CallFailed(Exception):
@@ -80,6 +78,7 @@ class ServerLink:
         self._guard = anyio.CancelScope()
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._settled = False
         self._active: set[_IdleClock] = set()
         self._paused = 0
 
@@ -97,7 +96,9 @@ class ServerLink:
         task = self._task
         if task is None or task.done():
             return
-        if self.session is None:
+        if not self._settled:
+            # Still connecting: cut it short. A server that already failed is past that point
+            # and busy stopping its process tree; cancelling it there could leave the tree alive.
             self._fail("connection cancelled")
             task.cancel()
         await asyncio.wait([task])
@@ -115,15 +116,15 @@ class ServerLink:
                     except anyio.get_cancelled_exc_class():
                         if self._guard.cancel_called:
                             self._fail(self._timed_out())
-                            _resolve(ready)
+                            self._announce(ready)
                         raise
                     except Exception as exc:
                         self._fail(await self._describe(exc))
-                        _resolve(ready)
+                        self._announce(ready)
                         return
                     self._guard.deadline = math.inf
                     self.session, self.tools, self.status = session, tools, "connected"
-                    _resolve(ready)
+                    self._announce(ready)
                     await self._stop.wait()
         except asyncio.CancelledError:
             if not ready.done():
@@ -133,7 +134,12 @@ class ServerLink:
             self._fail(await self._describe(exc))
         finally:
             self.session = None
-            _resolve(ready)
+            self._announce(ready)
+
+    def _announce(self, ready: asyncio.Future[None]) -> None:
+        """Connected or failed: from here on `close` waits for the teardown, never cuts it."""
+        self._settled = True
+        _resolve(ready)
 
     def _begin(self, phase: str) -> None:
         """Enter a connection phase: a fresh ``timeout`` budget starts now."""
@@ -148,7 +154,8 @@ class ServerLink:
             return
         reason = self.redact(reason)
         self.status, self.error = "failed", reason
-        log.warning("toolnexus: MCP server %r failed: %s", self.name, reason)
+        shown = "timed out" if reason.startswith("timed out") else reason  # the package's line
+        warn_stderr(f'MCP server "{self.name}" failed: {shown}')
 
     # -- connecting --------------------------------------------------------------------------
 
@@ -235,7 +242,7 @@ class ServerLink:
         infos: list[ToolInfo] = []
         cursor: str | None = None
         seen: set[str] = set()
-        for _ in range(MAX_PAGES):
+        for _ in range(MAX_LIST_PAGES):
             params = PaginatedRequestParams(cursor=cursor) if cursor is not None else None
             self._begin("tools/list")
             page = await session.list_tools(params=params)

@@ -142,7 +142,11 @@ async def open_stdio(
                 yield channel
             finally:
                 with anyio.CancelScope(shield=True):
-                    await _stop(process)
+                    try:
+                        await _stop(process)
+                    except BaseException:
+                        _kill_now(process)  # interrupted mid-stop: no grace, but no survivor
+                        raise
                 group.cancel_scope.cancel()
     finally:
         for stream in (read_send, read_recv, write_send, write_recv):
@@ -167,10 +171,24 @@ async def _stop(process: Process) -> None:
                 await anyio.sleep(_POLL)
         if _group_alive(group):
             _signal_group(group, signal.SIGKILL)
+            # SIGKILL is delivered asynchronously: wait until the group is really gone, so
+            # that close() returning means no process of the server is left running.
+            with anyio.move_on_after(EXIT_GRACE):
+                while _group_alive(group):  # noqa: ASYNC110 - no event tells us a group emptied
+                    await anyio.sleep(_POLL)
     with anyio.move_on_after(EXIT_GRACE):
         await process.aclose()
     if process.returncode is None:
         log.warning("toolnexus: MCP server process %d survived SIGKILL", process.pid)
+
+
+def _kill_now(process: Process) -> None:
+    """SIGKILL the child's whole process group at once."""
+    if sys.platform == "win32":  # pragma: no cover - no process groups to signal
+        with suppress(OSError):
+            process.kill()
+        return
+    _signal_group(process.pid, signal.SIGKILL)
 
 
 def _group_alive(group: int) -> bool:

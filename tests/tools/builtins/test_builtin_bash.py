@@ -25,7 +25,7 @@ async def test_a_non_zero_exit_is_an_error_naming_the_code(builtin: Builtin) -> 
     result = await builtin("bash").execute({"command": "echo partial; exit 3"})
 
     assert result.is_error
-    assert result.output == "partial\nbash: command exited with code 3"
+    assert result.output == "partial\n\nbash: command exited with code 3"  # always a newline
     assert result.metadata is not None
     assert result.metadata["exitCode"] == 3
 

@@ -33,7 +33,7 @@ def test_every_operation_is_parsed_in_order() -> None:
     )
 
     assert ops == [
-        FileOp(kind="add", path="new.txt", content="hello\n\n"),
+        FileOp(kind="add", path="new.txt", content="hello\n"),  # joined, no newline added
         FileOp(
             kind="update",
             path="app.py",
@@ -79,8 +79,8 @@ def test_a_move_without_hunks_is_a_rename() -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("*** Add File: a\n+x\n*** End Patch", "must start with"),
-        ("*** Begin Patch\n*** Add File: a\n+x", "must end with"),
+        ("*** Add File: a\n+x\n*** End Patch", "missing '*** Begin Patch'"),
+        ("*** Begin Patch\n*** Add File: a\n+x", "missing '*** End Patch'"),
         (patch(), "no file operations"),
         (patch("*** Add File: a", "no plus"), "every line must start with '+'"),
         (patch("*** Delete File: a", "+x"), "unexpected line"),
@@ -90,7 +90,7 @@ def test_a_move_without_hunks_is_a_rename() -> None:
         (patch("*** Update File: a", "?x"), "must start with ' ', '-' or '+'"),
         (patch("*** Update File: a", "*** Bogus"), "unexpected line"),
         (patch("*** Update File: a", "*** End of File"), "outside a hunk"),
-        (patch("*** Frobnicate File: a"), "expected a file header"),
+        (patch("*** Frobnicate File: a"), "unexpected line: *** Frobnicate File: a"),
         (patch("*** Add File:   "), "missing file path"),
         (patch("*** Update File: a", "*** Move to:  ", "-x"), "without a path"),
     ],
@@ -177,13 +177,14 @@ def test_an_empty_file_can_be_filled() -> None:
 
 def test_a_hunk_that_does_not_match_is_an_error_showing_the_lines() -> None:
     with pytest.raises(
-        PatchError, match="f: hunk 1 does not match the file; expected lines:\nnope"
+        PatchError,
+        match=re.escape("hunk does not match file contents (f: hunk 1; expected lines:\nnope)"),
     ):
         apply_hunks("a\n", [hunk("-nope", "+x")], "f")
 
 
 def test_a_hunk_before_the_previous_one_does_not_match() -> None:
-    with pytest.raises(PatchError, match="hunk 2 does not match"):
+    with pytest.raises(PatchError, match=re.escape("hunk does not match file contents (f: hunk 2")):
         apply_hunks("a\nb\n", [hunk("-b", "+B"), hunk("-a", "+A")], "f")
 
 

@@ -14,6 +14,7 @@ import pytest
 from toolnexus.errors import UsageError
 from toolnexus.tools.mcp_config import (
     DEFAULT_TIMEOUT,
+    DEFAULT_TIMEOUT_MS,
     McpConfig,
     ToolInfo,
     apply_tools_filter,
@@ -84,7 +85,8 @@ def test_numeric_environment_values_become_strings() -> None:
 
 
 def test_the_timeout_defaults_to_thirty_seconds() -> None:
-    assert one({"command": ["x"]}).timeout == DEFAULT_TIMEOUT == 30000
+    assert one({"command": ["x"]}).timeout == DEFAULT_TIMEOUT_MS == 30000
+    assert DEFAULT_TIMEOUT == 30.0  # seconds, the toolnexus package's constant
 
 
 def test_disabled_true_wins_over_enabled_true() -> None:

@@ -50,12 +50,14 @@ async def test_a_skill_without_description_has_none(
     assert inventory.skills[0].description is None
 
 
-async def test_an_empty_description_counts_as_none(tmp_path: Path, write_skill: WriteSkill) -> None:
+async def test_a_blank_description_stays_empty_text(
+    tmp_path: Path, write_skill: WriteSkill
+) -> None:
     write_skill(tmp_path / "a", "plain", '"   "')
 
     inventory = await list_skills(skills_dir=str(tmp_path))
 
-    assert inventory.skills[0].description is None
+    assert inventory.skills[0].description == ""
 
 
 async def test_skills_are_found_at_any_depth(tmp_path: Path, write_skill: WriteSkill) -> None:
@@ -112,13 +114,15 @@ async def test_a_path_object_is_accepted_as_root(tmp_path: Path, write_skill: Wr
 # --- order and duplicates -------------------------------------------------------------------
 
 
-async def test_discovery_order_is_sorted_by_path(tmp_path: Path, write_skill: WriteSkill) -> None:
+async def test_discovery_order_is_by_depth_then_path(
+    tmp_path: Path, write_skill: WriteSkill
+) -> None:
     for folder in ["c", "a", "b/inner", "B", "a/z"]:
         write_skill(tmp_path / folder, folder.replace("/", "-"))
 
     inventory = await list_skills(skills_dir=str(tmp_path))
 
-    assert names(inventory.skills) == ["B", "a", "a-z", "b-inner", "c"]
+    assert names(inventory.skills) == ["B", "a", "c", "a-z", "b-inner"]
 
 
 async def test_roots_are_searched_in_the_order_given(
@@ -154,8 +158,7 @@ async def test_a_duplicate_name_is_logged_as_a_warning(
         await load_skills(skills_dir=str(tmp_path))
 
     assert [r.levelno for r in caplog.records] == [logging.WARNING]
-    assert "duplicate-name" in caplog.text
-    assert str(second) in caplog.text
+    assert f'duplicate skill name "same" ({second}) — keeping first' in caplog.text
 
 
 async def test_overlapping_roots_read_each_skill_once(
@@ -274,7 +277,9 @@ async def test_broken_yaml_is_skipped_as_malformed(tmp_path: Path, write_skill: 
     inventory = await list_skills(skills_dir=str(tmp_path))
 
     assert names(inventory.skills) == ["good"]
-    assert inventory.skipped == [SkillSkip(location=str(md), reason="malformed-frontmatter")]
+    [skip] = inventory.skipped
+    assert (skip.location, skip.reason) == (str(md), "malformed-frontmatter")
+    assert skip.detail.startswith("while parsing a flow sequence")
 
 
 async def test_no_name_is_skipped_as_missing_name(tmp_path: Path, write_skill: WriteSkill) -> None:
@@ -408,7 +413,7 @@ async def test_skipped_files_are_logged_by_load_skills(
     with caplog.at_level(logging.WARNING, logger="toolnexus"):
         source = await load_skills(skills_dir=str(tmp_path))
 
-    assert source.skills == []
+    assert source.skills == {}
     assert f"skill skipped (malformed-frontmatter): {md}" in caplog.text
 
 

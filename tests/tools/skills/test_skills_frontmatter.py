@@ -52,10 +52,10 @@ def test_numbers_become_their_text() -> None:
     assert fm.fields == {"name": "42", "description": "1.5"}
 
 
-def test_booleans_become_yaml_spelled_text() -> None:
+def test_booleans_become_python_spelled_text_as_in_the_package() -> None:
     fm = parse_frontmatter("---\nname: true\ndescription: no\n---\n")
 
-    assert fm.fields == {"name": "true", "description": "false"}
+    assert fm.fields == {"name": "True", "description": "False"}
 
 
 def test_a_date_becomes_its_iso_text() -> None:
@@ -85,30 +85,34 @@ def test_an_empty_header_is_well_formed_and_has_no_fields() -> None:
     assert (fm.fields, fm.body, fm.malformed) == ({}, "body", False)
 
 
-def test_broken_yaml_is_malformed_not_a_crash() -> None:
+def test_broken_yaml_with_no_rescuable_name_is_malformed_not_a_crash() -> None:
     fm = parse_frontmatter("---\nname: [unclosed\ndescription: x\n---\nbody\n")
 
     assert fm.malformed
-    assert fm.fields == {}
+    assert fm.yaml_error.startswith("while parsing a flow sequence")
+    assert "\n" not in fm.yaml_error
+    assert fm.fields == {"description": "x"}  # rescued line by line; no name, so malformed
     assert fm.body == "body\n"
 
 
-def test_a_header_that_is_not_a_mapping_is_malformed() -> None:
+def test_a_header_that_is_not_a_mapping_has_no_fields_and_is_not_malformed() -> None:
     fm = parse_frontmatter("---\n- name\n- other\n---\nbody\n")
 
-    assert fm.malformed
+    assert (fm.fields, fm.malformed) == ({}, False)
 
 
-def test_an_opening_fence_that_never_closes_is_malformed() -> None:
+def test_an_opening_fence_that_never_closes_makes_the_whole_text_the_body() -> None:
     fm = parse_frontmatter("---\nname: x\nno closing fence\n")
 
-    assert fm.malformed
+    assert (fm.fields, fm.malformed) == ({}, False)
+    assert fm.body == "---\nname: x\nno closing fence\n"
 
 
-def test_control_characters_in_the_header_are_malformed() -> None:
+def test_control_characters_refused_by_yaml_are_rescued_line_by_line() -> None:
     fm = parse_frontmatter("---\nname: a\x00b\x07\n---\n")
 
-    assert fm.malformed
+    assert fm.yaml_error
+    assert fm.fields == {"name": "a\x00b\x07"}  # discovery then refuses the name
 
 
 def test_crlf_line_ends_are_read() -> None:
@@ -124,10 +128,16 @@ def test_a_byte_order_mark_before_the_fence_is_ignored() -> None:
     assert fm.fields == {"name": "demo"}
 
 
-def test_a_fence_line_must_be_exactly_three_dashes() -> None:
-    fm = parse_frontmatter("---\nname: demo\n----\nstill header?\n")
+def test_any_later_line_starting_with_three_dashes_closes_the_header() -> None:
+    fm = parse_frontmatter("---\nname: demo\n----\nbody\n")
 
-    assert fm.malformed  # "----" does not close the header
+    assert (fm.fields, fm.body) == ({"name": "demo"}, "body\n")
+
+
+def test_the_opening_fence_must_be_exactly_three_dashes() -> None:
+    fm = parse_frontmatter("----\nname: demo\n---\nbody\n")
+
+    assert fm.fields == {}
 
 
 def test_yaml_aliases_are_resolved() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +19,16 @@ from toolnexus.tools.skills import (
     SkillSkip,
     SkillSource,
     list_skills,
+    load_skill_source,
     load_skills,
 )
 
 WriteSkill = Callable[..., Path]
 
 
-def names(skills: Iterable[SkillInfo]) -> list[str]:
-    return [s.name for s in skills]
+def names(skills: Iterable[SkillInfo] | Mapping[str, SkillInfo]) -> list[str]:
+    found = skills.values() if isinstance(skills, Mapping) else skills
+    return [s.name for s in found]
 
 
 async def loaded_names(source: SkillSource) -> list[str]:
@@ -45,17 +47,21 @@ def defs(*skill_names: str, description: str | None = "d") -> list[SkillDef]:
 # --- no source, empty source ----------------------------------------------------------------
 
 
-async def test_no_source_gives_no_tool_and_an_empty_prompt() -> None:
+async def test_no_source_gives_no_source_to_the_toolkit_loader() -> None:
+    assert await load_skill_source() is None
+
+
+async def test_no_source_still_gives_load_skills_a_tool_that_lists_none() -> None:
     source = await load_skills()
 
-    assert (source.tool, source.prompt(), source.skills) == (None, "", [])
+    assert (source.tool.name, source.prompt(), source.skills) == ("skill", NO_SKILLS_PROMPT, {})
 
 
 async def test_no_source_ignores_a_filter_silently(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="toolnexus"):
-        source = await load_skills(skills_filter={"x": True})
+        source = await load_skill_source(skills_filter={"x": True})
 
-    assert source.tool is None
+    assert source is None
     assert caplog.records == []
 
 
@@ -158,7 +164,7 @@ async def test_a_folder_skill_wins_over_a_data_skill_of_the_same_name(
 
     source = await load_skills(skills_dir=str(tmp_path), skills=defs("same"))
 
-    assert [(s.location, s.description) for s in source.skills] == [(str(md), "disk")]
+    assert [(s.location, s.description) for s in source.skills.values()] == [(str(md), "disk")]
 
 
 async def test_a_data_skill_becomes_a_skill_info_at_its_logical_base() -> None:
@@ -166,17 +172,18 @@ async def test_a_data_skill_becomes_a_skill_info_at_its_logical_base() -> None:
         skills=[SkillDef(name=" t ", content="c", description=" d ", resources=["r"])]
     )
 
-    assert source.skills == [
-        SkillInfo(
+    assert source.skills == {
+        "t": SkillInfo(
             name="t",
             description="d",
             location="skill://t/",
             content="c",
+            origin="logical",
             resources=("r",),
             base="skill://t/",
         )
-    ]
-    assert source.skills[0].is_data
+    }
+    assert source.skills["t"].is_data
 
 
 async def test_a_folder_skill_is_not_data(tmp_path: Path, write_skill: WriteSkill) -> None:
@@ -184,7 +191,8 @@ async def test_a_folder_skill_is_not_data(tmp_path: Path, write_skill: WriteSkil
 
     source = await load_skills(skills_dir=str(tmp_path))
 
-    assert not source.skills[0].is_data
+    assert not source.skills["f"].is_data
+    assert source.skills["f"].origin == "fs"
 
 
 async def test_a_plain_dict_is_accepted_as_a_data_skill() -> None:
@@ -192,7 +200,7 @@ async def test_a_plain_dict_is_accepted_as_a_data_skill() -> None:
         skills=[{"name": "d", "content": "c", "description": "x", "resources": ["a"]}]
     )
 
-    assert source.skills[0].resources == ("a",)
+    assert source.skills["d"].resources == ("a",)
 
 
 async def test_a_data_skill_with_a_blank_name_is_skipped_as_missing_name() -> None:
@@ -226,13 +234,22 @@ async def test_a_sync_provider_is_called_once() -> None:
     assert calls == [1]
 
 
-async def test_an_async_provider_is_awaited() -> None:
+async def test_an_async_provider_is_awaited_by_the_toolkit_loader() -> None:
     async def provider() -> list[dict[str, Any]]:
         return [{"name": "ap", "content": "c"}]
 
-    source = await load_skills(skill_provider=provider)
+    source = await load_skill_source(skill_provider=provider)
 
+    assert source is not None
     assert names(source.skills) == ["ap"]
+
+
+async def test_an_async_provider_given_to_sync_load_skills_is_a_usage_error() -> None:
+    async def provider() -> list[dict[str, Any]]:
+        return [{"name": "ap", "content": "c"}]
+
+    with pytest.raises(UsageError, match="create_toolkit"):
+        load_skills(skill_provider=provider)
 
 
 async def test_provider_skills_come_after_the_skills_list() -> None:
@@ -241,7 +258,7 @@ async def test_provider_skills_come_after_the_skills_list() -> None:
     )
 
     assert names(source.skills) == ["listed", "both", "provided"]
-    assert source.skills[1].description == "d"
+    assert source.skills["both"].description == "d"
 
 
 async def test_a_failing_provider_is_isolated_with_a_warning(
@@ -263,7 +280,7 @@ async def test_a_provider_returning_junk_is_isolated(caplog: pytest.LogCaptureFi
     with caplog.at_level(logging.WARNING, logger="toolnexus"):
         source = await load_skills(skill_provider=lambda: "not a list")  # pyright: ignore[reportArgumentType]
 
-    assert source.skills == []
+    assert source.skills == {}
     assert "skill provider failed" in caplog.text
 
 
@@ -273,14 +290,14 @@ async def test_a_provider_returning_a_bad_entry_is_isolated(
     with caplog.at_level(logging.WARNING, logger="toolnexus"):
         source = await load_skills(skill_provider=lambda: [{"name": "x", "contnet": "typo"}])
 
-    assert source.skills == []
+    assert source.skills == {}
     assert "skill provider failed" in caplog.text
 
 
 async def test_a_provider_returning_none_contributes_nothing() -> None:
     source = await load_skills(skill_provider=lambda: None)  # pyright: ignore[reportArgumentType]
 
-    assert (source.skills, source.prompt()) == ([], NO_SKILLS_PROMPT)
+    assert (source.skills, source.prompt()) == ({}, NO_SKILLS_PROMPT)
 
 
 async def test_a_provider_that_is_not_callable_is_a_usage_error() -> None:
@@ -413,7 +430,7 @@ async def test_the_filter_applies_after_dedupe(tmp_path: Path, write_skill: Writ
         skills_dir=str(tmp_path), skills=defs("same"), skills_filter={"same": True}
     )
 
-    assert [s.location for s in source.skills] == [str(md)]
+    assert [s.location for s in source.skills.values()] == [str(md)]
 
 
 # --- list_skills (S3) -----------------------------------------------------------------------

@@ -210,7 +210,7 @@ async def test_a_sample_limit_of_minus_one_drops_the_note_and_the_block(
     )
 
 
-async def test_the_sample_recurses_in_sorted_order_and_skips_every_skill_md(
+async def test_the_sample_recurses_sorts_by_relative_path_and_skips_every_skill_md(
     tmp_path: Path, write_skill: WriteSkill
 ) -> None:
     folder = tmp_path / "tree"
@@ -223,7 +223,7 @@ async def test_the_sample_recurses_in_sorted_order_and_skips_every_skill_md(
 
     result = await call(tool, "tree")
 
-    expected = ["a/b.txt", "a.txt", "nested/n.txt", "z.txt"]
+    expected = ["a.txt", "a/b.txt", "nested/n.txt", "z.txt"]  # one global code-point sort
     assert result.output == fs_output("tree", "Body.", folder, [folder / p for p in expected])
 
 

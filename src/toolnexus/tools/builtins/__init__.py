@@ -5,6 +5,8 @@
 - toggles (the contract's): ``disabled: true`` wins, else ``enabled: false`` turns them all
   off; ``tools`` maps a name to ``False`` (drop) or ``True`` (keep) over the all-on baseline,
   unknown names ignored; global-off short-circuits everything else;
+- the toolnexus package's ``base_dir``/``baseDir``, ``confine_to_base_dir``/
+  ``confineToBaseDir`` and ``shell`` (see `_options`; `builtin_shell` resolves the shell);
 - confinement for hosts that run untrusted models (ours, all off by default):
   ``workspace`` (a directory every path-taking built-in is confined to), ``bash`` (``False``:
   no bash tool; ``{"allow": [names]}``: only those programs, no shell; ``{"sandbox": True}``:
@@ -23,24 +25,37 @@ todowrite``. Each call builds fresh tools, so each toolkit holds its own ``todow
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, TypeAlias, cast
 
-from ..._types import Tool
+from ..._types import Tool, ToolContext, ToolResult
+from ._confine import SKIPPED_DIRS
 from ._options import DEFAULT_MAX_OUTPUT_BYTES, BashPolicy, BuiltinOptions, parse_builtin_options
+from ._process import KILL_GRACE_MS
+from ._shell import NoShellError, no_shell_error
 from .todowrite import TodoList, todowrite_tool
 
 __all__ = [
     "DEFAULT_MAX_OUTPUT_BYTES",
+    "IGNORE_DIRS",
+    "KILL_GRACE_MS",
     "BashPolicy",
     "BuiltinOptions",
     "BuiltinsConfig",
+    "NoShellError",
     "TodoList",
+    "builtin_shell",
     "builtins_enabled",
     "create_builtin_tools",
     "parse_builtin_options",
     "select_builtins",
 ]
+
+IGNORE_DIRS = SKIPPED_DIRS
+"""Directories ``grep`` and ``glob`` never enter (the toolnexus package's name)."""
+
+_PATH_TAKING = frozenset({"bash", "read", "write", "edit", "grep", "glob", "apply_patch"})
 
 BuiltinsConfig: TypeAlias = bool | Mapping[str, Any] | None
 
@@ -65,6 +80,7 @@ def create_builtin_tools(options: BuiltinOptions | BuiltinsConfig = None) -> lis
 
     Raises:
         UsageError: an invalid option (see `parse_builtin_options`).
+        NoShellError: ``bash`` is enabled (with no allowlist) but no shell was found.
 
     Example:
         >>> [t.name for t in create_builtin_tools({"bash": False})][:2]
@@ -82,6 +98,8 @@ def create_builtin_tools(options: BuiltinOptions | BuiltinsConfig = None) -> lis
     from .write import write_tool
 
     opts = options if isinstance(options, BuiltinOptions) else parse_builtin_options(options)
+    if opts.bash.enabled and opts.bash.allow is None and not opts.shell:
+        raise no_shell_error()
     tools: list[Tool] = []
     if opts.bash.enabled:
         tools.append(bash_tool(opts))
@@ -96,7 +114,32 @@ def create_builtin_tools(options: BuiltinOptions | BuiltinsConfig = None) -> lis
         apply_patch_tool(opts),
         todowrite_tool(opts),
     ]
+    if opts.refusal is not None:
+        return [_refusing(t, opts.refusal) if t.name in _PATH_TAKING else t for t in tools]
     return tools
+
+
+def builtin_shell(cfg: BuiltinsConfig = None) -> list[str]:
+    """The argv prefix ``bash`` runs commands with under ``cfg`` (its ``shell``, else the one
+    found on this machine), e.g. ``["/usr/bin/bash", "-c"]``.
+
+    Raises:
+        NoShellError: no ``shell`` given and none found (a `RuntimeError` too).
+    """
+    shell = parse_builtin_options(cfg).shell
+    if not shell:
+        raise no_shell_error()
+    return list(shell)
+
+
+def _refusing(tool: Tool, reason: str) -> Tool:
+    """``tool`` failing every call with ``reason`` (a confinement that cannot be honoured)."""
+
+    async def execute(args: Any = None, ctx: ToolContext | None = None) -> ToolResult:
+        del args, ctx
+        return ToolResult(f"{tool.name}: {reason}", is_error=True)
+
+    return dataclasses.replace(tool, execute=execute)
 
 
 def select_builtins(cfg: BuiltinsConfig) -> list[Tool]:
@@ -113,4 +156,7 @@ def select_builtins(cfg: BuiltinsConfig) -> list[Tool]:
         raw = cfg.get("tools")
         if isinstance(raw, Mapping):
             per_tool = cast(Mapping[str, Any], raw)
-    return [t for t in create_builtin_tools(cfg) if per_tool.get(t.name, True) is not False]
+    opts = parse_builtin_options(cfg)
+    if per_tool.get("bash", True) is False:  # off by name: no shell needed
+        opts = dataclasses.replace(opts, bash=BashPolicy(enabled=False))
+    return [t for t in create_builtin_tools(opts) if per_tool.get(t.name, True) is not False]

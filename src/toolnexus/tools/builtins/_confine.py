@@ -143,9 +143,9 @@ class Located:
 class Paths:
     """Resolves path arguments, confined to ``workspace`` when one is set."""
 
-    __slots__ = ("_identity", "_prefix", "root")
+    __slots__ = ("_identity", "_prefix", "base_dir", "root")
 
-    def __init__(self, workspace: Path | None = None) -> None:
+    def __init__(self, workspace: Path | None = None, *, base_dir: Path | None = None) -> None:
         self.root = workspace
         self._identity: tuple[int, int] | None = None
         self._prefix: tuple[str, ...] = ()
@@ -153,11 +153,14 @@ class Paths:
             info = os.stat(workspace)
             self._identity = (info.st_dev, info.st_ino)
             self._prefix = _components(str(workspace))
+        self.base_dir = base_dir
 
     @property
     def base(self) -> Path:
-        """Where relative paths start: the workspace, else the process cwd (now)."""
-        return self.root if self.root is not None else Path.cwd()
+        """Where relative paths start: the workspace, else ``base_dir``, else the cwd (now)."""
+        if self.root is not None:
+            return self.root
+        return self.base_dir if self.base_dir is not None else Path.cwd()
 
     def locate(
         self,
@@ -206,7 +209,7 @@ class Paths:
         if not os.path.isabs(raw):
             if self.root is not None:
                 return raw.split("/")
-            return [*_components(os.getcwd()), *raw.split("/")]
+            return [*_components(str(self.base)), *raw.split("/")]
         return self.under_root(raw, raw)
 
     def under_root(self, target: str, raw: str) -> list[str]:
@@ -218,7 +221,9 @@ class Paths:
             return list(parts)
         if parts[: len(self._prefix)] == self._prefix:
             return list(parts[len(self._prefix) :])
-        raise BuiltinError(f"{raw}: path is outside the workspace")
+        raise BuiltinError(
+            f"{raw}: path is outside the workspace (resolves outside baseDir {self.root})"
+        )
 
 
 class _Walk:
@@ -290,7 +295,10 @@ class _Walk:
     def _up(self) -> None:
         if len(self.fds) == 1:
             if self.confined:
-                raise BuiltinError(f"{self.raw}: path is outside the workspace")
+                raise BuiltinError(
+                    f"{self.raw}: path is outside the workspace "
+                    f"(resolves outside baseDir {self.root})"
+                )
             return  # ``/..`` is ``/``
         self._close([self.fds.pop()])
         self.names.pop()

@@ -88,9 +88,9 @@ def parse_patch(text: str) -> list[FileOp]:
     while start < len(lines) and not lines[start].strip():
         start += 1
     if start >= len(lines) or lines[start].strip() != BEGIN:
-        raise PatchError(f"the patch must start with {BEGIN!r}")
+        raise PatchError(f"missing {BEGIN!r}")
     if lines[-1].strip() != END:
-        raise PatchError(f"the patch must end with {END!r}")
+        raise PatchError(f"missing {END!r}")
     body = lines[start + 1 : -1]
     ops: list[FileOp] = []
     i = 0
@@ -101,7 +101,7 @@ def parse_patch(text: str) -> list[FileOp]:
             continue
         header = _header(line)
         if header is None:
-            raise PatchError(f"expected a file header (*** Add/Update/Delete File:), got {line!r}")
+            raise PatchError(f"unexpected line: {line}")
         kind, path = header
         end = i + 1
         while end < len(body) and _header(body[end]) is None:
@@ -135,8 +135,9 @@ def _section(kind: Literal["add", "update", "delete"], path: str, lines: list[st
         for line in lines:
             if not line.startswith("+"):
                 raise PatchError(f"Add File {path}: every line must start with '+', got {line!r}")
-            content.append(line[1:] + "\n")
-        return FileOp(kind="add", path=path, content="".join(content))
+            content.append(line[1:])
+        # The body lines joined, no newline added after the last (as the toolnexus package).
+        return FileOp(kind="add", path=path, content="\n".join(content))
     move_to: str | None = None
     if lines and lines[0].startswith(MOVE_TO):
         move_to = lines[0][len(MOVE_TO) :].strip()
@@ -252,7 +253,8 @@ def apply_hunks(content: str, hunks: Sequence[Hunk], path: str) -> str:
             shown = "\n".join(hunk.old[:_SHOWN_LINES])
             more = "\n..." if len(hunk.old) > _SHOWN_LINES else ""
             raise PatchError(
-                f"{path}: hunk {number} does not match the file; expected lines:\n{shown}{more}"
+                f"hunk does not match file contents ({path}: hunk {number}; expected lines:\n"
+                f"{shown}{more})"
             )
         edits.append((found, len(hunk.old), hunk.new))
         cursor = found + len(hunk.old)

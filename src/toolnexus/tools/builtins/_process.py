@@ -3,7 +3,8 @@
 The child starts in a new session (so it leads a new process group) with stdin from
 ``/dev/null`` and stdout and stderr on one pipe, read as it arrives (so the child never blocks
 on a full pipe) while only the first ``limit`` bytes are kept. A timeout or the stop event
-sends ``SIGKILL`` to the whole group: the command, its children and their children. A
+sends ``SIGTERM`` to the whole group (the command, its children and their children), then
+``SIGKILL`` to whatever is left once the command is gone or `KILL_GRACE_MS` has passed. A
 descendant that left the group on purpose (``setsid``) is out of reach; so is anything after
 the command exits normally — background jobs are left running, as in a terminal.
 
@@ -23,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["DRAIN_GRACE", "Finished", "Stopped", "run_process"]
+__all__ = ["DRAIN_GRACE", "KILL_GRACE_MS", "Finished", "Stopped", "run_process"]
 
 DRAIN_GRACE = 0.5
+KILL_GRACE_MS = 2000
+"""Milliseconds between SIGTERM and SIGKILL when a command's process group is stopped."""
 _CHUNK = 65536
 
 Stopped = Literal["exited", "timeout", "cancelled"]
@@ -99,7 +102,9 @@ async def _supervise(
         stopped: Stopped = "exited"
         if exited not in done:
             stopped = "cancelled" if stopper is not None and stopper in done else "timeout"
-            _kill_group(proc.pid)
+            _signal_group(proc.pid, signal.SIGTERM)
+            await asyncio.wait({exited}, timeout=KILL_GRACE_MS / 1000)
+            _kill_group(proc.pid)  # stragglers too, even once the command itself is gone
         code = await exited
         await sink.drain(DRAIN_GRACE)
         return Finished(output=bytes(sink.head), total=sink.total, exit_code=code, stopped=stopped)
@@ -112,8 +117,12 @@ async def _supervise(
 
 
 def _kill_group(pgid: int) -> None:
+    _signal_group(pgid, signal.SIGKILL)
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):  # already gone
-        os.killpg(pgid, signal.SIGKILL)
+        os.killpg(pgid, sig)
 
 
 class _PipeSink:

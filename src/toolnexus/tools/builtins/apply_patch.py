@@ -9,9 +9,9 @@ file, an ``Add File`` over an existing file, a ``Move to`` onto an existing file
 the workspace) is an error and leaves every file byte for byte as it was. Several sections may
 touch the same file; each sees the previous one's result.
 
-Answers ``Applied patch: <n> file operation(s)`` followed by one line per operation:
-``A <path>`` (added), ``M <path>`` (updated), ``M <path> -> <new path>`` (moved), ``D <path>``
-(deleted).
+Answers exactly ``Applied patch: <n> file operation[s]`` (the toolnexus package's text), with
+``metadata={"added", "updated", "deleted"}`` counts. An ``Add File`` body is its lines joined
+by ``\n``, with no newline added after the last.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ if any hunk does not match, no file is changed. Format:
 
 def apply_patch_tool(options: BuiltinOptions) -> Tool:
     """The ``apply_patch`` built-in under ``options``."""
-    paths = Paths(options.workspace)
+    paths = options.paths()
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
         return await asyncio.to_thread(_apply, args, paths)
@@ -83,13 +83,14 @@ def _apply(args: dict[str, Any], paths: Paths) -> ToolResult:
     try:
         ops = parse_patch(text)
         stage = _Stage(paths)
-        summary = [stage.apply(op) for op in ops]
+        for op in ops:
+            stage.apply(op)
     except PatchError as exc:
         raise BuiltinError(str(exc)) from None
     stage.commit()
     plural = "" if len(ops) == 1 else "s"
     return ToolResult(
-        "\n".join([f"Applied patch: {len(ops)} file operation{plural}", *summary]),
+        f"Applied patch: {len(ops)} file operation{plural}",
         metadata={
             "added": sum(op.kind == "add" for op in ops),
             "updated": sum(op.kind == "update" for op in ops),
@@ -112,7 +113,7 @@ class _Stage:
         key, present = self._look(op.path)
         if op.kind == "add":
             if self._exists(key, present):
-                raise PatchError(f"Add File {op.path}: the file already exists")
+                raise PatchError(f"file already exists: {op.path}")
             self.files[key] = op.content
             return f"A {op.path}"
         if op.kind == "delete":

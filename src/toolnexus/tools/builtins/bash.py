@@ -1,12 +1,16 @@
 """The ``bash`` built-in: run a shell command.
 
-``bash{command, workdir?, timeout?, description?}`` runs ``command`` with ``bash -c`` (``sh``
-when bash is absent) in ``workdir`` (default: the cwd, or the workspace), and answers its
-combined stdout and stderr. ``timeout`` is in milliseconds (default 60000). A non-zero exit is
-an error ending ``bash: command exited with code <n>`` (``metadata={"exitCode": n}``); a
-timeout, or the run's cancel signal (``ctx.signal``), kills the command's whole process group
-(see `_process`) and is an error too. ``description`` is for humans and is ignored. Output
-beyond ``max_output_bytes`` is dropped while it is read; the notice follows what was kept.
+``bash{command, workdir?, timeout?, description?}`` runs ``command`` with the shell prefix
+(``builtins["shell"]``, else ``bash -c``, ``/bin/sh -c`` or ``sh -c``, found when the tools are
+built; see `_shell`) in ``workdir`` (default: the workspace, else ``base_dir``, else the cwd),
+and answers its combined stdout and stderr. ``timeout`` is in milliseconds (default 60000).
+``metadata`` always has ``shell`` (the prefix joined by spaces) and ``truncated``. A non-zero
+exit is an error ``<output>\nbash: command exited with code <n>`` (``exitCode``); a timeout
+(``bash: command timed out after <ms>ms\n<output>``, ``timedOut``/``killedTree``, no
+``exitCode``) or the run's cancel signal (``ctx.signal``) stops the command's whole process
+group, SIGTERM then SIGKILL (see `_process`), and is an error too. ``description`` is for
+humans and is ignored. Output beyond ``max_output_bytes`` is dropped while it is read; the
+notice follows what was kept.
 
 **Allowlist** (``builtins={"bash": {"allow": ["git", "pytest"]}}``). Then a command is accepted
 only when:
@@ -83,10 +87,12 @@ _DESCRIPTION = (
 
 
 def bash_tool(options: BuiltinOptions) -> Tool:
-    """The ``bash`` built-in under ``options`` (allowlist, sandbox, workspace, output cap)."""
-    paths = Paths(options.workspace)
+    """The ``bash`` built-in under ``options`` (allowlist, sandbox, shell, workspace, output
+    cap)."""
+    paths = options.paths()
     allow = options.bash.allow
     sandbox = options.bash.sandbox
+    shell = options.shell
     cap = options.max_output_bytes
     description = _DESCRIPTION
     if allow is not None:
@@ -105,7 +111,11 @@ def bash_tool(options: BuiltinOptions) -> Tool:
         if sandbox is not None and sandbox.timeout is not None:
             timeout_ms = min(timeout_ms, sandbox.timeout * 1000)
         workdir = optional_text_arg(args, "workdir")
-        argv, env = _command(command, allow, options.workspace, sandboxed=sandbox is not None)
+        if not command.strip():
+            raise BuiltinError("command is required")
+        argv, env = _command(
+            command, allow, options.workspace, shell, sandboxed=sandbox is not None
+        )
         cwd = _workdir(paths, workdir)
         if sandbox is not None and options.workspace is not None:
             argv = sandbox_argv(sandbox, options.workspace, cwd, argv)
@@ -121,7 +131,7 @@ def bash_tool(options: BuiltinOptions) -> Tool:
             raise BuiltinError(f"command not found: {argv[0]}") from None
         except PermissionError:
             raise BuiltinError(f"permission denied: {argv[0]}") from None
-        return _result(finished, timeout_ms, cap)
+        return _result(finished, timeout_ms, cap, "" if allow is not None else " ".join(shell))
 
     return builtin_tool(
         "bash", description, BASH_SCHEMA, run, max_output_bytes=cap, caps_itself=True
@@ -129,12 +139,17 @@ def bash_tool(options: BuiltinOptions) -> Tool:
 
 
 def _command(
-    command: str, allow: Sequence[str] | None, workspace: Path | None, *, sandboxed: bool
+    command: str,
+    allow: Sequence[str] | None,
+    workspace: Path | None,
+    shell: Sequence[str],
+    *,
+    sandboxed: bool,
 ) -> tuple[list[str], dict[str, str] | None]:
-    """The argv to run and its environment (``None``: inherit the process's)."""
+    """The argv to run and its environment (``None``: inherit the process's); without an
+    allowlist, the shell prefix and the command."""
     if allow is None:
-        shell = shutil.which("bash") or "/bin/sh"
-        return [shell, "-c", command], None
+        return [*shell, command], None
     words = _allowed_words(command, allow)
     if words[0] == "git":
         check_git_words(words)
@@ -169,7 +184,7 @@ def _allowed_words(command: str, allow: Sequence[str]) -> list[str]:
 
 def _workdir(paths: Paths, raw: str | None) -> Path | None:
     if raw is None:
-        return paths.root
+        return paths.root if paths.root is not None else paths.base_dir
     with paths.locate(raw) as entry:
         info = entry.lstat()
         if info is None or not stat.S_ISDIR(info.st_mode):
@@ -177,21 +192,26 @@ def _workdir(paths: Paths, raw: str | None) -> Path | None:
         return entry.path
 
 
-def _result(finished: Finished, timeout_ms: float, cap: int) -> ToolResult:
+def _result(finished: Finished, timeout_ms: float, cap: int, shell: str) -> ToolResult:
     truncated = finished.total > cap
     text = decode_prefix(finished.output, complete=not truncated)
     if truncated:
         text += truncation_notice(cap)
-    metadata: dict[str, Any] = {"exitCode": finished.exit_code, "truncated": truncated}
     if finished.stopped == "timeout":
-        shown = int(timeout_ms) if float(timeout_ms).is_integer() else timeout_ms
-        head = f"bash: command timed out after {shown}ms; its process tree was killed"
-        return ToolResult(f"{head}\n{text}" if text else head, True, metadata)
+        metadata = {"shell": shell, "timedOut": True, "killedTree": True, "truncated": truncated}
+        return ToolResult(
+            f"bash: command timed out after {int(timeout_ms)}ms\n{text}", True, metadata
+        )
+    metadata: dict[str, Any] = {
+        "shell": shell,
+        "exitCode": finished.exit_code,
+        "truncated": truncated,
+    }
     if finished.stopped == "cancelled":
         head = "bash: command cancelled; its process tree was killed"
         return ToolResult(f"{head}\n{text}" if text else head, True, metadata)
     if finished.exit_code != 0:
-        tail = f"bash: command exited with code {finished.exit_code}"
-        sep = "" if not text or text.endswith("\n") else "\n"
-        return ToolResult(f"{text}{sep}{tail}", True, metadata)
+        return ToolResult(
+            f"{text}\nbash: command exited with code {finished.exit_code}", True, metadata
+        )
     return ToolResult(text, False, metadata)

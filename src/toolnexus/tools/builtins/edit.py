@@ -44,7 +44,7 @@ _DESCRIPTION = (
 
 def edit_tool(options: BuiltinOptions) -> Tool:
     """The ``edit`` built-in under ``options``."""
-    paths = Paths(options.workspace)
+    paths = options.paths()
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
         return await asyncio.to_thread(_edit, args, paths)

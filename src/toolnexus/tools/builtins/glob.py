@@ -42,7 +42,7 @@ DEFAULT_LIMIT = 100
 
 def glob_tool(options: BuiltinOptions) -> Tool:
     """The ``glob`` built-in under ``options``."""
-    paths = Paths(options.workspace)
+    paths = options.paths()
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
         return await asyncio.to_thread(_glob, args, paths)

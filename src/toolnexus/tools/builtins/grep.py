@@ -52,7 +52,7 @@ DEFAULT_LIMIT = 100
 
 def grep_tool(options: BuiltinOptions) -> Tool:
     """The ``grep`` built-in under ``options``."""
-    paths = Paths(options.workspace)
+    paths = options.paths()
     cap = options.max_output_bytes
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:

@@ -54,7 +54,7 @@ _DESCRIPTION = (
 
 def read_tool(options: BuiltinOptions) -> Tool:
     """The ``read`` built-in under ``options``."""
-    paths = Paths(options.workspace)
+    paths = options.paths()
     cap = options.max_output_bytes
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:

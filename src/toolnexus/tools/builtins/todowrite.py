@@ -1,10 +1,11 @@
 """The ``todowrite`` built-in: the model's todo list for this toolkit.
 
 ``todowrite{todos: [{id, text, completed}]}`` replaces the whole list and answers it rendered,
-one item per line: ``[x] <id>. <text>`` for a completed item, ``[ ] <id>. <text>`` otherwise
-(``(no todos)`` for an empty list). The list lives in the tool instance, so each toolkit has its
-own; nothing is persisted (stateless across processes, as the contract says). A malformed item
-is an error and leaves the list as it was. ``metadata={"todos": [...]}`` carries the list.
+one item per line, unnumbered as in the toolnexus package: ``[x] <text>`` for a completed
+item, ``[ ] <text>`` otherwise (``(no todos)`` for an empty list). The list lives in the tool
+instance, so each toolkit has its own; nothing is persisted (stateless across processes, as the
+contract says). A malformed item is an error and leaves the list as it was.
+``metadata={"todos": [...]}`` carries the list as given (what ``all_todos_done`` reads).
 """
 
 from __future__ import annotations
@@ -45,14 +46,14 @@ _DESCRIPTION = (
 
 
 def render_todos(todos: list[dict[str, Any]]) -> str:
-    """``[x] 1. text`` lines, in order; ``(no todos)`` for an empty list.
+    """``[x] text`` lines, in order; ``(no todos)`` for an empty list.
 
     >>> render_todos([{"id": "1", "text": "write tests", "completed": True}])
-    '[x] 1. write tests'
+    '[x] write tests'
     """
     if not todos:
         return "(no todos)"
-    return "\n".join(f"[{'x' if t['completed'] else ' '}] {t['id']}. {t['text']}" for t in todos)
+    return "\n".join(f"[{'x' if t['completed'] else ' '}] {t['text']}" for t in todos)
 
 
 class TodoList:
@@ -78,9 +79,10 @@ def todowrite_tool(options: BuiltinOptions, todos: TodoList | None = None) -> To
     held = todos if todos is not None else TodoList()
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
-        held.replace(_todos(args.get("todos")))
-        items = held.items
-        return ToolResult(render_todos(items), metadata={"todos": items})
+        given = args.get("todos")
+        held.replace(_todos(given))
+        as_given = [dict(t) for t in cast(list[dict[str, Any]], given)]
+        return ToolResult(render_todos(held.items), metadata={"todos": as_given})
 
     return builtin_tool(
         "todowrite",

@@ -37,7 +37,7 @@ _DESCRIPTION = (
 
 def write_tool(options: BuiltinOptions) -> Tool:
     """The ``write`` built-in under ``options``."""
-    paths = Paths(options.workspace)
+    paths = options.paths()
 
     async def run(args: dict[str, Any], ctx: ToolContext | None) -> ToolResult:
         return await asyncio.to_thread(_write, args, paths)

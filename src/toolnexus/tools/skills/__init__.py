@@ -6,8 +6,8 @@ instructions mention. The model sees a short catalog in the system prompt (`Skil
 and loads a skill's full instructions on demand through the ``skill`` tool (progressive
 disclosure)::
 
-    source = await load_skills(skills_dir="./skills")
-    tools = [source.tool] if source.tool else []
+    source = load_skills("./skills")        # sync; ``await load_skills(...)`` works too
+    tools = [source.tool]
     system = "You are helpful.\\n\\n" + source.prompt()
 
 The parts: `walk` (the symlink-following, cycle-safe, sorted walk), `frontmatter` (the YAML
@@ -23,12 +23,13 @@ from .model import (
     SkillDefLike,
     SkillInfo,
     SkillInventory,
+    SkillOrigin,
     SkillProvider,
     SkillSkip,
     SkillSkipReason,
 )
 from .render import NO_SKILLS_PROMPT, SKILL_TOOL_DESCRIPTION, SKILLS_PROMPT_PREAMBLE
-from .source import SkillsDir, SkillSource, list_skills, load_skills
+from .source import SkillsDir, SkillSource, list_skills, load_skill_source, load_skills
 
 __all__ = [
     "MAX_SKILL_FILE_BYTES",
@@ -39,11 +40,13 @@ __all__ = [
     "SkillDefLike",
     "SkillInfo",
     "SkillInventory",
+    "SkillOrigin",
     "SkillProvider",
     "SkillSkip",
     "SkillSkipReason",
     "SkillSource",
     "SkillsDir",
     "list_skills",
+    "load_skill_source",
     "load_skills",
 ]

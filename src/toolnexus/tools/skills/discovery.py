@@ -1,8 +1,9 @@
 """Gathering skill candidates: folders first, then data, then the provider; then dedupe.
 
 Every source yields *candidates* in a fixed order — each skills root in the order given (its
-``SKILL.md`` files in sorted walk order, see `walk`), then the ``skills`` list, then what the
-``skill_provider`` returned. `merge` keeps the first skill of each name and turns the rest
+``SKILL.md`` files sorted by segment count below the root, then by relative path in code-point
+order, so a shallower skill always beats a nested copy), then the ``skills`` list, then what
+the ``skill_provider`` returned. `merge` keeps the first skill of each name and turns the rest
 into ``duplicate-name`` skips. Nothing here raises for bad *files*: a file that cannot become a
 skill is a `Rejected` candidate carrying the reason (for `list_skills`) and a human detail
 (for the log). Bad *arguments* from the host are `UsageError`s.
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias, cast
 
 from ...errors import UsageError
+from .._shims import warn_stderr
 from .frontmatter import parse_frontmatter
 from .model import (
     SkillDef,
@@ -30,14 +32,17 @@ from .model import (
     items_of,
     skill_def_of,
 )
-from .walk import SKILL_FILE, walk_files
+from .walk import SKILL_FILE, by_depth_then_path, walk_files
 
 __all__ = [
     "MAX_SKILL_FILE_BYTES",
+    "PROVIDER_FAILED",
     "Candidate",
     "Rejected",
+    "call_provider",
     "candidates_from_defs",
     "merge",
+    "provided_defs",
     "read_skill_file",
     "resolve_provider",
     "roots_of",
@@ -101,11 +106,11 @@ def scan_roots(roots: Iterable[str]) -> list[Candidate]:
     found: list[Candidate] = []
     for root in roots:
         if not os.path.isdir(root):
-            log.warning("toolnexus: skills dir not found: %s", root)
+            warn_stderr(f"skills dir not found: {root}")
             continue
-        for entry in walk_files(root, visited):
-            if entry.name == SKILL_FILE:
-                found.append(read_skill_file(entry.path))
+        skill_files = [e for e in walk_files(root, visited) if e.name == SKILL_FILE]
+        for entry in sorted(skill_files, key=by_depth_then_path):
+            found.append(read_skill_file(entry.path))
     return found
 
 
@@ -123,7 +128,12 @@ def read_skill_file(path: str) -> Candidate:
         return _reject(path, "unreadable", "not UTF-8 text")
     header = parse_frontmatter(text)
     if header.malformed:
-        return _reject(path, "malformed-frontmatter", "the frontmatter is not a YAML mapping")
+        return _reject(
+            path,
+            "malformed-frontmatter",
+            f"the frontmatter is not YAML: {header.yaml_error}",
+            header.yaml_error,
+        )
     name = header.fields.get("name", "")
     if not name:
         return _reject(path, "missing-name", "the frontmatter has no name")
@@ -131,9 +141,10 @@ def read_skill_file(path: str) -> Candidate:
         return _reject(path, "missing-name", "the name holds control characters")
     return SkillInfo(
         name=name,
-        description=header.fields.get("description") or None,
         location=path,
         content=header.body,
+        description=header.fields.get("description"),
+        origin="fs",
     )
 
 
@@ -178,9 +189,10 @@ def candidates_from_defs(defs: Iterable[SkillDef]) -> list[Candidate]:
         found.append(
             SkillInfo(
                 name=name,
-                description=(d.description or "").strip() or None,
                 location=base,
                 content=d.content,
+                description=None if d.description is None else d.description.strip(),
+                origin="logical",
                 resources=tuple(d.resources or ()),
                 base=base,
             )
@@ -188,26 +200,50 @@ def candidates_from_defs(defs: Iterable[SkillDef]) -> list[Candidate]:
     return found
 
 
-async def resolve_provider(provider: SkillProvider | None) -> list[SkillDef]:
-    """Call the provider once and check what it returned.
+def call_provider(provider: SkillProvider | None) -> object:
+    """Call the provider once; what it returned (maybe an awaitable), or `PROVIDER_FAILED`.
 
-    A provider that raises or returns something other than a list of skill definitions is
-    isolated: logged as a warning, it contributes no skills, and the build goes on.
+    A provider that raises is isolated: logged as a warning, it contributes no skills.
     """
     if provider is None:
-        return []
+        return None
     if not callable(provider):
         raise UsageError("skill_provider must be a callable returning skill definitions")
     try:
-        produced: Any = provider()
-        if inspect.isawaitable(produced):
-            produced = await produced
-        if produced is None:
-            return []
+        return provider()
+    except Exception:
+        log.warning("toolnexus: skill provider failed; its skills are left out", exc_info=True)
+        return PROVIDER_FAILED
+
+
+PROVIDER_FAILED = object()
+"""What `call_provider` gives for a provider that raised."""
+
+
+def provided_defs(produced: object) -> list[SkillDef]:
+    """Check what the provider returned (already awaited): a list of skill definitions.
+
+    Anything else is isolated like a raising provider: logged, and no skills come from it.
+    """
+    if produced is None or produced is PROVIDER_FAILED:
+        return []
+    try:
         return [skill_def_of(item) for item in items_of(produced, "skill_provider's result")]
     except Exception:
         log.warning("toolnexus: skill provider failed; its skills are left out", exc_info=True)
         return []
+
+
+async def resolve_provider(provider: SkillProvider | None) -> list[SkillDef]:
+    """Call the provider once (sync or async) and check what it returned."""
+    produced: Any = call_provider(provider)
+    if inspect.isawaitable(produced):
+        try:
+            produced = await produced
+        except Exception:
+            log.warning("toolnexus: skill provider failed; its skills are left out", exc_info=True)
+            return []
+    return provided_defs(produced)
 
 
 def merge(candidates: Iterable[Candidate]) -> tuple[list[SkillInfo], list[Rejected]]:
@@ -220,12 +256,12 @@ def merge(candidates: Iterable[Candidate]) -> tuple[list[SkillInfo], list[Reject
             continue
         first = kept.get(candidate.name)
         if first is not None:
-            detail = f'the name "{candidate.name}" is taken by {first.location}'
+            detail = f'duplicate skill name "{candidate.name}" ({candidate.location})'
             rejected.append(_reject(candidate.location, "duplicate-name", detail))
             continue
         kept[candidate.name] = candidate
     return list(kept.values()), rejected
 
 
-def _reject(location: str, reason: SkillSkipReason, detail: str) -> Rejected:
-    return Rejected(SkillSkip(location=location, reason=reason), detail)
+def _reject(location: str, reason: SkillSkipReason, detail: str, yaml_error: str = "") -> Rejected:
+    return Rejected(SkillSkip(location=location, reason=reason, detail=yaml_error), detail)

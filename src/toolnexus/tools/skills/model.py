@@ -12,12 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias, cast
 
 from ...errors import UsageError
+from .._shims import SelfAwaitable
 
 __all__ = [
     "SkillDef",
     "SkillDefLike",
     "SkillInfo",
     "SkillInventory",
+    "SkillOrigin",
     "SkillProvider",
     "SkillSkip",
     "SkillSkipReason",
@@ -32,7 +34,7 @@ SkillSkipReason: TypeAlias = Literal[
 """Why a candidate did not become a skill."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class SkillDef:
     """A skill supplied as data rather than found on disk.
 
@@ -63,25 +65,35 @@ SkillProvider: TypeAlias = Callable[[], Iterable[SkillDefLike] | Awaitable[Itera
 """A zero-argument callable, sync or async, returning data skills. Called once, at build."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+SkillOrigin: TypeAlias = Literal["fs", "logical"]
+"""Where a skill came from: a ``SKILL.md`` on disk, or data (a logical base)."""
+
+
+@dataclass(frozen=True, slots=True)
 class SkillInfo:
     """One usable skill.
 
+    The positional order is ``(name, location, content, description, origin, resources,
+    base)``, as in the toolnexus package; keyword construction works too.
+
     Attributes:
         name: the trimmed name from the frontmatter (or the `SkillDef`).
-        description: the trimmed description, or ``None`` when there is none.
         location: the absolute path to the ``SKILL.md`` file (as reached, links not
             resolved); for a data skill, its logical base.
         content: the body after the frontmatter, untrimmed.
+        description: the trimmed description; ``""`` when the header says ``description:
+            ""``, ``None`` when there is none.
+        origin: ``"fs"`` for a folder skill, ``"logical"`` for a data skill.
         resources: a data skill's logical resource names; ``None`` for a folder skill.
         base: a data skill's logical base (``skill://<name>/`` by default); ``None`` for a
             folder skill.
     """
 
     name: str
-    description: str | None
     location: str
     content: str
+    description: str | None = None
+    origin: SkillOrigin = "fs"
     resources: tuple[str, ...] | None = None
     base: str | None = None
 
@@ -91,24 +103,31 @@ class SkillInfo:
         return self.base is not None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True)
 class SkillSkip:
     """A candidate that did not become a skill.
 
     Attributes:
         location: the ``SKILL.md`` path, or a data skill's logical base.
-        reason: ``missing-name`` (no usable name), ``malformed-frontmatter`` (a header that
-            is not a YAML mapping), ``duplicate-name`` (an earlier skill has the name) or
+        reason: ``missing-name`` (no usable name, or a header that is never closed),
+            ``malformed-frontmatter`` (YAML refused the header and no name could be read
+            from it line by line), ``duplicate-name`` (an earlier skill has the name) or
             ``unreadable`` (not a regular file, not UTF-8, too large, or an I/O error).
+        detail: the YAML parser's own message (newlines as spaces) when YAML refused the
+            header; ``""`` otherwise.
     """
 
     location: str
     reason: SkillSkipReason
+    detail: str = ""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SkillInventory:
-    """What `list_skills` found: the usable skills and the skipped candidates, unfiltered."""
+@dataclass(frozen=True, slots=True)
+class SkillInventory(SelfAwaitable):
+    """What `list_skills` found: the usable skills and the skipped candidates, unfiltered.
+
+    Awaiting it gives the inventory itself, so ``await list_skills(...)`` keeps working.
+    """
 
     skills: list[SkillInfo] = field(default_factory=list[SkillInfo])
     skipped: list[SkillSkip] = field(default_factory=list[SkillSkip])

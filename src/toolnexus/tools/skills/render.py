@@ -36,7 +36,7 @@ from typing import Any
 
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
 from .model import SkillInfo
-from .walk import SKILL_FILE, walk_files
+from .walk import SKILL_FILE, by_path, walk_files
 
 __all__ = [
     "DEFAULT_SAMPLE_LIMIT",
@@ -87,10 +87,11 @@ _RELATIVE_NOTE = (
 def render_skills_prompt(skills: Iterable[SkillInfo]) -> str:
     """The skills section of the system prompt for a configured skill source.
 
-    Described skills are listed by name (code point order); a skill without a description is
-    loadable but not listed. With none described the result is ``NO_SKILLS_PROMPT``.
+    Described skills (a ``""`` description counts) are listed by name (code point order); a
+    skill without one is loadable but not listed. With none described the result is
+    ``NO_SKILLS_PROMPT``.
     """
-    described = sorted((s for s in skills if s.description), key=lambda s: s.name)
+    described = sorted((s for s in skills if s.description is not None), key=lambda s: s.name)
     if not described:
         return NO_SKILLS_PROMPT
     lines = [f"- **{s.name}**: {s.description}" for s in described]
@@ -98,19 +99,16 @@ def render_skills_prompt(skills: Iterable[SkillInfo]) -> str:
 
 
 def sample_files(directory: str, limit: int) -> list[str]:
-    """Up to ``limit`` files under ``directory`` (recursive, links followed, sorted).
+    """Up to ``limit`` files under ``directory`` (recursive, links followed), absolute.
 
-    Any file named ``SKILL.md`` is left out, as are dangling links and non-regular files.
+    Every file is collected first and sorted by its ``/``-separated relative path in code-point
+    order, then capped (so ``a-c`` comes before ``a/b``). Any file named ``SKILL.md`` is left
+    out, as are dangling links and non-regular files.
     """
-    found: list[str] = []
     if limit <= 0:
-        return found
-    for entry in walk_files(directory):
-        if entry.regular and entry.name != SKILL_FILE:
-            found.append(entry.path)
-            if len(found) >= limit:
-                break
-    return found
+        return []
+    files = [e for e in walk_files(directory) if e.regular and e.name != SKILL_FILE]
+    return [e.path for e in sorted(files, key=by_path)[:limit]]
 
 
 def render_skill(skill: SkillInfo, files: Sequence[str] | None) -> str:
