@@ -94,12 +94,12 @@ async def test_max_concurrent_queues_fifo_and_a_finished_sibling_hands_over_its_
             rt.wake(first, "one")
             rt.wake(second, "two")
             assert rt.inspect(second).state == "idle"
-            assert "root/boss.1/w.2: wake QUEUED" in rt.trace
+            assert "root/boss.1/w.2: wake QUEUED (parent concurrency 1)" in rt.trace
             valve.open.set()
             r1 = await rt.wait(first, waiter=boss)
             r2 = await rt.wait(second, waiter=boss)
     assert (r1.text, r2.text) == ("done: one", "done: two")
-    assert rt.trace.index("root/boss.1/w.2: DEQUEUED wake") > rt.trace.index(
+    assert rt.trace.index("root/boss.1/w.2: DEQUEUED wake (slot freed)") > rt.trace.index(
         "root/boss.1/w.1: running→idle"
     )
 
@@ -207,13 +207,14 @@ async def test_interrupt_aborts_the_request_and_restores_the_drained_inbox() -> 
     assert result.status == "interrupted"
 
 
-async def test_a_wait_from_someone_who_did_not_spawn_the_handle_is_an_error() -> None:
+async def test_a_wait_from_a_handle_that_did_not_spawn_the_child_is_an_error() -> None:
     async with AgentRuntime(registry=worker_registry()) as rt:
         a = spawn(rt, rt.root, "w")
+        other = spawn(rt, rt.root, "w")
         b = spawn(rt, a, "w")
-        refused = await rt.wait(b)
+        refused = await rt.wait(b, waiter=other)
     assert refused.status == "error"
-    assert "only the spawner" in refused.text
+    assert refused.text == "only the spawner (root/w.1) may wait on root/w.1/w.1"
 
 
 async def test_a_child_whose_model_returns_garbage_is_an_error_result_not_an_exception() -> None:

@@ -36,8 +36,10 @@ def test_durable_resume_parks_the_handle_and_resume_finishes_it(tmp_path: Path) 
     assert "final: status=done: approved and done" in out
     assert "lifetime: turns=2 tokens=30" in out
     assert (
-        "trace: idle→running, running→suspended, suspended→idle, idle→running, running→idle" in out
-    )
+        "trace: spawned (depth 1, tokens inf), idle→running, running→suspended, "
+        "resume with Answer(ok=true) at checkpoint (turns so far: 1), "
+        "suspended→idle (Answer accepted, checkpoint restored), idle→running, running→idle"
+    ) in out
 
 
 def test_a_declined_answer_still_completes_the_run(tmp_path: Path) -> None:
@@ -103,7 +105,7 @@ def test_restart_parks_the_tree_in_sqlite_and_fresh_processes_answer_it(tmp_path
 
     done = run("agents_restart.py", "answer", request_id, "yes", db, cwd=tmp_path)
     assert "status=done: Ops report — Done: the payments key was rotated." in done
-    assert "root/ops.1/keeper.1: task replay → REATTACH" in done
+    assert "root/ops.1: task replay → REATTACH to root/ops.1/keeper.1" in done
     assert "root/ops.1/keeper.2" not in done  # reattached, never spawned again
 
     again = run("agents_restart.py", "answer", request_id, "yes", db, cwd=tmp_path, expect=1)

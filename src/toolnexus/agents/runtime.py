@@ -23,13 +23,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .._types import RunResult, Tool
+from .._types import Tool
 from ..errors import UsageError
 from ..loop.checkpoint import Checkpoint
-from ..loop.engine import Engine, RunState
 from ..observability import Metrics
 from ..resumption import Resumption
 from ..stores.base import ConversationStore
@@ -40,8 +39,9 @@ from .clock import AsyncioClock, Clock
 from .engines import ClientFactory, EngineFactory, LlmConfig
 from .handle import ROOT_ID, Handle, render_inbox
 from .persistence import NullRuntimeStore, RuntimeStore, as_runtime_store, handle_from_json
-from .resuming import Resuming, restamp, stamp_path
+from .resuming import Resuming
 from .task_tool import task_tool
+from .turns import Turns
 from .types import (
     AgentDef,
     Budget,
@@ -73,13 +73,14 @@ _ALLOWED: set[tuple[HandleState, HandleState]] = {
 }
 
 
-class AgentRuntime(Resuming):
+class AgentRuntime(Turns, Resuming):
     """Owns a tree of agent handles, their store, their clock and the global turn gate.
 
     ``llm`` is where the agents' model lives: a mapping / `LlmConfig` (``base_url``, ``style``,
     ``model``, ``api_key``, retries, timeout), or a client factory ``(AgentDef) -> Client``
     whose endpoint, model and transport an agent's runs use (the runtime adds the agent's soul,
-    seams, ``wait_for`` and its turn gate).
+    seams, ``wait_for`` and its turn gate). ``in_process=generate`` runs every agent on a host
+    function instead (as `create_in_process_client`); it excludes ``transport`` and ``llm``.
     """
 
     def __init__(
@@ -89,6 +90,7 @@ class AgentRuntime(Resuming):
         llm: LlmConfig | Mapping[str, Any] | ClientFactory | None = None,
         transport: Any = None,
         http_transport: Any = None,
+        in_process: Callable[[dict[str, Any]], Any] | None = None,
         store: Any = None,
         clock: Clock | None = None,
         inbox_cap: int = 8,
@@ -101,6 +103,9 @@ class AgentRuntime(Resuming):
     ) -> None:
         if inbox_cap < 1 or max_concurrent_turns < 1 or shutdown_ms < 0:
             raise UsageError("inbox_cap and max_concurrent_turns must be ≥ 1, shutdown_ms ≥ 0")
+        if in_process is not None:
+            transport, llm = _in_process(in_process, transport or http_transport, llm)
+            http_transport = None
         self.registry: dict[str, AgentDef] = dict(registry)
         for name, d in self.registry.items():
             if not isinstance(d, AgentDef):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -252,10 +257,10 @@ class AgentRuntime(Resuming):
     def _conv_id(self, h: Handle) -> str:
         return h.id if self.runtime_id == "default" else f"{self.runtime_id}:{h.id}"
 
-    def _move(self, h: Handle, to: HandleState) -> None:
+    def _move(self, h: Handle, to: HandleState, why: str | None = None) -> None:
         if (h.state, to) not in _ALLOWED:
             raise UsageError(f"illegal transition {h.state}→{to} for {h.id}")
-        self.trace.append(f"{h.id}: {h.state}→{to}")
+        self.trace.append(f"{h.id}: {h.state}→{to}" + (f" ({why})" if why else ""))
         h.state = to
 
     async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
@@ -275,6 +280,13 @@ class AgentRuntime(Resuming):
             rows.append(self.root.to_json())
         await self._tree.save_handles(self.runtime_id, rows)
 
+    async def transcript(self, h: Handle) -> list[Any]:
+        """``h``'s transcript as far as it goes: while it is parked, the halted turn's (from its
+        checkpoint); otherwise what the conversation store holds (``[]`` for none yet)."""
+        if h.state == "suspended" and h.checkpoint is not None:
+            return list(h.checkpoint.messages)
+        return list(await self._conversations.get(self._conv_id(h)) or [])
+
     def handle(self, id: str) -> Handle | None:
         """The handle with ``id`` (closed ones included), or ``None``."""
         return self._handles.get(id)
@@ -290,7 +302,17 @@ class AgentRuntime(Resuming):
     def spawn(
         self, parent: Handle, def_name: str, budget: Budget | None = None
     ) -> Handle | SpawnError:
-        """Create a child of ``parent`` (never raises: a refusal is a `SpawnError`)."""
+        """Create a child of ``parent`` (never raises: a refusal is a `SpawnError`).
+
+        The host that spawns a handle may `wait` on it wherever it sits in the tree."""
+        child = self._spawn(parent, def_name, budget)
+        if isinstance(child, Handle):
+            child.by_host = True
+        return child
+
+    def _spawn(
+        self, parent: Handle, def_name: str, budget: Budget | None = None
+    ) -> Handle | SpawnError:
         if parent.state == "closed":
             return SpawnError("parent closed")
         agent = self.registry.get(def_name)
@@ -312,9 +334,13 @@ class AgentRuntime(Resuming):
         child = Handle(
             f"{parent.id}/{def_name}.{parent.next_child}", def_name, parent, carve(own, parent)
         )
+        child.defn = agent
         parent.next_child += 1
         parent.children.append(child)
         self._handles[child.id] = child
+        tokens = child.pool.tokens
+        shown = "inf" if tokens == float("inf") else f"{tokens:g}"
+        self.trace.append(f"{child.id}: spawned (depth {child.depth}, tokens {shown})")
         self._schedule_persist(child, parent)
         return child
 
@@ -361,11 +387,11 @@ class AgentRuntime(Resuming):
         parent = h.parent
         assert parent is not None
         limit = parent.budget.max_concurrent
-        if limit is not None and parent.running_children() >= limit:
+        if limit is not None and parent.running_children >= limit:
             h.queued = True
             h.queued_prompt = prompt
             self._queues.setdefault(parent.id, []).append(h)
-            self.trace.append(f"{h.id}: wake QUEUED")
+            self.trace.append(f"{h.id}: wake QUEUED (parent concurrency {limit})")
             return PostResult(True)
         self._admit(h, prompt)
         return PostResult(True)
@@ -394,7 +420,7 @@ class AgentRuntime(Resuming):
             nxt.queued = False
             if nxt.state != "idle":
                 continue
-            self.trace.append(f"{nxt.id}: DEQUEUED wake")
+            self.trace.append(f"{nxt.id}: DEQUEUED wake (slot freed)")
             self._admit(nxt, nxt.queued_prompt)
             nxt.queued_prompt = None
             return
@@ -403,7 +429,7 @@ class AgentRuntime(Resuming):
 
     def _tools_for(self, h: Handle) -> list[Tool]:
         agent = self._def(h)
-        tools = list(agent.tools)
+        tools = list(agent.tools or ())
         if agent.task_targets:
             tools.append(task_tool(self, h))
         return tools
@@ -426,9 +452,10 @@ class AgentRuntime(Resuming):
             stop = guard.before_call()
             if stop is not None:
                 result = TaskResult(text=limit_text(stop), status="incomplete", limit=stop)
-                h.inbox.extendleft(reversed(h.drained))
+                h.inbox[:0] = h.drained
                 h.drained = []
             else:
+                h.gate = None  # a fresh wake starts the completion gate over
                 engine = self._engines.engine_for(self._def(h), self._hooks)
                 history = await self._conversations.get(self._conv_id(h))
                 tools = self._tools_for(h)
@@ -440,66 +467,21 @@ class AgentRuntime(Resuming):
                     cancel=h.cancel,
                 )
                 result = await self._drive(h, engine, state, guard, resumed=None)
+                if result.status == "pending" and history is None:
+                    # The rewind rule: while parked the store holds the pre-turn transcript
+                    # (the halted turn lives in the checkpoint) — for a first turn, none yet.
+                    await self._conversations.save(self._conv_id(h), [])
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
         await self._settle(h, result)
 
-    async def _drive(
-        self,
-        h: Handle,
-        engine: Engine,
-        state: RunState,
-        guard: BudgetGuard,
-        resumed: list[Any] | None,
-        fence: Callable[[], Awaitable[Any]] | None = None,
-    ) -> TaskResult:
-        """One turn of ``h`` to its `TaskResult`. ``fence`` runs right before the transcript is
-        saved (a durable resume checks its claim there, so an overtaken resumer writes none)."""
-        guard.bind(state)
-        state.guard = guard
-        turns_before, tokens_before = h.turns, state.usage.get("total_tokens", 0)
-        run: RunResult | None = None
-        async for event in engine.drive(state, stream=False, resumed=resumed):
-            if event["type"] == "done":
-                run = event["result"]
-        guard.settle()
-        assert run is not None
-        turns = h.turns - turns_before
-        tokens = run.usage.get("total_tokens", 0) - tokens_before
-        if run.status == "pending" and run.pending is not None:
-            request = stamp_path(run.pending, h)
-            assert state.checkpoint is not None
-            h.checkpoint = restamp(state.checkpoint, run.pending.id, request)
-            h.pending = request
-            return TaskResult(
-                text=request.prompt,
-                status="pending",
-                pending=request,
-                turns=turns,
-                total_tokens=tokens,
-            )
-        h.checkpoint = None
-        h.pending = None
-        if fence is not None:
-            await fence()
-        await self._conversations.save(self._conv_id(h), run.messages)
-        h.drained = []
-        if run.status == "incomplete":
-            limit = run.limit or "maxTurns"
-            text = run.text or limit_text(limit)
-            if run.limit:
-                text = limit_text(limit) if not run.text else f"{run.text}\n{limit_text(limit)}"
-            return TaskResult(
-                text=text, status="incomplete", limit=limit, turns=turns, total_tokens=tokens
-            )
-        return TaskResult(text=run.text, status="done", turns=turns, total_tokens=tokens)
-
     async def _settle(self, h: Handle, result: TaskResult) -> None:
         h.task = None
         if h.state == "closed":
             return
+        _totals(h, result)
         result.runtime = self
         h.result = result
         # Durable first, visible second: the rows (and, for a question, the pending index) are
@@ -554,9 +536,13 @@ class AgentRuntime(Resuming):
     async def wait(
         self, h: Handle, timeout_ms: float | None = None, *, waiter: Handle | None = None
     ) -> TaskResult:
-        """The next result of ``h`` — or, when it is settled, its last one right away."""
-        spawner = waiter if waiter is not None else self.root
-        if h.parent is not spawner:
+        """The next result of ``h`` — or, when it is settled, its last one right away.
+
+        Only the spawner may wait: the host (``waiter=None``) for the handles it spawned,
+        wherever they sit in the tree, an agent for the children its ``task`` calls spawned.
+        """
+        allowed = h.parent is waiter if waiter is not None else h.parent is self.root or h.by_host
+        if not allowed:
             return TaskResult(
                 text=f"only the spawner ({h.parent.id if h.parent else '-'}) may wait on {h.id}",
                 status="error",
@@ -581,55 +567,87 @@ class AgentRuntime(Resuming):
         if future in h.waiters:
             h.waiters.remove(future)
         future.cancel()
-        return TaskResult(
+        result = TaskResult(
             text=f"wait timeout after {timeout_ms:g}ms (child still {h.state})",
             status="timeout",
             is_error=True,
+            limit="timeout",
             runtime=self,
         )
+        _totals(h, result)
+        return result
 
-    async def interrupt(self, h: Handle) -> None:
-        """Abort the in-flight turn (the handle goes idle and keeps its inbox), or cancel a
-        pending request. Never a kill: the handle stays usable."""
+    def interrupt(self, h: Handle) -> asyncio.Future[None]:
+        """Abort the in-flight turn, or cancel a pending request — at once (synchronous).
+
+        A running handle goes idle now with its drained inbox put back at the front, and its
+        waiters get an ``interrupted`` result; the turn's task unwinds behind. A suspended one
+        goes idle now too. Never a kill: the handle stays usable. The returned future resolves
+        to ``None`` once the handle has settled (``await rt.interrupt(h)`` waits for that)."""
+        loop = asyncio.get_running_loop()
+        settled: asyncio.Future[None] = loop.create_future()
         if h.state == "running" and h.task is not None:
             task = h.task
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
             h.task = None
-            h.inbox.extendleft(reversed(h.drained))
+            restored = len(h.drained)
+            h.inbox[:0] = h.drained
             h.drained = []
+            h.gate = None
             self._move(h, "idle")
-            result = TaskResult(text=f"{h.id} was interrupted", status="interrupted", is_error=True)
-            result.runtime = self
-            h.result = result
-            await self._persist(h)
-            self._notify(h, result)
-            self._release_slot(h)
+            self.trace.append(f"{h.id}: interrupt; inbox intact: {restored} items")
+            self._after_interrupt(h, settled, task)
         elif h.state == "suspended":
+            kind = h.pending.kind if h.pending is not None else ""
             h.pending = None
             h.checkpoint = None
+            h.gate = None
             self._move(h, "idle")
-            result = TaskResult(
-                text=f"{h.id}: the pending request was cancelled",
-                status="interrupted",
-                is_error=True,
-                runtime=self,
-            )
-            h.result = result
-            await self._persist(h)
-            self._notify(h, result)
+            self.trace.append(f'{h.id}: interrupt cancelled pending "{kind}"')
+            self._after_interrupt(h, settled, None)
+        else:
+            settled.set_result(None)
+        return settled
+
+    def _after_interrupt(
+        self, h: Handle, settled: asyncio.Future[None], task: asyncio.Task[None] | None
+    ) -> None:
+        result = TaskResult("interrupted", True, "interrupted", runtime=self)
+        _totals(h, result)
+        h.result = result
+        self._notify(h, result)
+        self._release_slot(h)
+
+        async def finish() -> None:
+            try:
+                if task is not None:
+                    await asyncio.gather(task, return_exceptions=True)
+                await self._persist(h)
+            finally:
+                if not settled.done():
+                    settled.set_result(None)
+
+        job = asyncio.get_running_loop().create_task(finish())
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
 
     async def close(
         self, h: Handle, *, force: bool = False, reason: CloseReason | None = None
-    ) -> None:
+    ) -> list[InboxItem]:
         """Close ``h`` and, leaf-first, its children. A running turn may finish within
-        ``shutdown_ms`` (at once with ``force``), then it is aborted. ``close(root)`` stops
-        everything. The final state stays queryable."""
+        ``shutdown_ms`` (at once with ``force``), then it is aborted: the items it had drained
+        go back to the front of the inbox. ``close(rt.root)`` stops everything. The final state
+        stays queryable.
+
+        Returns:
+            ``h``'s unprocessed inbox items (those an aborted turn had drained first).
+        """
         for child in list(h.children):
             await self.close(child, force=force, reason=reason)
         if h is self.root or h.state == "closed":
-            return
+            return list(h.inbox)
         why: CloseReason = reason or "closed"
+        aborted: TaskResult | None = None
         if h.state == "running" and h.task is not None:
             task = h.task
             if not force and self.shutdown_ms:
@@ -642,8 +660,12 @@ class AgentRuntime(Resuming):
                 why = reason or "interrupted"
             await asyncio.gather(task, return_exceptions=True)
             h.task = None
+            if h.state == "running":  # the turn was aborted, not finished
+                h.inbox[:0] = h.drained
+                h.drained = []
+                aborted = TaskResult("closed", True, "closed")
         if _is_closed(h):  # the aborted turn may have closed it meanwhile
-            return
+            return list(h.inbox)
         callback = self._def(h).on_close
         if callback is not None:
             try:
@@ -652,11 +674,15 @@ class AgentRuntime(Resuming):
                     await value
             except Exception:
                 log.warning("toolnexus: on_close raised for %s", h.id, exc_info=True)
-        self._move(h, "closed")
+        self._move(h, "closed", why)
+        if h.result is None:
+            h.result = aborted or TaskResult(text=f"{h.id} is closed", status="closed")
         await self._persist(h)
-        final = h.result or TaskResult(text=f"{h.id} is closed", status="closed")
+        final = aborted or h.result
+        _totals(h, final)
         final.runtime = self
         self._notify(h, final)
+        return list(h.inbox)
 
     # -- views --------------------------------------------------------------------------------
 
@@ -745,3 +771,37 @@ def _spawn_order(row: dict[str, Any]) -> int:
 
 def _is_closed(h: Handle) -> bool:
     return h.state == "closed"
+
+
+def _totals(h: Handle, result: TaskResult) -> None:
+    """Every result carries the handle's lifetime totals: its turns, its subtree's tokens
+    (cumulative, never shrinking) and its own; an incomplete one always names its limit."""
+    result.turns = h.turns
+    result.total_tokens = h.tokens
+    result.own_tokens = h.own_tokens
+    if result.status == "incomplete" and result.limit is None:
+        result.limit = "maxTurns"
+
+
+def _in_process(generate: Any, transport: Any, llm: Any) -> tuple[Any, Any]:
+    """The transport and model settings of ``AgentRuntime(in_process=generate)``."""
+    from ..llm.inprocess import InProcessTransport
+
+    if transport is not None:
+        raise InProcessValueError(
+            "toolnexus.agents: `transport` and `in_process` are mutually exclusive — set one, "
+            "not both"
+        )
+    if llm is not None:
+        raise InProcessValueError(
+            "toolnexus.agents: `llm` and `in_process` are mutually exclusive — an in-process "
+            "model has no wire endpoint for `llm` to point at"
+        )
+    config = LlmConfig(
+        base_url="http://in-process.local", model="in-process", api_key="unused", retries=0
+    )
+    return InProcessTransport(generate), config
+
+
+class InProcessValueError(UsageError, ValueError):  # merge: move to _compat
+    """``in_process`` given with ``transport`` or ``llm``."""
