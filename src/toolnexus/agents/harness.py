@@ -219,7 +219,7 @@ def guarded_hooks(guardrails: Sequence[Guardrail] | None, hooks: Any) -> Any:
     elif isinstance(hooks, Mapping):
         merged = dict(cast(Mapping[str, Any], hooks))
     else:
-        attrs: dict[str, Any] = dict(vars(hooks))
+        attrs = cast(dict[str, Any], vars(hooks))
         merged = {k: v for k, v in attrs.items() if not k.startswith("_")}
     prior = merged.get("before_tool")
 
