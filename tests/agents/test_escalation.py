@@ -78,6 +78,10 @@ async def test_the_parents_wait_for_answers_a_childs_suspension_inline() -> None
             "running→idle",
             "idle→closed",
         ]
+        assert (
+            'root/approverParent.1/approver.1: escalate → root/approverParent.1 answers ("nearest '
+            'interpreter")'
+        ) in rt.trace
         await rt.aclose()
     assert len(asked) == 1
     assert asked[0].kind == "approval"

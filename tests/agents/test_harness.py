@@ -1,4 +1,4 @@
-"""The harness's gates on a plain client: run_gated, all_todos_done, guardrails, loop_unsupported."""
+"""The harness gates on a plain client: run_gated, all_todos_done, guardrails."""
 
 from __future__ import annotations
 
@@ -44,9 +44,7 @@ def client_of(model: ScriptedModel, **opts: Any) -> Any:
     return create_client(base_url=model.openai_base_url, model="m", api_key="k", **opts)
 
 
-async def test_a_failed_check_sends_the_reason_back_and_the_verifier_sees_every_attempts_calls() -> (
-    None
-):
+async def test_a_failed_check_sends_the_reason_back_and_the_verifier_sees_all_calls() -> None:
     seen: list[int] = []
 
     def verify(result: Any) -> Verdict:
@@ -269,7 +267,8 @@ async def test_a_guardrail_returning_a_non_string_is_a_type_error_that_passes_th
     async with ScriptedModel(script) as model, client_of(model, hooks=hooks) as client:
         with pytest.raises(GuardrailTypeError) as caught:
             await client.run("go", [note])
-    assert isinstance(caught.value, TypeError) and isinstance(caught.value, CallbackError)
+    assert isinstance(caught.value, TypeError)
+    assert isinstance(caught.value, CallbackError)
     assert str(caught.value).startswith(
         f"guardrail returned {named}: a guardrail must return a str"
     )

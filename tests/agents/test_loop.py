@@ -47,7 +47,8 @@ async def test_a_loop_runs_the_soul_through_the_gate_and_keeps_its_history() -> 
     spec = agent("coder", does="codes", soul="You code.", completion=Completion(verify, 3))
     async with ScriptedModel(default=brain) as model:
         loop = spec.loop(options(model), [note])
-        assert isinstance(loop, Loop) and loop.status == "idle"
+        assert isinstance(loop, Loop)
+        assert loop.status == "idle"
         first = await loop.run("task one")
         assert loop.status == "idle"
         second = await loop.run("task two")

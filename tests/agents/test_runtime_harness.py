@@ -155,7 +155,8 @@ async def test_a_run_that_suspends_inside_the_gate_resumes_in_a_new_runtime_and_
     spec = coder()
     verdicts: list[list[str]] = []
     original = spec.completion
-    assert original is not None and original.verify is not None
+    assert original is not None
+    assert original.verify is not None
 
     def recording(result: Any) -> Verdict:
         verdicts.append([c.name for c in result.tool_calls])
@@ -166,9 +167,11 @@ async def test_a_run_that_suspends_inside_the_gate_resumes_in_a_new_runtime_and_
         first = AgentRuntime(registry=spec.registry(), llm=llm_of(model), store=store)
         h = spawn(first, "coder")
         halted = await first.run_turn(h, "ship it")
-        assert halted.status == "pending" and halted.pending is not None
+        assert halted.status == "pending"
+        assert halted.pending is not None
         assert halted.pending.prompt == "Deploy to production?"
-        assert h.gate is not None and h.gate["attempt"] == 2
+        assert h.gate is not None
+        assert h.gate["attempt"] == 2
         await first.aclose()
         assert verdicts == [["note"]]
 
@@ -177,8 +180,10 @@ async def test_a_run_that_suspends_inside_the_gate_resumes_in_a_new_runtime_and_
         )
         async with second:
             parked = second.handle("root/coder.1")
-            assert parked is not None and parked.state == "suspended"
-            assert parked.gate is not None and parked.gate["attempt"] == 2
+            assert parked is not None
+            assert parked.state == "suspended"
+            assert parked.gate is not None
+            assert parked.gate["attempt"] == 2
             done = await second.resume(Answer(id=halted.pending.id, ok=True))
             assert (done.status, done.text) == ("done", "finished after deployed")
             assert parked.gate is None
