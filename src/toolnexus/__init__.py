@@ -169,6 +169,10 @@ __all__ = [
     "RELAY_RESULTS_KEY",
     "SKILLS_PROMPT_PREAMBLE",
     "SKILL_TOOL_DESCRIPTION",
+    "ACPClient",
+    "ACPError",
+    "ACPOptions",
+    "ACPPermissionTimeoutError",
     "AiohttpTransport",
     "Answer",
     "AnswerChannel",
@@ -265,6 +269,7 @@ __all__ = [
     "is_remote",
     "list_mcp_tools",
     "list_skills",
+    "load_acp",
     "load_mcp",
     "load_mcp_with_context",
     "load_skills",
@@ -285,6 +290,11 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
+    "ACPClient": ".acp",
+    "ACPError": ".acp",
+    "ACPOptions": ".acp",
+    "ACPPermissionTimeoutError": ".acp",
+    "load_acp": ".acp",
     "Worker": ".worker",
     "BuiltinsConfig": ".tools.builtins",
     "DEFAULT_TIMEOUT": ".tools.mcp",
