@@ -99,6 +99,7 @@ from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_ge
 from .waiting import StoreWaitFor, store_wait_for
 
 if TYPE_CHECKING:
+    from .acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
     from .stores.postgres import (
         PostgresStore,
     )
