@@ -124,3 +124,14 @@ def test_restart_with_a_declined_answer_reports_the_decline(tmp_path: Path) -> N
     assert match is not None
     done = run("agents_restart.py", "answer", match.group(1), "no", db, cwd=tmp_path)
     assert "status=done: Ops report — Done: declined/expired: Rotate the payments API key?." in done
+
+
+def test_the_harness_sends_unfinished_work_back_and_resumes_a_halt_inside_the_gate(
+    tmp_path: Path,
+) -> None:
+    out = run("agent_harness.py", cwd=tmp_path)
+    assert "turn 1: pending — Ship the fix to production? (completion attempt 2)" in out
+    assert "completion check failed (attempt 1/3): 1 item(s) still open: ship it" in out
+    assert "resumed in a new runtime: done — Shipped: the fix is live." in out
+    assert "denied: deletes need a human" in out
+    assert out.count("| shipped |") == 1
