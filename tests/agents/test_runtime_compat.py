@@ -281,3 +281,16 @@ async def test_start_agent_is_synchronous_and_still_awaitable() -> None:
 def test_start_agent_needs_a_running_loop() -> None:
     with pytest.raises(RuntimeError):
         start_agent(agent("bot", does="x"), in_process=lambda body: {"content": "hi"})
+
+
+def test_the_runtime_module_re_exports_the_packages_names() -> None:
+    import toolnexus.agents as agents
+    import toolnexus.agents.loop as loop
+    import toolnexus.agents.runtime as runtime
+
+    assert {"AgentRuntime", "Handle", "TaskResult", "LIMITS", "DEFAULT_MAX_CONCURRENT"} <= set(
+        runtime.__all__
+    )
+    assert all(getattr(runtime, n) is getattr(agents, n) for n in runtime.__all__)
+    assert set(loop.__all__) >= {"Completion", "Loop", "Outcome", "RunOptions", "run_gated"}
+    assert all(getattr(loop, n) is getattr(agents, n) for n in loop.__all__ if hasattr(agents, n))

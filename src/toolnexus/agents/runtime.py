@@ -44,6 +44,27 @@ from .stopping import Stopping, stamp_totals
 from .task_tool import task_tool
 from .turns import Turns
 from .types import (
+    DEFAULT_MAX_CONCURRENT,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_TURNS,
+    LIMIT_COMPLETION,
+    LIMIT_MAX_CHILDREN,
+    LIMIT_MAX_CONCURRENT,
+    LIMIT_MAX_DEPTH,
+    LIMIT_MAX_TOKENS,
+    LIMIT_MAX_TOOL_CALLS,
+    LIMIT_MAX_TURNS,
+    LIMIT_MAX_WALL_MS,
+    LIMIT_TIMEOUT,
+    LIMITS,
+    TASK_STATUS_CLOSED,
+    TASK_STATUS_DONE,
+    TASK_STATUS_ERROR,
+    TASK_STATUS_INCOMPLETE,
+    TASK_STATUS_INTERRUPTED,
+    TASK_STATUS_PENDING,
+    TASK_STATUS_TIMEOUT,
+    TASK_STATUSES,
     AgentDef,
     Budget,
     HandleState,
@@ -57,7 +78,42 @@ from .types import (
 if TYPE_CHECKING:
     pass
 
-__all__ = ["AgentRuntime"]
+# The package's `toolnexus.agents.runtime` names (COMPAT §1) are re-exported here too.
+__all__ = [
+    "DEFAULT_MAX_CONCURRENT",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_TURNS",
+    "LIMITS",
+    "LIMIT_COMPLETION",
+    "LIMIT_MAX_CHILDREN",
+    "LIMIT_MAX_CONCURRENT",
+    "LIMIT_MAX_DEPTH",
+    "LIMIT_MAX_TOKENS",
+    "LIMIT_MAX_TOOL_CALLS",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_MAX_WALL_MS",
+    "LIMIT_TIMEOUT",
+    "TASK_STATUSES",
+    "TASK_STATUS_CLOSED",
+    "TASK_STATUS_DONE",
+    "TASK_STATUS_ERROR",
+    "TASK_STATUS_INCOMPLETE",
+    "TASK_STATUS_INTERRUPTED",
+    "TASK_STATUS_PENDING",
+    "TASK_STATUS_TIMEOUT",
+    "AgentDef",
+    "AgentRuntime",
+    "AsyncioClock",
+    "Budget",
+    "Clock",
+    "Handle",
+    "HandleState",
+    "HandleView",
+    "InboxItem",
+    "PostResult",
+    "SpawnError",
+    "TaskResult",
+]
 
 log = logging.getLogger("toolnexus.agents")
 
