@@ -329,10 +329,12 @@ def test_a_failed_handshake_stops_the_child(tmp_path: Path) -> None:
         ({"permission": "always"}, "permission must be"),
         ({"permission_timeout": 0}, "permission_timeout must be positive"),
         ({"command": ""}, "command must be a non-empty string"),
+        ({"args": "acp_agent.py"}, "args must be a list of strings"),
+        ({"env": {"X": 1}}, "env must map strings to strings"),
     ],
 )
 def test_bad_options_are_usage_errors(bad: dict[str, Any], message: str) -> None:
-    opts = {"command": sys.executable, "args": [AGENT], **bad}
+    opts: dict[str, Any] = {"command": sys.executable, "args": [AGENT], **bad}
     with pytest.raises(UsageError, match=message):
         load_acp(opts)
 

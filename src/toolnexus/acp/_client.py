@@ -95,6 +95,12 @@ class ACPClient:
             raise UsageError("ACPOptions.command must be a non-empty string")
         if opts.permission_timeout <= 0:
             raise UsageError("ACPOptions.permission_timeout must be positive")
+        args: Any = opts.args
+        if isinstance(args, str) or not all(isinstance(a, str) for a in args):
+            raise UsageError("ACPOptions.args must be a list of strings")
+        env: Any = opts.env or {}
+        if any(not isinstance(k, str) or not isinstance(v, str) for k, v in env.items()):
+            raise UsageError("ACPOptions.env must map strings to strings")
         self.options = opts
         self.cwd = os.path.abspath(opts.cwd or os.getcwd())
         self.session_id = ""
@@ -204,11 +210,18 @@ class ACPClient:
 
     # -- a turn --------------------------------------------------------------------------
 
-    def _begin(self, text: str) -> _Turn:
+    def _begin(self, text: str, patient: bool = True) -> _Turn:
+        """Open a turn. ``patient`` waits for the turn in flight (a model turn, as the
+        package); otherwise (a tool call) up to ``permission_timeout``, since a suspended tool
+        call may hold the session for as long as its human takes."""
         if self._closed:
             raise ACPError("acp: the client is closed")
-        if not self._busy.acquire(timeout=self.options.permission_timeout):
+        timeout = -1 if patient else self.options.permission_timeout
+        if not self._busy.acquire(timeout=timeout):
             raise ACPError("acp: the session is busy with another turn")
+        if self._closed:
+            self._busy.release()
+            raise ACPError("acp: the client is closed")
         turn = _Turn()
         self._turn = turn
         try:
@@ -417,7 +430,7 @@ class ACPClient:
                     await asyncio.to_thread(self._abandon, turn)
                     raise
             else:
-                turn = await asyncio.to_thread(self._begin, str(args.get("prompt", "")))
+                turn = await asyncio.to_thread(self._begin, str(args.get("prompt", "")), False)
             try:
                 request = await asyncio.to_thread(self._run, turn, loop, False)
             except BaseException:
