@@ -99,9 +99,10 @@ async def test_max_concurrent_queues_fifo_and_a_finished_sibling_hands_over_its_
             r1 = await rt.wait(first, waiter=boss)
             r2 = await rt.wait(second, waiter=boss)
     assert (r1.text, r2.text) == ("done: one", "done: two")
-    assert rt.trace.index("root/boss.1/w.2: DEQUEUED wake (slot freed)") > rt.trace.index(
-        "root/boss.1/w.1: running→idle"
+    finished = next(
+        i for i, t in enumerate(rt.trace) if t.startswith("root/boss.1/w.1: running→idle (done")
     )
+    assert rt.trace.index("root/boss.1/w.2: DEQUEUED wake (slot freed)") > finished
 
 
 async def test_the_global_turn_gate_bounds_concurrent_model_calls() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from agent_support import approval_brain, check_secret_tool, llm_of
 
-from toolnexus import Answer
+from toolnexus import Answer, define_tool
 from toolnexus.agents import (
     LIMITS,
     TASK_STATUSES,
@@ -25,7 +25,7 @@ from toolnexus.agents import (
     start_agent,
 )
 from toolnexus.errors import ResumeError
-from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
+from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, garbage, text, tool_calls
 
 
 def test_the_status_and_limit_vocabularies_are_the_packages_in_order() -> None:
@@ -175,7 +175,9 @@ async def test_interrupting_a_suspended_handle_cancels_its_question_at_once() ->
             assert halted.status == "pending"
             await rt.interrupt(h)  # the old awaited form still works
             assert (h.state, h.pending) == ("idle", None)
-            assert 'root/asker.1: interrupt cancelled pending "approval"' in rt.trace
+            assert (
+                'root/asker.1: suspended→idle (interrupt cancelled pending "approval")' in rt.trace
+            )
             with pytest.raises(NoSuspendedHandle, match="no suspended handle") as caught:
                 await rt.resume(Answer(id="pnd-x", ok=True))
             assert isinstance(caught.value, RuntimeError)
@@ -294,3 +296,39 @@ def test_the_runtime_module_re_exports_the_packages_names() -> None:
     assert all(getattr(runtime, n) is getattr(agents, n) for n in runtime.__all__)
     assert set(loop.__all__) >= {"Completion", "Loop", "Outcome", "RunOptions", "run_gated"}
     assert all(getattr(loop, n) is getattr(agents, n) for n in loop.__all__ if hasattr(agents, n))
+
+
+async def test_the_trace_names_why_a_turn_ended() -> None:
+    @define_tool
+    def look(where: str) -> str:
+        """Look somewhere."""
+        return "nothing"
+
+    def looking(request: RecordedRequest) -> Reply:
+        return tool_calls(call("look", {"where": "here"}))
+
+    registry = {
+        "w": AgentDef("w", tools=[look], budget=Budget(max_turns=1)),
+        "asker": AgentDef("asker", tools=[check_secret_tool()]),
+    }
+    async with ScriptedModel(default=looking) as model:
+        async with AgentRuntime(registry=registry, llm=llm_of(model)) as rt:
+            capped = rt.spawn(rt.root, "w")
+            assert isinstance(capped, Handle)
+            assert (await rt.run_turn(capped, "go")).status == "incomplete"
+    async with ScriptedModel(default=approval_brain()) as model:
+        async with AgentRuntime(registry=registry, llm=llm_of(model)) as rt2:
+            asker = rt2.spawn(rt2.root, "asker")
+            assert isinstance(asker, Handle)
+            await rt2.run_turn(asker, "go")
+    async with ScriptedModel(default=garbage("not json")) as model:
+        async with AgentRuntime(registry=registry, llm=llm_of(model, retries=0)) as rt3:
+            broken = rt3.spawn(rt3.root, "w")
+            assert isinstance(broken, Handle)
+            failed = await rt3.run_turn(broken, "go")
+    assert "root/w.1: running→idle (INCOMPLETE at maxTurns 1)" in rt.trace
+    assert 'root/asker.1: running→suspended DURABLE (pending "approval", path preserved)' in (
+        rt2.trace
+    )
+    assert failed.status == "error"
+    assert f"root/w.1: running→idle (error: {failed.text})" in rt3.trace

@@ -36,9 +36,11 @@ def test_durable_resume_parks_the_handle_and_resume_finishes_it(tmp_path: Path) 
     assert "final: status=done: approved and done" in out
     assert "lifetime: turns=2 tokens=30" in out
     assert (
-        "trace: spawned (depth 1, tokens inf), idle→running, running→suspended, "
+        "trace: spawned (depth 1, tokens inf), idle→running (wake), "
+        'running→suspended DURABLE (pending "approval", path preserved), '
         "resume with Answer(ok=true) at checkpoint (turns so far: 1), "
-        "suspended→idle (Answer accepted, checkpoint restored), idle→running, running→idle"
+        "suspended→idle (Answer accepted, checkpoint restored), idle→running, "
+        "running→idle (done, turns=2, tokens=30)"
     ) in out
 
 

@@ -34,7 +34,7 @@ from ..resumption import Resumption
 from ..stores.base import ConversationStore
 from ..stores.runs import InMemoryRunStore, RunStore, halted_call
 from ..stores.url import resolve_store
-from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of
+from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of, max_turns_of
 from .clock import AsyncioClock, Clock
 from .engines import ClientFactory, EngineFactory, LlmConfig
 from .handle import ROOT_ID, Handle, render_inbox
@@ -314,9 +314,14 @@ class AgentRuntime(Stopping, Turns, Resuming):
         return h.id if self.runtime_id == "default" else f"{self.runtime_id}:{h.id}"
 
     def _move(self, h: Handle, to: HandleState, why: str | None = None) -> None:
+        """Change ``h``'s state; the trace line is ``<id>: <from>→<to>`` and the reason in
+        parentheses (a reason starting with a word and `` (`` tags the move, as ``DURABLE``)."""
         if (h.state, to) not in _ALLOWED:
             raise UsageError(f"illegal transition {h.state}→{to} for {h.id}")
-        self.trace.append(f"{h.id}: {h.state}→{to}" + (f" ({why})" if why else ""))
+        line = f"{h.id}: {h.state}→{to}"
+        if why:
+            line += f" {why}" if why.startswith("DURABLE ") else f" ({why})"
+        self.trace.append(line)
         h.state = to
 
     async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
@@ -463,7 +468,7 @@ class AgentRuntime(Stopping, Turns, Resuming):
         h.run_turns = 0
         if h.started_at is None:
             h.started_at = self.clock.now()
-        self._move(h, "running")
+        self._move(h, "running", "wake")
         h.task = asyncio.get_running_loop().create_task(self._turn(h, text))
 
     def _release_slot(self, h: Handle) -> None:
@@ -548,15 +553,23 @@ class AgentRuntime(Stopping, Turns, Resuming):
         if result.status == "pending":
             await self._persist(h, as_state="suspended")
             await self._index(h)
-            self._move(h, "suspended")
+            self._move(h, "suspended", self._suspension_why(h, result))
         elif h.state == "running":
             await self._persist(h, as_state="idle")
-            self._move(h, "idle")
+            self._move(h, "idle", _settled_why(h, result))
         else:
             await self._persist(h)
         self._notify(h, result)
         if h.state != "running":
             self._release_slot(h)
+
+    def _suspension_why(self, h: Handle, result: TaskResult) -> str:
+        request = result.pending
+        kind = request.kind if request is not None else ""
+        inline = any(self.registry[a.agent].wait_for for a in h.ancestors()[1:-1])
+        if inline:
+            return f'pending "{kind}": {request.prompt if request is not None else ""}'
+        return f'DURABLE (pending "{kind}", path preserved)'
 
     async def _index(self, top: Handle) -> None:
         """Put a durable suspension in the run store's pending index (the approvals inbox).
@@ -700,6 +713,17 @@ class AgentRuntime(Stopping, Turns, Resuming):
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _settled_why(h: Handle, result: TaskResult) -> str:
+    """The package's reason for a running→idle move."""
+    if result.status == "done":
+        return f"done, turns={h.turns}, tokens={h.tokens}"
+    if result.status == "incomplete":
+        if result.limit == "maxTurns":
+            return f"INCOMPLETE at maxTurns {max_turns_of(h.budget)}"
+        return f"INCOMPLETE at {result.limit}"
+    return f"{result.status}: {result.text}"
 
 
 def _asker(top: Handle, request_id: str) -> Handle:

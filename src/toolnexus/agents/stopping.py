@@ -66,7 +66,7 @@ class Stopping:
             h.inbox[:0] = h.drained
             h.drained = []
             h.gate = None
-            self._move(h, "idle")
+            self._move(h, "idle", "interrupted; inbox intact")
             self.trace.append(f"{h.id}: interrupt; inbox intact: {restored} items")
             self._after_interrupt(h, settled, task)
         elif h.state == "suspended":
@@ -74,8 +74,7 @@ class Stopping:
             h.pending = None
             h.checkpoint = None
             h.gate = None
-            self._move(h, "idle")
-            self.trace.append(f'{h.id}: interrupt cancelled pending "{kind}"')
+            self._move(h, "idle", f'interrupt cancelled pending "{kind}"')
             self._after_interrupt(h, settled, None)
         else:
             settled.set_result(None)
