@@ -332,3 +332,22 @@ async def test_the_trace_names_why_a_turn_ended() -> None:
     )
     assert failed.status == "error"
     assert f"root/w.1: running→idle (error: {failed.text})" in rt3.trace
+
+
+async def test_a_beat_is_due_from_the_start_agent_call_even_before_the_loop_runs_it() -> None:
+    from toolnexus.agents import VirtualClock
+
+    clock = VirtualClock()
+    reports: list[TaskResult] = []
+    started = start_agent(
+        agent("bot", does="x"),
+        every_ms=60_000,
+        on_report=reports.append,
+        in_process=lambda body: {"content": "disk at 93%"},
+        clock=clock,
+    )
+    beat = asyncio.ensure_future(started.next_beat())
+    await clock.advance(60)  # no await in between: the beat task had not started yet
+    assert await asyncio.wait_for(beat, 5) == 1
+    await started.stop()
+    assert [r.text for r in reports] == ["disk at 93%"]

@@ -130,9 +130,13 @@ def start_agent(
                 if inspect.isawaitable(value):
                     await value
 
+    first_at = rt.clock.now() + every_ms / 1000  # due from now, even before the task starts
+
     async def beat() -> None:
+        due: float | None = first_at
         while h.state != "closed":
-            await rt.clock.sleep(every_ms / 1000)
+            await rt.clock.sleep(every_ms / 1000 if due is None else due - rt.clock.now())
+            due = None
             tick = InboxItem(from_="clock", channel="timer", text="tick")
             if len(h.inbox) < rt.inbox_cap:
                 rt.post(h, tick)
