@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 from agent_support import llm_of
 
-from toolnexus.agents import AgentDef, AgentRuntime, Budget, Handle, InboxItem, VirtualClock
+from toolnexus.agents import (
+    AgentDef,
+    AgentRuntime,
+    Budget,
+    Handle,
+    InboxItem,
+    PostResult,
+    VirtualClock,
+)
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, garbage, text
 
 
@@ -50,11 +58,13 @@ async def test_the_inbox_cap_rejects_loudly_and_a_closed_handle_refuses_posts() 
         assert rt.post(h, InboxItem(text="2")).ok
         full = rt.post(h, InboxItem(text="3"))
         assert not full.ok
-        assert "inbox full" in (full.error or "")
+        assert full.error == "inbox full: root/w.1"
+        assert "root/w.1: post REJECTED (inbox full, cap 2) from external" in rt.trace
         await rt.close(h)
         closed = rt.post(h, InboxItem(text="4"))
         assert not closed.ok
-        assert "closed" in (closed.error or "")
+        assert closed.error == "inbox closed: root/w.1"
+        assert rt.wake(h, "go") == PostResult(False, "closed")
         assert rt.inspect(h).inbox == 2
 
 

@@ -421,9 +421,12 @@ class AgentRuntime(Stopping, Turns, Resuming):
     def post(self, h: Handle, item: InboxItem) -> PostResult:
         """Append to the inbox (no transition). Closed or full ⇒ an error value."""
         if h.state == "closed":
-            return PostResult(False, f"handle {h.id} is closed")
+            return PostResult(False, f"inbox closed: {h.id}")
         if len(h.inbox) >= self.inbox_cap:
-            return PostResult(False, f"inbox full ({self.inbox_cap}) for {h.id}")
+            self.trace.append(
+                f"{h.id}: post REJECTED (inbox full, cap {self.inbox_cap}) from {item.from_}"
+            )
+            return PostResult(False, f"inbox full: {h.id}")
         h.inbox.append(item)
         return PostResult(True)
 
@@ -434,7 +437,7 @@ class AgentRuntime(Stopping, Turns, Resuming):
         suspended one only buffers. Over the parent's ``max_concurrent`` the wake queues FIFO.
         """
         if h.state == "closed":
-            return PostResult(False, f"handle {h.id} is closed")
+            return PostResult(False, "closed")
         if h is self.root:
             return PostResult(False, "the root is not an agent; wake its children")
         if h.state in ("running", "suspended") or h.queued:
