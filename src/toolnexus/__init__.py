@@ -101,6 +101,7 @@ from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_ge
 from .waiting import StoreWaitFor, store_wait_for
 
 if TYPE_CHECKING:
+    from .acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
     from .client import HTTP_DEFAULT_TIMEOUT, ClientStyle
     from .llm.inprocess import InProcessTransport
     from .llm.parts_wire import encode_part
@@ -208,6 +209,10 @@ __all__ = [
     "SKILLS_PROMPT_PREAMBLE",
     "SKILL_TOOL_DESCRIPTION",
     "A2AAgent",
+    "ACPClient",
+    "ACPError",
+    "ACPOptions",
+    "ACPPermissionTimeoutError",
     "Agent",
     "AiohttpTransport",
     "Answer",
@@ -326,6 +331,7 @@ __all__ = [
     "is_remote",
     "list_mcp_tools",
     "list_skills",
+    "load_acp",
     "load_mcp",
     "load_mcp_with_context",
     "load_skills",
@@ -383,6 +389,11 @@ _LAZY: dict[str, str] = {
     "FileTaskStore": ".serve",
     "serve_app": ".serve",
     "serve_agent": ".serve",
+    "ACPClient": ".acp",
+    "ACPError": ".acp",
+    "ACPOptions": ".acp",
+    "ACPPermissionTimeoutError": ".acp",
+    "load_acp": ".acp",
     "Worker": ".worker",
     "BuiltinsConfig": ".tools.builtins",
     "DEFAULT_TIMEOUT": ".tools.mcp",

@@ -37,7 +37,7 @@ async def test_an_agent_delegates_in_parallel_and_gets_one_result_per_call() -> 
     assert result.status == "done"
     assert result.text == (
         "worker did: part A | worker did: part B | "
-        'agent "gamma" is not in this agent\'s team (available: alpha, beta)'
+        'agent "gamma" not in this agent\'s team (alpha, beta)'
     )
     lead_call = next(r for r in model.requests if r.body["model"] == "m-lead")
     task = next(t for t in lead_call.body["tools"] if t["function"]["name"] == "task")

@@ -45,7 +45,7 @@ def registry(
 
 def traces(rt: AgentRuntime, handle_id: str) -> list[str]:
     prefix = f"{handle_id}: "
-    rest = [t[len(prefix) :] for t in rt.trace if t.startswith(prefix)]
+    rest = [t[len(prefix) :].split(" ", 1)[0] for t in rt.trace if t.startswith(prefix)]
     return [t for t in rest if "→" in t and " " not in t]
 
 
@@ -77,6 +77,14 @@ async def test_the_parents_wait_for_answers_a_childs_suspension_inline() -> None
             "suspended→running",
             "running→idle",
             "idle→closed",
+        ]
+        leaf = "root/approverParent.1/approver.1"
+        assert [
+            t for t in rt.trace if t.startswith(leaf) and ("suspend" in t or "escalate" in t)
+        ] == [
+            f'{leaf}: running→suspended (pending "approval": approve secret access?)',
+            f'{leaf}: escalate → root/approverParent.1 answers ("nearest interpreter")',
+            f"{leaf}: suspended→running (Answer ok=true)",
         ]
         await rt.aclose()
     assert len(asked) == 1
@@ -115,7 +123,10 @@ async def test_with_no_wait_for_the_root_gets_pending_and_resume_cascades() -> N
             "running→idle",
             "idle→closed",
         ]
-        assert "root/approverParent.1/approver.1: task replay → REATTACH" in rt.trace
+        assert (
+            "root/approverParent.1: task replay → REATTACH to root/approverParent.1/approver.1 "
+            "(state idle)"
+        ) in rt.trace
         assert len(rt.handle("root/approverParent.1").children) == 1  # type: ignore[union-attr]
         await rt.aclose()
     # one leaf model call after the answer, one parent call: no call was replayed
@@ -191,14 +202,18 @@ async def test_a_suspended_tree_survives_the_process_and_a_new_one_resumes_it(
     assert resumed["status"] == "done"
     assert resumed["text"] == "parent done: leaf got the secret"
     assert resumed["trace"] == [
-        "root/approverParent.1/approver.1: suspended→idle",
+        "root/approverParent.1/approver.1: resume with Answer(ok=true) at checkpoint "
+        "(turns so far: 1)",
+        "root/approverParent.1/approver.1: suspended→idle (Answer accepted, checkpoint restored)",
         "root/approverParent.1/approver.1: idle→running",
-        "root/approverParent.1/approver.1: running→idle",
-        "root/approverParent.1: suspended→idle",
+        "root/approverParent.1/approver.1: running→idle (done, turns=2, tokens=30)",
+        "root/approverParent.1: cascade resume (replay reattaches by task key)",
+        "root/approverParent.1: suspended→idle (Answer accepted, checkpoint restored)",
         "root/approverParent.1: idle→running",
-        "root/approverParent.1/approver.1: task replay → REATTACH",
-        "root/approverParent.1/approver.1: idle→closed",
-        "root/approverParent.1: running→idle",
+        "root/approverParent.1: task replay → REATTACH to root/approverParent.1/approver.1 "
+        "(state idle)",
+        "root/approverParent.1/approver.1: idle→closed (closed)",
+        "root/approverParent.1: running→idle (done, turns=2, tokens=60)",
     ]
 
 

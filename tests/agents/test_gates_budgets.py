@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 from agent_support import llm_of
 
-from toolnexus.agents import AgentDef, AgentRuntime, Budget, Handle, InboxItem, VirtualClock
+from toolnexus.agents import (
+    AgentDef,
+    AgentRuntime,
+    Budget,
+    Handle,
+    InboxItem,
+    PostResult,
+    VirtualClock,
+)
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, garbage, text
 
 
@@ -50,11 +58,13 @@ async def test_the_inbox_cap_rejects_loudly_and_a_closed_handle_refuses_posts() 
         assert rt.post(h, InboxItem(text="2")).ok
         full = rt.post(h, InboxItem(text="3"))
         assert not full.ok
-        assert "inbox full" in (full.error or "")
+        assert full.error == "inbox full: root/w.1"
+        assert "root/w.1: post REJECTED (inbox full, cap 2) from external" in rt.trace
         await rt.close(h)
         closed = rt.post(h, InboxItem(text="4"))
         assert not closed.ok
-        assert "closed" in (closed.error or "")
+        assert closed.error == "inbox closed: root/w.1"
+        assert rt.wake(h, "go") == PostResult(False, "closed")
         assert rt.inspect(h).inbox == 2
 
 
@@ -94,14 +104,15 @@ async def test_max_concurrent_queues_fifo_and_a_finished_sibling_hands_over_its_
             rt.wake(first, "one")
             rt.wake(second, "two")
             assert rt.inspect(second).state == "idle"
-            assert "root/boss.1/w.2: wake QUEUED" in rt.trace
+            assert "root/boss.1/w.2: wake QUEUED (parent concurrency 1)" in rt.trace
             valve.open.set()
             r1 = await rt.wait(first, waiter=boss)
             r2 = await rt.wait(second, waiter=boss)
     assert (r1.text, r2.text) == ("done: one", "done: two")
-    assert rt.trace.index("root/boss.1/w.2: DEQUEUED wake") > rt.trace.index(
-        "root/boss.1/w.1: running→idle"
+    finished = next(
+        i for i, t in enumerate(rt.trace) if t.startswith("root/boss.1/w.1: running→idle (done")
     )
+    assert rt.trace.index("root/boss.1/w.2: DEQUEUED wake (slot freed)") > finished
 
 
 async def test_the_global_turn_gate_bounds_concurrent_model_calls() -> None:
@@ -207,13 +218,14 @@ async def test_interrupt_aborts_the_request_and_restores_the_drained_inbox() -> 
     assert result.status == "interrupted"
 
 
-async def test_a_wait_from_someone_who_did_not_spawn_the_handle_is_an_error() -> None:
+async def test_a_wait_from_a_handle_that_did_not_spawn_the_child_is_an_error() -> None:
     async with AgentRuntime(registry=worker_registry()) as rt:
         a = spawn(rt, rt.root, "w")
+        other = spawn(rt, rt.root, "w")
         b = spawn(rt, a, "w")
-        refused = await rt.wait(b)
+        refused = await rt.wait(b, waiter=other)
     assert refused.status == "error"
-    assert "only the spawner" in refused.text
+    assert refused.text == "only the spawner (root/w.1) may wait on root/w.1/w.1"
 
 
 async def test_a_child_whose_model_returns_garbage_is_an_error_result_not_an_exception() -> None:

@@ -45,11 +45,13 @@ async def test_a_durable_pending_parks_the_handle_and_resume_finishes_it(
     assert [a.ok if a else None for a in calls] == [None, True]
     assert len(model.requests) == 2  # the resume did not ask the model to repeat the call
     assert rt.trace == [
+        "root/asker.1: spawned (depth 1, tokens inf)",
+        "root/asker.1: idle→running (wake)",
+        'root/asker.1: running→suspended DURABLE (pending "approval", path preserved)',
+        "root/asker.1: resume with Answer(ok=true) at checkpoint (turns so far: 1)",
+        "root/asker.1: suspended→idle (Answer accepted, checkpoint restored)",
         "root/asker.1: idle→running",
-        "root/asker.1: running→suspended",
-        "root/asker.1: suspended→idle",
-        "root/asker.1: idle→running",
-        "root/asker.1: running→idle",
+        "root/asker.1: running→idle (done, turns=2, tokens=30)",
     ]
 
 

@@ -36,8 +36,12 @@ def test_durable_resume_parks_the_handle_and_resume_finishes_it(tmp_path: Path) 
     assert "final: status=done: approved and done" in out
     assert "lifetime: turns=2 tokens=30" in out
     assert (
-        "trace: idle→running, running→suspended, suspended→idle, idle→running, running→idle" in out
-    )
+        "trace: spawned (depth 1, tokens inf), idle→running (wake), "
+        'running→suspended DURABLE (pending "approval", path preserved), '
+        "resume with Answer(ok=true) at checkpoint (turns so far: 1), "
+        "suspended→idle (Answer accepted, checkpoint restored), idle→running, "
+        "running→idle (done, turns=2, tokens=30)"
+    ) in out
 
 
 def test_a_declined_answer_still_completes_the_run(tmp_path: Path) -> None:
@@ -103,7 +107,7 @@ def test_restart_parks_the_tree_in_sqlite_and_fresh_processes_answer_it(tmp_path
 
     done = run("agents_restart.py", "answer", request_id, "yes", db, cwd=tmp_path)
     assert "status=done: Ops report — Done: the payments key was rotated." in done
-    assert "root/ops.1/keeper.1: task replay → REATTACH" in done
+    assert "root/ops.1: task replay → REATTACH to root/ops.1/keeper.1" in done
     assert "root/ops.1/keeper.2" not in done  # reattached, never spawned again
 
     again = run("agents_restart.py", "answer", request_id, "yes", db, cwd=tmp_path, expect=1)
@@ -122,3 +126,14 @@ def test_restart_with_a_declined_answer_reports_the_decline(tmp_path: Path) -> N
     assert match is not None
     done = run("agents_restart.py", "answer", match.group(1), "no", db, cwd=tmp_path)
     assert "status=done: Ops report — Done: declined/expired: Rotate the payments API key?." in done
+
+
+def test_the_harness_sends_unfinished_work_back_and_resumes_a_halt_inside_the_gate(
+    tmp_path: Path,
+) -> None:
+    out = run("agent_harness.py", cwd=tmp_path)
+    assert "turn 1: pending — Ship the fix to production? (completion attempt 2)" in out
+    assert "completion check failed (attempt 1/3): 1 item(s) still open: ship it" in out
+    assert "resumed in a new runtime: done — Shipped: the fix is live." in out
+    assert "denied: deletes need a human" in out
+    assert out.count("| shipped |") == 1

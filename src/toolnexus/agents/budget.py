@@ -52,8 +52,8 @@ def exhausted(handle: Handle, now: float, extra_tool_calls: int = 0) -> str | No
 
 def limit_text(limit: str) -> str:
     """The loud text of a limit stop."""
-    if limit == "maxTurns":
-        return "hit maxTurns without a final answer"
+    if limit in ("maxTurns", "completion"):
+        return f"hit {limit} without a final answer"
     return f"budget exhausted ({limit}); partial work preserved"
 
 
@@ -96,6 +96,7 @@ class BudgetGuard:
         spent = usage.get("total_tokens", 0) or (
             usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0)
         )
+        h.own_tokens += spent
         for node in h.ancestors():
             node.tokens += spent
 

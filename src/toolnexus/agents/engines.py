@@ -132,6 +132,13 @@ class EngineFactory:
         self._emit = emit
         self._runtime_metric = runtime_metric
         self._cache: dict[str, Engine] = {}
+        self._sinks: dict[str, Callable[[dict[str, Any]], None]] = {}
+
+    def emit_for(self, agent: AgentDef, event: dict[str, Any]) -> None:
+        """Send ``event`` where ``agent``'s engine sends its own (the runtime's ``run`` events)."""
+        sink = self._sinks.get(agent.name)
+        if sink is not None:
+            sink(event)
 
     def engine_for(self, agent: AgentDef, runtime_hooks: Any) -> Engine:
         cached = self._cache.get(agent.name)
@@ -195,6 +202,8 @@ class EngineFactory:
 
         def emit(event: dict[str, Any]) -> None:
             self._emit(event, on_metric)
+
+        self._sinks[agent.name] = emit
 
         hooks = agent.hooks if agent.hooks is not None else runtime_hooks
         config = replace(

@@ -7,20 +7,39 @@ per-parent counter from 1 — so a restored tree has the same ids and traces as 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
-from typing import Any
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Request
 from .types import Budget, HandleState, InboxItem, TaskResult
 
-__all__ = ["ROOT_ID", "Handle", "render_inbox"]
+if TYPE_CHECKING:
+    from .types import AgentDef
+
+__all__ = ["ROOT_ID", "Handle", "Pool", "render_inbox"]
 
 ROOT_ID = "root"
 
 
+@dataclass(frozen=True, slots=True)
+class Pool:
+    """What a handle may still spend: ``inf`` where its budget sets no cap."""
+
+    tokens: float
+    tool_calls: float
+    children: float
+
+
 class Handle:
-    """A spawned agent. Hosts use ``id`` and ``children``; the runtime owns the rest."""
+    """A spawned agent. Hosts read it; the runtime owns it.
+
+    The package's field names are here too: ``defn`` (the `AgentDef`), ``usage_total`` (tokens
+    of the handle and all its descendants, cumulative), ``own_total`` (its own), ``turns_total``
+    (its own model calls), ``pending_req``, ``last_result``, ``running_children`` (an int),
+    ``pool`` and ``conv_id`` (= ``id``).
+    """
 
     def __init__(
         self,
@@ -34,9 +53,11 @@ class Handle:
         self.parent = parent
         self.children: list[Handle] = []
         self.state: HandleState = "idle"
-        self.inbox: deque[InboxItem] = deque()
+        self.inbox: list[InboxItem] = []
         self.budget = budget
+        self.defn: AgentDef | None = None  # set by the runtime at spawn
         self.tokens = 0  # own + every descendant's (the roll-up ledger)
+        self.own_tokens = 0  # own model calls' tokens only
         self.turns = 0  # own model calls, lifetime
         self.run_turns = 0  # model calls since the last fresh wake (what max_turns caps)
         self.tool_calls = 0  # own tool calls, lifetime
@@ -53,6 +74,9 @@ class Handle:
         self.drained: list[InboxItem] = []
         self.queued_prompt: str | None = None
         self.queued = False
+        self.by_host = False  # spawned by the host (`spawn`), not by a ``task`` call
+        self.gate: dict[str, Any] | None = None  # the completion gate's progress in this wake
+        self.task_call: str | None = None  # the id of the ``task`` call that spawned it
 
     @property
     def depth(self) -> int:
@@ -72,8 +96,53 @@ class Handle:
         """The id as segments: the portable ``Request.data.path``."""
         return self.id.split("/")
 
+    @property
     def running_children(self) -> int:
+        """How many children are running now."""
         return sum(1 for c in self.children if c.state == "running")
+
+    @property
+    def usage_total(self) -> int:
+        """Tokens of this handle and all its descendants, cumulative."""
+        return self.tokens
+
+    @property
+    def own_total(self) -> int:
+        """Tokens of this handle's own model calls."""
+        return self.own_tokens
+
+    @property
+    def turns_total(self) -> int:
+        """This handle's own model calls over its life (never rolled up)."""
+        return self.turns
+
+    @property
+    def pending_req(self) -> Request | None:
+        return self.pending
+
+    @property
+    def last_result(self) -> TaskResult | None:
+        return self.result
+
+    @property
+    def conv_id(self) -> str:
+        return self.id
+
+    def subtree_tool_calls(self) -> int:
+        return self.tool_calls + sum(c.subtree_tool_calls() for c in self.children)
+
+    @property
+    def pool(self) -> Pool:
+        """What is left: tokens and tool calls drain with the whole subtree's use; children
+        counts every spawn (closed ones too)."""
+        b = self.budget
+        return Pool(
+            tokens=math.inf if b.max_tokens is None else float(max(0, b.max_tokens - self.tokens)),
+            tool_calls=math.inf
+            if b.max_tool_calls is None
+            else float(max(0, b.max_tool_calls - self.subtree_tool_calls())),
+            children=math.inf if b.max_children is None else float(b.max_children),
+        )
 
     def __repr__(self) -> str:
         return f"Handle({self.id!r}, state={self.state!r})"
@@ -92,6 +161,7 @@ class Handle:
             "inbox": [i.to_json() for i in self.inbox],
             "budget": self.budget.to_json(),
             "tokens": self.tokens,
+            "own_tokens": self.own_tokens,
             "turns": self.turns,
             "run_turns": self.run_turns,
             "tool_calls": self.tool_calls,
@@ -102,6 +172,9 @@ class Handle:
             "pending": self.pending.to_dict() if self.pending is not None else None,
             "checkpoint": self.checkpoint.to_json() if self.checkpoint is not None else None,
             "spawned": self.spawned,
+            "gate": self.gate,
+            "by_host": self.by_host,
+            "task_call": self.task_call,
         }
 
 

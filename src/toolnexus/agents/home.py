@@ -3,7 +3,7 @@
 ::
 
     bot = agent_from_dir("homes/ops", does="watches the deploys")
-    started = await start_agent(bot, every_ms=60_000, on_report=print, llm=llm)
+    started = start_agent(bot, every_ms=60_000, on_report=print, llm=llm)
     ...
     await started.stop()
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,13 +54,21 @@ def agent_from_dir(
 
 @dataclass(slots=True)
 class StartedAgent:
-    """A running agent with its heartbeat. ``stop()`` ends the beat and closes the runtime."""
+    """A running agent with its heartbeat. ``stop()`` ends the beat and closes the runtime.
+
+    It is also awaitable (``await start_agent(...)`` gives the same object), for code written
+    when `start_agent` was a coroutine.
+    """
 
     handle: Handle
     rt: AgentRuntime
     beats: int = 0
     _beat: asyncio.Task[None] | None = field(default=None, repr=False)
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+
+    def __await__(self) -> Generator[Any, None, StartedAgent]:
+        yield from asyncio.sleep(0).__await__()  # let the beat start waiting on the clock
+        return self
 
     async def next_beat(self) -> int:
         """Wait until the next heartbeat has finished; return the number of beats so far."""
@@ -80,7 +88,7 @@ class StartedAgent:
 Report = Callable[[TaskResult], Any]
 
 
-async def start_agent(
+def start_agent(
     spec: Agent,
     *,
     every_ms: int | None = None,
@@ -90,17 +98,23 @@ async def start_agent(
 ) -> StartedAgent:
     """Spawn ``spec`` on a fresh runtime and, with ``every_ms``, beat it on the runtime clock.
 
-    Every interval a timer tick is posted to the agent's own inbox (ticks coalesce) and, only
-    when the agent is idle, it is woken with `HEARTBEAT_PROMPT`. Replies of exactly
-    ``HEARTBEAT_OK`` are silent; anything else reaches ``on_beat`` / ``on_report``. Channels are
-    the host's: use ``started.rt.post`` / ``wake`` to talk to it.
+    Synchronous, but it needs a running event loop (the beat is a task on it). Every interval
+    a timer tick is posted to the agent's own inbox (ticks coalesce) and, only when the agent
+    is idle, it is woken with `HEARTBEAT_PROMPT`. Replies of exactly ``HEARTBEAT_OK`` are
+    silent; anything else reaches ``on_beat`` / ``on_report``. Channels are the host's: use
+    ``started.rt.post`` / ``wake`` to talk to it.
+
+    Raises:
+        UsageError: ``every_ms`` is not positive, or the spawn was refused.
     """
     if every_ms is not None and every_ms <= 0:
         raise UsageError("every_ms must be positive")
-    rt = AgentRuntime(registry=spec.registry(), **rt_opts)
+    loop = asyncio.get_running_loop()
+    rt = AgentRuntime(
+        registry=spec.registry(), **{k: v for k, v in rt_opts.items() if v is not None}
+    )
     spawned = rt.spawn(rt.root, spec.name)
     if not isinstance(spawned, Handle):
-        await rt.aclose()
         raise UsageError(f"cannot start {spec.name}: {spawned.error}")
     h = spawned
     started = StartedAgent(handle=h, rt=rt)
@@ -116,9 +130,13 @@ async def start_agent(
                 if inspect.isawaitable(value):
                     await value
 
+    first_at = rt.clock.now() + every_ms / 1000  # due from now, even before the task starts
+
     async def beat() -> None:
+        due: float | None = first_at
         while h.state != "closed":
-            await rt.clock.sleep(every_ms / 1000)
+            await rt.clock.sleep(every_ms / 1000 if due is None else due - rt.clock.now())
+            due = None
             tick = InboxItem(from_="clock", channel="timer", text="tick")
             if len(h.inbox) < rt.inbox_cap:
                 rt.post(h, tick)
@@ -128,6 +146,5 @@ async def start_agent(
             started.beats += 1
             started._done.set()  # pyright: ignore[reportPrivateUsage]
 
-    started._beat = asyncio.get_running_loop().create_task(beat())  # pyright: ignore[reportPrivateUsage]
-    await asyncio.sleep(0)  # let the beat start waiting on the clock
+    started._beat = loop.create_task(beat())  # pyright: ignore[reportPrivateUsage]
     return started

@@ -128,6 +128,7 @@ def handle_from_json(row: dict[str, Any], parent: Handle) -> Handle:
     h.state = state if state in ("idle", "running", "suspended", "closed") else "idle"
     h.inbox.extend(InboxItem.from_json(i) for i in cast(list[Any], row.get("inbox") or []))
     h.tokens = int(row.get("tokens") or 0)
+    h.own_tokens = int(row.get("own_tokens") or 0)
     h.turns = int(row.get("turns") or 0)
     h.run_turns = int(row.get("run_turns") or 0)
     h.tool_calls = int(row.get("tool_calls") or 0)
@@ -137,6 +138,11 @@ def handle_from_json(row: dict[str, Any], parent: Handle) -> Handle:
     key = row.get("task_key")
     h.task_key = key if isinstance(key, str) else None
     h.spawned = bool(row.get("spawned"))
+    h.by_host = bool(row.get("by_host"))
+    gate = row.get("gate")
+    h.gate = cast(dict[str, Any], gate) if isinstance(gate, dict) else None
+    call = row.get("task_call")
+    h.task_call = call if isinstance(call, str) else None
     if row.get("result") is not None:
         h.result = TaskResult.from_json(row["result"])
     try:

@@ -34,9 +34,13 @@ from .types import AgentDef, HandleState, TaskResult
 if TYPE_CHECKING:
     from ..worker import Worker
 
-__all__ = ["Resuming", "restamp", "stamp_path"]
+__all__ = ["NoSuspendedHandle", "Resuming", "restamp", "stamp_path"]
 
 log = logging.getLogger("toolnexus.agents")
+
+
+class NoSuspendedHandle(ResumeError, RuntimeError):  # merge: move to _compat
+    """`resume` found no suspended handle (also a ``RuntimeError``, as the package raises)."""
 
 
 class Resuming:
@@ -50,8 +54,9 @@ class Resuming:
     _resumption: Resumption
     _engines: EngineFactory
     _hooks: Any
+    trace: list[str]
 
-    def _move(self, h: Handle, to: HandleState) -> None:
+    def _move(self, h: Handle, to: HandleState, why: str | None = None) -> None:
         raise NotImplementedError
 
     def _def(self, h: Handle) -> AgentDef:
@@ -97,8 +102,10 @@ class Resuming:
 
     async def resume(
         self, answer: Answer | Mapping[str, Any], *, answered_by: str | None = None
-    ) -> None:
-        """Deliver ``answer`` to the deepest suspended handle, then cascade up.
+    ) -> TaskResult:
+        """Deliver ``answer`` to the deepest suspended handle, then cascade up; return the
+        `TaskResult` of the last turn the cascade ran (the outermost resumed ancestor, or the
+        leaf).
 
         The deepest handle's halted call is re-executed with ``ctx.answer`` (retry-with-answer
         from its checkpoint: no model call is repeated); each suspended ancestor then resumes
@@ -106,11 +113,11 @@ class Resuming:
         through the one resumption (`toolnexus.resumption`): the request is claimed once, and
         each level's resolved calls are recorded — in the run store, fenced by the claim, and
         in the handle's row — before its model is called again, so a process that dies
-        mid-cascade and is resumed again never runs an approved call twice. Call `wait`
-        afterwards for the results.
+        mid-cascade and is resumed again never runs an approved call twice. `wait` on a
+        handle gives its result afterwards too.
 
         Raises:
-            ResumeError: nothing is suspended.
+            NoSuspendedHandle: nothing is suspended (a `ResumeError` and a ``RuntimeError``).
             AnswerMismatch: the answer does not echo the pending request id.
             InvalidAnswer: the answer's fields have the wrong types.
             AnswerConflict: the request was already answered (here or in another process),
@@ -120,14 +127,16 @@ class Resuming:
         deepest = self._deepest_suspended(self.root, reply.id) or self._deepest_suspended(self.root)
         if deepest is None or deepest.pending is None or deepest.checkpoint is None:
             await self._refuse_if_answered(reply.id)
-            raise ResumeError("no suspended handle to resume")
+            raise NoSuspendedHandle("no suspended handle")
         if reply.id != deepest.pending.id:
             await self._refuse_if_answered(reply.id)
             raise AnswerMismatch(
                 f'answer id "{reply.id}" does not echo the pending request id '
                 f'"{deepest.pending.id}"'
             )
-        await self._cascade(deepest, reply, None, answered_by)
+        result = await self._cascade(deepest, reply, None, answered_by)
+        assert result is not None
+        return result
 
     async def resume_claim(
         self, claim: Claim, resumption: Resumption | None = None
@@ -176,8 +185,15 @@ class Resuming:
         using = resumption or self._resumption
         node: Handle | None = deepest
         result: TaskResult | None = None
+        ok = "true" if answer.ok else "false"
+        self.trace.append(
+            f"{deepest.id}: resume with Answer(ok={ok}) at checkpoint "
+            f"(turns so far: {deepest.turns})"
+        )
         try:
             while node is not None and node is not self.root and node.state == "suspended":
+                if node is not deepest:
+                    self.trace.append(f"{node.id}: cascade resume (replay reattaches by task key)")
                 result, claim = await self._resume_level(node, answer, claim, answered_by, using)
                 answer = claim.answer
                 if result.status == "pending":
@@ -215,7 +231,7 @@ class Resuming:
         cancel = asyncio.Event()
         state = engine.new_state(None, tools, engine.cfg.dialect.render_tools(tools), cancel=cancel)
         resumption.check(state, checkpoint, claim.answer if claim is not None else answer)
-        self._move(h, "idle")
+        self._move(h, "idle", "Answer accepted, checkpoint restored")
         self._move(h, "running")
         h.cancel = cancel
         h.task = None
@@ -329,7 +345,7 @@ class Resuming:
         request = h.pending
         if checkpoint is None or request is None:
             raise ResumeError(f"{h.id} has no halted turn to resume")
-        self._move(h, "running")
+        self._move(h, "running", f"Answer ok={'true' if answer.ok else 'false'}")
         h.cancel = asyncio.Event()
         h.task = None
         try:

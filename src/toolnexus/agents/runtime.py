@@ -23,29 +23,50 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .._types import Tool
 from ..errors import UsageError
 from ..loop.checkpoint import Checkpoint
-from ..loop.engine import Engine, RunState
 from ..observability import Metrics
 from ..resumption import Resumption
 from ..stores.base import ConversationStore
 from ..stores.runs import InMemoryRunStore, RunStore, halted_call
 from ..stores.url import resolve_store
-from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of
+from .budget import BudgetGuard, carve, exhausted, limit_text, max_depth_of, max_turns_of
 from .clock import AsyncioClock, Clock
 from .engines import ClientFactory, EngineFactory, LlmConfig
 from .handle import ROOT_ID, Handle, render_inbox
 from .persistence import NullRuntimeStore, RuntimeStore, as_runtime_store, handle_from_json
-from .resuming import Resuming, restamp, stamp_path
+from .resuming import Resuming
+from .stopping import Stopping, stamp_totals
 from .task_tool import task_tool
+from .turns import Turns
 from .types import (
+    DEFAULT_MAX_CONCURRENT,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_TURNS,
+    LIMIT_COMPLETION,
+    LIMIT_MAX_CHILDREN,
+    LIMIT_MAX_CONCURRENT,
+    LIMIT_MAX_DEPTH,
+    LIMIT_MAX_TOKENS,
+    LIMIT_MAX_TOOL_CALLS,
+    LIMIT_MAX_TURNS,
+    LIMIT_MAX_WALL_MS,
+    LIMIT_TIMEOUT,
+    LIMITS,
+    TASK_STATUS_CLOSED,
+    TASK_STATUS_DONE,
+    TASK_STATUS_ERROR,
+    TASK_STATUS_INCOMPLETE,
+    TASK_STATUS_INTERRUPTED,
+    TASK_STATUS_PENDING,
+    TASK_STATUS_TIMEOUT,
+    TASK_STATUSES,
     AgentDef,
     Budget,
-    CloseReason,
     HandleState,
     HandleView,
     InboxItem,
@@ -57,7 +78,29 @@ from .types import (
 if TYPE_CHECKING:
     pass
 
+# The package's `toolnexus.agents.runtime` names (COMPAT §1) are re-exported here too.
 __all__ = [
+    "DEFAULT_MAX_CONCURRENT",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_TURNS",
+    "LIMITS",
+    "LIMIT_COMPLETION",
+    "LIMIT_MAX_CHILDREN",
+    "LIMIT_MAX_CONCURRENT",
+    "LIMIT_MAX_DEPTH",
+    "LIMIT_MAX_TOKENS",
+    "LIMIT_MAX_TOOL_CALLS",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_MAX_WALL_MS",
+    "LIMIT_TIMEOUT",
+    "TASK_STATUSES",
+    "TASK_STATUS_CLOSED",
+    "TASK_STATUS_DONE",
+    "TASK_STATUS_ERROR",
+    "TASK_STATUS_INCOMPLETE",
+    "TASK_STATUS_INTERRUPTED",
+    "TASK_STATUS_PENDING",
+    "TASK_STATUS_TIMEOUT",
     "AgentDef",
     "AgentRuntime",
     "AsyncioClock",
@@ -86,13 +129,14 @@ _ALLOWED: set[tuple[HandleState, HandleState]] = {
 }
 
 
-class AgentRuntime(Resuming):
+class AgentRuntime(Stopping, Turns, Resuming):
     """Owns a tree of agent handles, their store, their clock and the global turn gate.
 
     ``llm`` is where the agents' model lives: a mapping / `LlmConfig` (``base_url``, ``style``,
     ``model``, ``api_key``, retries, timeout), or a client factory ``(AgentDef) -> Client``
     whose endpoint, model and transport an agent's runs use (the runtime adds the agent's soul,
-    seams, ``wait_for`` and its turn gate).
+    seams, ``wait_for`` and its turn gate). ``in_process=generate`` runs every agent on a host
+    function instead (as `create_in_process_client`); it excludes ``transport`` and ``llm``.
     """
 
     def __init__(
@@ -102,6 +146,7 @@ class AgentRuntime(Resuming):
         llm: LlmConfig | Mapping[str, Any] | ClientFactory | None = None,
         transport: Any = None,
         http_transport: Any = None,
+        in_process: Callable[[dict[str, Any]], Any] | None = None,
         store: Any = None,
         clock: Clock | None = None,
         inbox_cap: int = 8,
@@ -114,6 +159,9 @@ class AgentRuntime(Resuming):
     ) -> None:
         if inbox_cap < 1 or max_concurrent_turns < 1 or shutdown_ms < 0:
             raise UsageError("inbox_cap and max_concurrent_turns must be ≥ 1, shutdown_ms ≥ 0")
+        if in_process is not None:
+            transport, llm = _in_process(in_process, transport or http_transport, llm)
+            http_transport = None
         self.registry: dict[str, AgentDef] = dict(registry)
         for name, d in self.registry.items():
             if not isinstance(d, AgentDef):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -265,10 +313,15 @@ class AgentRuntime(Resuming):
     def _conv_id(self, h: Handle) -> str:
         return h.id if self.runtime_id == "default" else f"{self.runtime_id}:{h.id}"
 
-    def _move(self, h: Handle, to: HandleState) -> None:
+    def _move(self, h: Handle, to: HandleState, why: str | None = None) -> None:
+        """Change ``h``'s state; the trace line is ``<id>: <from>→<to>`` and the reason in
+        parentheses (a reason starting with a word and `` (`` tags the move, as ``DURABLE``)."""
         if (h.state, to) not in _ALLOWED:
             raise UsageError(f"illegal transition {h.state}→{to} for {h.id}")
-        self.trace.append(f"{h.id}: {h.state}→{to}")
+        line = f"{h.id}: {h.state}→{to}"
+        if why:
+            line += f" {why}" if why.startswith("DURABLE ") else f" ({why})"
+        self.trace.append(line)
         h.state = to
 
     async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
@@ -288,6 +341,13 @@ class AgentRuntime(Resuming):
             rows.append(self.root.to_json())
         await self._tree.save_handles(self.runtime_id, rows)
 
+    async def transcript(self, h: Handle) -> list[Any]:
+        """``h``'s transcript as far as it goes: while it is parked, the halted turn's (from its
+        checkpoint); otherwise what the conversation store holds (``[]`` for none yet)."""
+        if h.state == "suspended" and h.checkpoint is not None:
+            return list(h.checkpoint.messages)
+        return list(await self._conversations.get(self._conv_id(h)) or [])
+
     def handle(self, id: str) -> Handle | None:
         """The handle with ``id`` (closed ones included), or ``None``."""
         return self._handles.get(id)
@@ -303,7 +363,17 @@ class AgentRuntime(Resuming):
     def spawn(
         self, parent: Handle, def_name: str, budget: Budget | None = None
     ) -> Handle | SpawnError:
-        """Create a child of ``parent`` (never raises: a refusal is a `SpawnError`)."""
+        """Create a child of ``parent`` (never raises: a refusal is a `SpawnError`).
+
+        The host that spawns a handle may `wait` on it wherever it sits in the tree."""
+        child = self._spawn(parent, def_name, budget)
+        if isinstance(child, Handle):
+            child.by_host = True
+        return child
+
+    def _spawn(
+        self, parent: Handle, def_name: str, budget: Budget | None = None
+    ) -> Handle | SpawnError:
         if parent.state == "closed":
             return SpawnError("parent closed")
         agent = self.registry.get(def_name)
@@ -325,9 +395,13 @@ class AgentRuntime(Resuming):
         child = Handle(
             f"{parent.id}/{def_name}.{parent.next_child}", def_name, parent, carve(own, parent)
         )
+        child.defn = agent
         parent.next_child += 1
         parent.children.append(child)
         self._handles[child.id] = child
+        tokens = child.pool.tokens
+        shown = "inf" if tokens == float("inf") else f"{tokens:g}"
+        self.trace.append(f"{child.id}: spawned (depth {child.depth}, tokens {shown})")
         self._schedule_persist(child, parent)
         return child
 
@@ -347,9 +421,12 @@ class AgentRuntime(Resuming):
     def post(self, h: Handle, item: InboxItem) -> PostResult:
         """Append to the inbox (no transition). Closed or full ⇒ an error value."""
         if h.state == "closed":
-            return PostResult(False, f"handle {h.id} is closed")
+            return PostResult(False, f"inbox closed: {h.id}")
         if len(h.inbox) >= self.inbox_cap:
-            return PostResult(False, f"inbox full ({self.inbox_cap}) for {h.id}")
+            self.trace.append(
+                f"{h.id}: post REJECTED (inbox full, cap {self.inbox_cap}) from {item.from_}"
+            )
+            return PostResult(False, f"inbox full: {h.id}")
         h.inbox.append(item)
         return PostResult(True)
 
@@ -360,7 +437,7 @@ class AgentRuntime(Resuming):
         suspended one only buffers. Over the parent's ``max_concurrent`` the wake queues FIFO.
         """
         if h.state == "closed":
-            return PostResult(False, f"handle {h.id} is closed")
+            return PostResult(False, "closed")
         if h is self.root:
             return PostResult(False, "the root is not an agent; wake its children")
         if h.state in ("running", "suspended") or h.queued:
@@ -374,11 +451,11 @@ class AgentRuntime(Resuming):
         parent = h.parent
         assert parent is not None
         limit = parent.budget.max_concurrent
-        if limit is not None and parent.running_children() >= limit:
+        if limit is not None and parent.running_children >= limit:
             h.queued = True
             h.queued_prompt = prompt
             self._queues.setdefault(parent.id, []).append(h)
-            self.trace.append(f"{h.id}: wake QUEUED")
+            self.trace.append(f"{h.id}: wake QUEUED (parent concurrency {limit})")
             return PostResult(True)
         self._admit(h, prompt)
         return PostResult(True)
@@ -394,7 +471,7 @@ class AgentRuntime(Resuming):
         h.run_turns = 0
         if h.started_at is None:
             h.started_at = self.clock.now()
-        self._move(h, "running")
+        self._move(h, "running", "wake")
         h.task = asyncio.get_running_loop().create_task(self._turn(h, text))
 
     def _release_slot(self, h: Handle) -> None:
@@ -407,7 +484,7 @@ class AgentRuntime(Resuming):
             nxt.queued = False
             if nxt.state != "idle":
                 continue
-            self.trace.append(f"{nxt.id}: DEQUEUED wake")
+            self.trace.append(f"{nxt.id}: DEQUEUED wake (slot freed)")
             self._admit(nxt, nxt.queued_prompt)
             nxt.queued_prompt = None
             return
@@ -416,7 +493,7 @@ class AgentRuntime(Resuming):
 
     def _tools_for(self, h: Handle) -> list[Tool]:
         agent = self._def(h)
-        tools = list(agent.tools)
+        tools = list(agent.tools or ())
         if agent.task_targets:
             tools.append(task_tool(self, h))
         return tools
@@ -439,9 +516,10 @@ class AgentRuntime(Resuming):
             stop = guard.before_call()
             if stop is not None:
                 result = TaskResult(text=limit_text(stop), status="incomplete", limit=stop)
-                h.inbox.extendleft(reversed(h.drained))
+                h.inbox[:0] = h.drained
                 h.drained = []
             else:
+                h.gate = None  # a fresh wake starts the completion gate over
                 engine = self._engines.engine_for(self._def(h), self._hooks)
                 history = await self._conversations.get(self._conv_id(h))
                 tools = self._tools_for(h)
@@ -453,63 +531,21 @@ class AgentRuntime(Resuming):
                     cancel=h.cancel,
                 )
                 result = await self._drive(h, engine, state, guard, resumed=None)
+                if result.status == "pending" and history is None:
+                    # The rewind rule: while parked the store holds the pre-turn transcript
+                    # (the halted turn lives in the checkpoint) — for a first turn, none yet.
+                    await self._conversations.save(self._conv_id(h), [])
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
         await self._settle(h, result)
 
-    async def _drive(
-        self,
-        h: Handle,
-        engine: Engine,
-        state: RunState,
-        guard: BudgetGuard,
-        resumed: list[Any] | None,
-        fence: Callable[[], Awaitable[Any]] | None = None,
-    ) -> TaskResult:
-        """One turn of ``h`` to its `TaskResult`. ``fence`` runs right before the transcript is
-        saved (a durable resume checks its claim there, so an overtaken resumer writes none)."""
-        guard.bind(state)
-        state.guard = guard
-        turns_before, tokens_before = h.turns, state.usage.get("total_tokens", 0)
-        finished = await engine.complete(state, resumed=resumed)
-        guard.settle()
-        run = finished.result
-        turns = h.turns - turns_before
-        tokens = run.usage.get("total_tokens", 0) - tokens_before
-        if run.status == "pending" and run.pending is not None:
-            request = stamp_path(run.pending, h)
-            assert finished.checkpoint is not None
-            h.checkpoint = restamp(finished.checkpoint, run.pending.id, request)
-            h.pending = request
-            return TaskResult(
-                text=request.prompt,
-                status="pending",
-                pending=request,
-                turns=turns,
-                total_tokens=tokens,
-            )
-        h.checkpoint = None
-        h.pending = None
-        if fence is not None:
-            await fence()
-        await self._conversations.save(self._conv_id(h), run.messages)
-        h.drained = []
-        if run.status == "incomplete":
-            limit = run.limit or "maxTurns"
-            text = run.text or limit_text(limit)
-            if run.limit:
-                text = limit_text(limit) if not run.text else f"{run.text}\n{limit_text(limit)}"
-            return TaskResult(
-                text=text, status="incomplete", limit=limit, turns=turns, total_tokens=tokens
-            )
-        return TaskResult(text=run.text, status="done", turns=turns, total_tokens=tokens)
-
     async def _settle(self, h: Handle, result: TaskResult) -> None:
         h.task = None
         if h.state == "closed":
             return
+        stamp_totals(h, result)
         result.runtime = self
         h.result = result
         # Durable first, visible second: the rows (and, for a question, the pending index) are
@@ -520,15 +556,23 @@ class AgentRuntime(Resuming):
         if result.status == "pending":
             await self._persist(h, as_state="suspended")
             await self._index(h)
-            self._move(h, "suspended")
+            self._move(h, "suspended", self._suspension_why(h, result))
         elif h.state == "running":
             await self._persist(h, as_state="idle")
-            self._move(h, "idle")
+            self._move(h, "idle", _settled_why(h, result))
         else:
             await self._persist(h)
         self._notify(h, result)
         if h.state != "running":
             self._release_slot(h)
+
+    def _suspension_why(self, h: Handle, result: TaskResult) -> str:
+        request = result.pending
+        kind = request.kind if request is not None else ""
+        inline = any(self.registry[a.agent].wait_for for a in h.ancestors()[1:-1])
+        if inline:
+            return f'pending "{kind}": {request.prompt if request is not None else ""}'
+        return f'DURABLE (pending "{kind}", path preserved)'
 
     async def _index(self, top: Handle) -> None:
         """Put a durable suspension in the run store's pending index (the approvals inbox).
@@ -564,9 +608,13 @@ class AgentRuntime(Resuming):
     async def wait(
         self, h: Handle, timeout_ms: float | None = None, *, waiter: Handle | None = None
     ) -> TaskResult:
-        """The next result of ``h`` — or, when it is settled, its last one right away."""
-        spawner = waiter if waiter is not None else self.root
-        if h.parent is not spawner:
+        """The next result of ``h`` — or, when it is settled, its last one right away.
+
+        Only the spawner may wait: the host (``waiter=None``) for the handles it spawned,
+        wherever they sit in the tree, an agent for the children its ``task`` calls spawned.
+        """
+        allowed = h.parent is waiter if waiter is not None else h.parent is self.root or h.by_host
+        if not allowed:
             return TaskResult(
                 text=f"only the spawner ({h.parent.id if h.parent else '-'}) may wait on {h.id}",
                 status="error",
@@ -591,82 +639,15 @@ class AgentRuntime(Resuming):
         if future in h.waiters:
             h.waiters.remove(future)
         future.cancel()
-        return TaskResult(
+        result = TaskResult(
             text=f"wait timeout after {timeout_ms:g}ms (child still {h.state})",
             status="timeout",
             is_error=True,
+            limit="timeout",
             runtime=self,
         )
-
-    async def interrupt(self, h: Handle) -> None:
-        """Abort the in-flight turn (the handle goes idle and keeps its inbox), or cancel a
-        pending request. Never a kill: the handle stays usable."""
-        if h.state == "running" and h.task is not None:
-            task = h.task
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            h.task = None
-            h.inbox.extendleft(reversed(h.drained))
-            h.drained = []
-            self._move(h, "idle")
-            result = TaskResult(text=f"{h.id} was interrupted", status="interrupted", is_error=True)
-            result.runtime = self
-            h.result = result
-            await self._persist(h)
-            self._notify(h, result)
-            self._release_slot(h)
-        elif h.state == "suspended":
-            h.pending = None
-            h.checkpoint = None
-            self._move(h, "idle")
-            result = TaskResult(
-                text=f"{h.id}: the pending request was cancelled",
-                status="interrupted",
-                is_error=True,
-                runtime=self,
-            )
-            h.result = result
-            await self._persist(h)
-            self._notify(h, result)
-
-    async def close(
-        self, h: Handle, *, force: bool = False, reason: CloseReason | None = None
-    ) -> None:
-        """Close ``h`` and, leaf-first, its children. A running turn may finish within
-        ``shutdown_ms`` (at once with ``force``), then it is aborted. ``close(root)`` stops
-        everything. The final state stays queryable."""
-        for child in list(h.children):
-            await self.close(child, force=force, reason=reason)
-        if h is self.root or h.state == "closed":
-            return
-        why: CloseReason = reason or "closed"
-        if h.state == "running" and h.task is not None:
-            task = h.task
-            if not force and self.shutdown_ms:
-                done, _ = await asyncio.wait({task}, timeout=self.shutdown_ms / 1000)
-                if task not in done:
-                    task.cancel()
-                    why = reason or "interrupted"
-            else:
-                task.cancel()
-                why = reason or "interrupted"
-            await asyncio.gather(task, return_exceptions=True)
-            h.task = None
-        if _is_closed(h):  # the aborted turn may have closed it meanwhile
-            return
-        callback = self._def(h).on_close
-        if callback is not None:
-            try:
-                value = callback(h, why)
-                if inspect.isawaitable(value):
-                    await value
-            except Exception:
-                log.warning("toolnexus: on_close raised for %s", h.id, exc_info=True)
-        self._move(h, "closed")
-        await self._persist(h)
-        final = h.result or TaskResult(text=f"{h.id} is closed", status="closed")
-        final.runtime = self
-        self._notify(h, final)
+        stamp_totals(h, result)
+        return result
 
     # -- views --------------------------------------------------------------------------------
 
@@ -737,6 +718,17 @@ class AgentRuntime(Resuming):
         await self.aclose()
 
 
+def _settled_why(h: Handle, result: TaskResult) -> str:
+    """The package's reason for a running→idle move."""
+    if result.status == "done":
+        return f"done, turns={h.turns}, tokens={h.tokens}"
+    if result.status == "incomplete":
+        if result.limit == "maxTurns":
+            return f"INCOMPLETE at maxTurns {max_turns_of(h.budget)}"
+        return f"INCOMPLETE at {result.limit}"
+    return f"{result.status}: {result.text}"
+
+
 def _asker(top: Handle, request_id: str) -> Handle:
     """The handle under ``top`` (or ``top`` itself) whose own call asked ``request_id``: the
     deepest one waiting on it (its parents relay it through ``task``)."""
@@ -753,5 +745,25 @@ def _spawn_order(row: dict[str, Any]) -> int:
     return int(tail) if tail.isdigit() else 0
 
 
-def _is_closed(h: Handle) -> bool:
-    return h.state == "closed"
+def _in_process(generate: Any, transport: Any, llm: Any) -> tuple[Any, Any]:
+    """The transport and model settings of ``AgentRuntime(in_process=generate)``."""
+    from ..llm.inprocess import InProcessTransport
+
+    if transport is not None:
+        raise InProcessValueError(
+            "toolnexus.agents: `transport` and `in_process` are mutually exclusive — set one, "
+            "not both"
+        )
+    if llm is not None:
+        raise InProcessValueError(
+            "toolnexus.agents: `llm` and `in_process` are mutually exclusive — an in-process "
+            "model has no wire endpoint for `llm` to point at"
+        )
+    config = LlmConfig(
+        base_url="http://in-process.local", model="in-process", api_key="unused", retries=0
+    )
+    return InProcessTransport(generate), config
+
+
+class InProcessValueError(UsageError, ValueError):  # merge: move to _compat
+    """``in_process`` given with ``transport`` or ``llm``."""

@@ -1,9 +1,11 @@
 """The ``task`` tool: delegate a subtask to a teammate (spawn → wake → wait → close, fused).
 
-A re-invoked ``task`` whose key (``"<agent>:<prompt>"``) matches an existing child reattaches
-to it instead of spawning a duplicate: a settled child gives its recorded result, a suspended one
-its pending request (or, when the retry carries an answer, an inline resume), a running one is
-awaited. That is what makes the resume cascade idempotent.
+Every ``task`` call spawns a fresh child — a later call with the same agent and prompt runs
+the teammate again. Only the *re-invocation of the same call* reattaches to the child it
+spawned: the retry of a suspended call (it carries ``ctx.answer``, inline or in a resume
+cascade) finds its child by the call's id and task key (``"<agent>:<prompt>"``): a settled
+child gives its recorded result, a suspended one is resumed inline with the answer, a running
+one is awaited. That is what makes the resume cascade idempotent.
 """
 
 from __future__ import annotations
@@ -24,10 +26,7 @@ __all__ = ["task_description", "task_tool"]
 def task_description(rt: AgentRuntime, team: list[str]) -> str:
     """The description advertises only the caller's team, sorted, from each agent's ``does``."""
     listed = "; ".join(f"{name}: {rt.registry[name].description}" for name in team)
-    return (
-        "Delegate a subtask to an isolated subagent. It works on a fresh transcript with its own "
-        "tools and returns only its final answer. Available agents — " + listed
-    )
+    return "Delegate a subtask to an isolated subagent. Available agents — " + listed
 
 
 def _output(child: Handle, result: TaskResult) -> ToolResult:
@@ -39,38 +38,62 @@ def _output(child: Handle, result: TaskResult) -> ToolResult:
     )
 
 
+def _spawned_by(parent: Handle, key: str, call_id: str | None) -> Handle | None:
+    """The child the call ``call_id`` spawned for ``key`` (the latest such, without an id)."""
+    found: Handle | None = None
+    for c in parent.children:
+        if c.task_key == key and (call_id is None or c.task_call in (call_id, None)):
+            found = c
+    return found
+
+
+def _trace_escalation(rt: AgentRuntime, parent: Handle, child: Handle) -> None:
+    """The inline answer reached ``child`` from ``parent``: when ``parent``'s own ``wait_for``
+    gave it, name it as the interpreter of the question's asker."""
+    if rt.registry[parent.agent].wait_for is None:
+        return
+    asker = child
+    while True:
+        below = next((c for c in asker.children if c.state == "suspended"), None)
+        if below is None:
+            break
+        asker = below
+    rt.trace.append(f'{asker.id}: escalate → {parent.id} answers ("nearest interpreter")')
+
+
 def task_tool(rt: AgentRuntime, parent: Handle) -> Tool:
     """The ``task`` tool of ``parent``: its team is its definition's ``task_targets``."""
-    team = sorted(rt.registry[parent.agent].task_targets)
+    team = sorted(rt.registry[parent.agent].task_targets or ())
 
     async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         agent = str(args.get("agent", ""))
         prompt = str(args.get("prompt", ""))
         if agent not in team:
             return ToolResult(
-                f'agent "{agent}" is not in this agent\'s team (available: {", ".join(team)})',
-                True,
+                f'agent "{agent}" not in this agent\'s team ({", ".join(team) or "none"})', True
             )
         key = f"{agent}:{prompt}"
         answer = ctx.answer if ctx is not None else None
-        child = next((c for c in parent.children if c.task_key == key), None)
-        if child is not None:
-            rt.trace.append(f"{child.id}: task replay → REATTACH")
+        call_id = ctx.call_id if ctx is not None else None
+        child = _spawned_by(parent, key, call_id) if answer is not None else None
+        if child is not None and answer is not None:
+            rt.trace.append(
+                f"{parent.id}: task replay → REATTACH to {child.id} (state {child.state})"
+            )
             if child.state == "suspended":
-                if answer is None:
-                    assert child.pending is not None
-                    return suspension_result(child.pending)
+                _trace_escalation(rt, parent, child)
                 result = await rt.resume_handle(child, answer)
             elif child.state == "running":
                 result = await rt.wait(child, waiter=parent)
             else:
                 result = child.result or TaskResult(text="", status="closed")
         else:
-            spawned = rt.spawn(parent, agent)
+            spawned = rt._spawn(parent, agent)  # pyright: ignore[reportPrivateUsage]
             if isinstance(spawned, SpawnError):
                 return ToolResult(spawned.error, True)
             child = spawned
             child.task_key = key
+            child.task_call = call_id
             posted = rt.wake(child, prompt)
             if not posted.ok:
                 return ToolResult(posted.error or "wake refused", True)

@@ -13,6 +13,27 @@ if TYPE_CHECKING:
     from .runtime import AgentRuntime
 
 __all__ = [
+    "DEFAULT_MAX_CONCURRENT",
+    "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_TURNS",
+    "LIMITS",
+    "LIMIT_COMPLETION",
+    "LIMIT_MAX_CHILDREN",
+    "LIMIT_MAX_CONCURRENT",
+    "LIMIT_MAX_DEPTH",
+    "LIMIT_MAX_TOKENS",
+    "LIMIT_MAX_TOOL_CALLS",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_MAX_WALL_MS",
+    "LIMIT_TIMEOUT",
+    "TASK_STATUSES",
+    "TASK_STATUS_CLOSED",
+    "TASK_STATUS_DONE",
+    "TASK_STATUS_ERROR",
+    "TASK_STATUS_INCOMPLETE",
+    "TASK_STATUS_INTERRUPTED",
+    "TASK_STATUS_PENDING",
+    "TASK_STATUS_TIMEOUT",
     "AgentDef",
     "Budget",
     "CloseReason",
@@ -33,6 +54,48 @@ CloseReason: TypeAlias = Literal["closed", "interrupted", "budget", "error"]
 
 DEFAULT_MAX_TURNS = 6
 DEFAULT_MAX_DEPTH = 3
+DEFAULT_MAX_CONCURRENT = 8
+"""The runtime's default ``max_concurrent_turns``."""
+
+TASK_STATUS_DONE = "done"
+TASK_STATUS_PENDING = "pending"
+TASK_STATUS_INCOMPLETE = "incomplete"
+TASK_STATUS_INTERRUPTED = "interrupted"
+TASK_STATUS_CLOSED = "closed"
+TASK_STATUS_TIMEOUT = "timeout"
+TASK_STATUS_ERROR = "error"
+TASK_STATUSES = (
+    TASK_STATUS_DONE,
+    TASK_STATUS_PENDING,
+    TASK_STATUS_INCOMPLETE,
+    TASK_STATUS_INTERRUPTED,
+    TASK_STATUS_CLOSED,
+    TASK_STATUS_TIMEOUT,
+    TASK_STATUS_ERROR,
+)
+"""Every `TaskResult.status`, in the package's order."""
+
+LIMIT_MAX_TURNS = "maxTurns"
+LIMIT_MAX_TOKENS = "maxTokens"
+LIMIT_MAX_TOOL_CALLS = "maxToolCalls"
+LIMIT_MAX_WALL_MS = "maxWallMs"
+LIMIT_MAX_CHILDREN = "maxChildren"
+LIMIT_MAX_CONCURRENT = "maxConcurrent"
+LIMIT_MAX_DEPTH = "maxDepth"
+LIMIT_COMPLETION = "completion"
+LIMIT_TIMEOUT = "timeout"
+LIMITS = (
+    LIMIT_MAX_TURNS,
+    LIMIT_MAX_TOKENS,
+    LIMIT_MAX_TOOL_CALLS,
+    LIMIT_MAX_WALL_MS,
+    LIMIT_MAX_CHILDREN,
+    LIMIT_MAX_CONCURRENT,
+    LIMIT_MAX_DEPTH,
+    LIMIT_COMPLETION,
+    LIMIT_TIMEOUT,
+)
+"""Every canonical `TaskResult.limit` name, in the package's order."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -76,35 +139,42 @@ class Budget:
         )
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class AgentDef:
     """One kind of agent in the registry (a dict name → AgentDef).
+
+    The positional order is the package's: ``AgentDef(name, description, system_prompt, model,
+    budget, tools, wait_for, on_spawn, on_close, task_targets, hooks, on_metric, completion)``.
 
     Attributes:
         name: the registry key; also the id segment of its handles.
         description: what it does (the ``task`` tool advertises it to teammates).
         system_prompt: its soul.
         model: the model to use; ``None`` (or ``"inherit"``) ⇒ the runtime's.
-        tools: its own tools.
-        task_targets: the names of agents it may delegate to (its team ⇒ a ``task`` tool).
         budget: its limits.
+        tools: its own tools (``None``: none).
         wait_for: answers its suspensions inline (nearest interpreter wins).
         on_spawn / on_close: lifecycle callbacks (``on_close(handle, reason)``).
+        task_targets: the names of agents it may delegate to (its team ⇒ a ``task`` tool;
+            ``None`` or empty: no ``task`` tool).
         hooks / on_metric: the §8 seams for its runs (override the runtime's, per field).
+        completion: a `toolnexus.agents.Completion` gating every turn: a turn that does not
+            verify is sent back with the verdict's reason (see `run_gated`).
     """
 
     name: str
     description: str = ""
     system_prompt: str = ""
     model: str | None = None
-    tools: Sequence[Tool] = ()
-    task_targets: Sequence[str] = ()
     budget: Budget | None = None
+    tools: Sequence[Tool] | None = ()
     wait_for: WaitFor | None = None
     on_spawn: Callable[..., Any] | None = None
     on_close: Callable[..., Any] | None = None
+    task_targets: Sequence[str] | None = ()
     hooks: Any = None
     on_metric: Callable[[dict[str, Any]], Any] | None = None
+    completion: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,17 +196,24 @@ class InboxItem:
         )
 
 
-@dataclass(slots=True, kw_only=True)
+@dataclass(slots=True)
 class TaskResult:
-    """What a handle's turn came to. ``status`` is from a closed vocabulary; a failed run is
-    ``error`` with ``is_error`` set, never ``done``."""
+    """What a handle's turn came to. ``status`` is from a closed vocabulary (`TASK_STATUSES`); a
+    failed run is ``error`` with ``is_error`` set, never ``done``.
+
+    The positional order is the package's: ``TaskResult(text, is_error, status, pending, turns,
+    total_tokens, own_tokens, limit, runtime)``. ``turns`` is the handle's lifetime model calls,
+    ``total_tokens`` the cumulative tokens of its whole subtree (never shrinking between two
+    results), ``own_tokens`` its own share.
+    """
 
     text: str = ""
-    status: TaskStatus = "done"
     is_error: bool = False
+    status: TaskStatus = "done"
     pending: Request | None = None
     turns: int = 0
     total_tokens: int = 0
+    own_tokens: int = 0
     limit: str | None = None
     runtime: AgentRuntime | None = field(default=None, repr=False, compare=False)
 
@@ -150,6 +227,7 @@ class TaskResult:
             "is_error": self.is_error,
             "turns": self.turns,
             "total_tokens": self.total_tokens,
+            "own_tokens": self.own_tokens,
         }
         if self.pending is not None:
             out["pending"] = self.pending.to_dict()
@@ -163,16 +241,14 @@ class TaskResult:
         status = d.get("status", "done")
         return cls(
             text=str(d.get("text", "")),
-            status=status if status in _STATUSES else "error",
+            status=status if status in TASK_STATUSES else "error",
             is_error=bool(d.get("is_error")),
             pending=Request.from_dict(d["pending"]) if isinstance(d.get("pending"), dict) else None,
             turns=int(d.get("turns") or 0),
             total_tokens=int(d.get("total_tokens") or 0),
+            own_tokens=int(d.get("own_tokens") or 0),
             limit=d.get("limit") if isinstance(d.get("limit"), str) else None,
         )
-
-
-_STATUSES = ("done", "pending", "incomplete", "interrupted", "closed", "timeout", "error")
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,170 @@
+"""Stopping handles: `interrupt` (synchronous, immediate) and `close` (leaf-first).
+
+`Stopping` is a base of `toolnexus.agents.AgentRuntime`. Both verbs put the items an aborted
+turn had drained back at the front of the handle's inbox, so nothing posted to it is lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from typing import TYPE_CHECKING, cast
+
+from .handle import Handle
+from .types import AgentDef, CloseReason, HandleState, InboxItem, TaskResult
+
+if TYPE_CHECKING:
+    from .runtime import AgentRuntime
+
+__all__ = ["Stopping", "stamp_totals"]
+
+log = logging.getLogger("toolnexus.agents")
+
+
+class Stopping:
+    """Interrupt and close handles (the base of `AgentRuntime`, which provides what is
+    declared)."""
+
+    root: Handle
+    trace: list[str]
+    shutdown_ms: int
+    _background: set[asyncio.Task[None]]
+
+    def _move(self, h: Handle, to: HandleState, why: str | None = None) -> None:
+        raise NotImplementedError
+
+    def _def(self, h: Handle) -> AgentDef:
+        raise NotImplementedError
+
+    def _notify(self, h: Handle, result: TaskResult) -> None:
+        raise NotImplementedError
+
+    def _release_slot(self, h: Handle) -> None:
+        raise NotImplementedError
+
+    async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
+        raise NotImplementedError
+
+    def _runtime(self) -> AgentRuntime:
+        return cast("AgentRuntime", self)
+
+    def interrupt(self, h: Handle) -> asyncio.Future[None]:
+        """Abort the in-flight turn, or cancel a pending request — at once (synchronous).
+
+        A running handle goes idle now with its drained inbox put back at the front, and its
+        waiters get an ``interrupted`` result; the turn's task unwinds behind. A suspended one
+        goes idle now too. Never a kill: the handle stays usable. The returned future resolves
+        to ``None`` once the handle has settled (``await rt.interrupt(h)`` waits for that)."""
+        loop = asyncio.get_running_loop()
+        settled: asyncio.Future[None] = loop.create_future()
+        if h.state == "running" and h.task is not None:
+            task = h.task
+            task.cancel()
+            h.task = None
+            restored = len(h.drained)
+            h.inbox[:0] = h.drained
+            h.drained = []
+            h.gate = None
+            self._move(h, "idle", "interrupted; inbox intact")
+            self.trace.append(f"{h.id}: interrupt; inbox intact: {restored} items")
+            self._after_interrupt(h, settled, task)
+        elif h.state == "suspended":
+            kind = h.pending.kind if h.pending is not None else ""
+            h.pending = None
+            h.checkpoint = None
+            h.gate = None
+            self._move(h, "idle", f'interrupt cancelled pending "{kind}"')
+            self._after_interrupt(h, settled, None)
+        else:
+            settled.set_result(None)
+        return settled
+
+    def _after_interrupt(
+        self, h: Handle, settled: asyncio.Future[None], task: asyncio.Task[None] | None
+    ) -> None:
+        result = TaskResult("interrupted", True, "interrupted", runtime=self._runtime())
+        stamp_totals(h, result)
+        h.result = result
+        self._notify(h, result)
+        self._release_slot(h)
+
+        async def finish() -> None:
+            try:
+                if task is not None:
+                    await asyncio.gather(task, return_exceptions=True)
+                await self._persist(h)
+            finally:
+                if not settled.done():
+                    settled.set_result(None)
+
+        job = asyncio.get_running_loop().create_task(finish())
+        self._background.add(job)
+        job.add_done_callback(self._background.discard)
+
+    async def close(
+        self, h: Handle, *, force: bool = False, reason: CloseReason | None = None
+    ) -> list[InboxItem]:
+        """Close ``h`` and, leaf-first, its children. A running turn may finish within
+        ``shutdown_ms`` (at once with ``force``), then it is aborted: the items it had drained
+        go back to the front of the inbox. ``close(rt.root)`` stops everything. The final state
+        stays queryable.
+
+        Returns:
+            ``h``'s unprocessed inbox items (those an aborted turn had drained first).
+        """
+        for child in list(h.children):
+            await self.close(child, force=force, reason=reason)
+        if h is self.root or h.state == "closed":
+            return list(h.inbox)
+        why: CloseReason = reason or "closed"
+        aborted: TaskResult | None = None
+        if h.state == "running" and h.task is not None:
+            task = h.task
+            if not force and self.shutdown_ms:
+                done, _ = await asyncio.wait({task}, timeout=self.shutdown_ms / 1000)
+                if task not in done:
+                    task.cancel()
+                    why = reason or "interrupted"
+            else:
+                task.cancel()
+                why = reason or "interrupted"
+            await asyncio.gather(task, return_exceptions=True)
+            h.task = None
+            if h.state == "running":  # the turn was aborted, not finished
+                h.inbox[:0] = h.drained
+                h.drained = []
+                aborted = TaskResult("closed", True, "closed")
+        if _is_closed(h):  # the aborted turn may have closed it meanwhile
+            return list(h.inbox)
+        callback = self._def(h).on_close
+        if callback is not None:
+            try:
+                value = callback(h, why)
+                if inspect.isawaitable(value):
+                    await value
+            except Exception:
+                log.warning("toolnexus: on_close raised for %s", h.id, exc_info=True)
+        self._move(h, "closed", why)
+        if h.result is None:
+            h.result = aborted or TaskResult(text=f"{h.id} is closed", status="closed")
+        await self._persist(h)
+        final = aborted or h.result
+        stamp_totals(h, final)
+        final.runtime = self._runtime()
+        self._notify(h, final)
+        return list(h.inbox)
+
+
+def stamp_totals(h: Handle, result: TaskResult) -> None:
+    """Every result carries the handle's lifetime totals: its turns, its subtree's tokens
+    (cumulative, never shrinking) and its own; an incomplete one always names its limit."""
+    result.turns = h.turns
+    result.total_tokens = h.tokens
+    result.own_tokens = h.own_tokens
+    if result.status == "incomplete" and result.limit is None:
+        result.limit = "maxTurns"
+
+
+def _is_closed(h: Handle) -> bool:
+    return h.state == "closed"
