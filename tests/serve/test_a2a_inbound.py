@@ -238,15 +238,31 @@ async def test_without_the_a2a_profile_every_route_is_a_404(
     assert (card.status_code, post.status_code) == (404, 404)
 
 
-async def test_mcp_inbound_is_a_clear_error_until_its_module_is_part_of_the_build(
-    serve_refunds: Serve,
+@pytest.mark.parametrize("era", ["legacy", "2026-07-28"])
+async def test_one_served_app_answers_a2a_and_mcp_behind_one_token(
+    serve_refunds: Serve, era: str
 ) -> None:
-    import importlib.util
+    # serve(mcp=...) mounts MCP inbound beside A2A: the mcp SDK's client lists and calls the
+    # toolkit's tools at /mcp, with the same bearer token as the A2A routes.
+    import httpx2
+    from mcp.client.client import Client
+    from mcp.client.streamable_http import streamable_http_client
 
-    if importlib.util.find_spec("toolnexus.serve.mcp") is not None:
-        pytest.skip("MCP inbound is part of this build (tested with it)")
-    with pytest.raises(NotImplementedError, match="MCP inbound"):
-        await serve_refunds(mcp={"name": "tools"})
+    served = await serve_refunds(mcp={"name": "tools"}, token="s3cret")
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"})
+    async with http:
+        card = await http.get(f"{served.url}/.well-known/agent-card.json")
+        assert card.status_code == 200
+        async with httpx2.AsyncClient() as anonymous:
+            refused = await anonymous.post(f"{served.url}/mcp", json={})
+        assert refused.status_code == 401
+        transport = streamable_http_client(f"{served.url}/mcp", http_client=http)
+        async with Client(transport, mode=era) as c:
+            names = {t.name for t in (await c.list_tools()).tools}
+            called = await c.call_tool("refund", {"order": "A-1"})
+    assert "refund" in names
+    # No wait_for and no elicitation declared: the suspending tool says what it needs.
+    assert called.is_error
 
 
 async def test_a_runtime_is_served_with_its_entry_agent(tmp_path: Path) -> None:

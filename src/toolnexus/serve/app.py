@@ -80,6 +80,9 @@ def _router(a2a: ASGIApp | None, mcp: ASGIApp | None) -> ASGIApp:
     missing = PlainTextResponse("not found", status_code=404)
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") == "lifespan" and mcp is not None:
+            await mcp(scope, receive, send)  # starts and stops the MCP SDK's session manager
+            return
         if scope.get("type") != "http":
             return
         path = str(scope.get("path") or "")

@@ -120,7 +120,7 @@ async def start(
     config = uvicorn.Config(
         app,
         log_level="warning",
-        lifespan="off",
+        lifespan="auto",  # the MCP mount starts its session manager
         access_log=False,
         timeout_graceful_shutdown=2,
         server_header=False,

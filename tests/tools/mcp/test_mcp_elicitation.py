@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
-from mcp_servers import demo
+from mcp_servers import demo, load_connected
 
 from toolnexus import Answer, Request, ToolContext, ToolResult, pending_of
 from toolnexus.tools.mcp import McpSource, load_mcp
@@ -68,7 +68,7 @@ PERSON = Human()
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def inline() -> AsyncIterator[McpSource]:
     config = {"modern": demo(), "legacy": demo("--legacy"), "slow": demo("--legacy", timeout=3000)}
-    async with await load_mcp(config, wait_for=PERSON) as source:
+    async with await load_connected(config, wait_for=PERSON) as source:
         assert set(source.status().values()) == {"connected"}, source.errors()
         yield source
 

@@ -10,10 +10,10 @@ from typing import Any
 import mcp_types as t
 import pytest
 import pytest_asyncio
-from mcp_servers import demo
+from mcp_servers import demo, load_connected
 
 from toolnexus import ToolContext, ToolResult
-from toolnexus.tools.mcp import McpSource, load_mcp
+from toolnexus.tools.mcp import McpSource
 from toolnexus.tools.mcp_call import to_tool_result
 
 MODULE = pytest.mark.asyncio(loop_scope="module")
@@ -25,7 +25,7 @@ async def source() -> AsyncIterator[McpSource]:
     # "quick": the idle timeout must still cover the server's start-up (a Python import of the
     # SDK), so it is short but not tiny.
     config = {"d": demo(), "quick": demo(timeout=QUICK_MS), "mortal": demo()}
-    async with await load_mcp(config) as loaded:
+    async with await load_connected(config) as loaded:
         assert set(loaded.status().values()) == {"connected"}, loaded.errors()
         yield loaded
 
