@@ -51,6 +51,10 @@ def is_secret_name(name: str) -> bool:
     return _SECRET_NAME.search(name) is not None
 
 
+_GENERATION = [0]
+"""Bumped whenever any redactor learns a secret, an environment name or a link."""
+
+
 class Redactor:
     """A registry of secrets and the masking step (see the module docstring).
 
@@ -58,12 +62,16 @@ class Redactor:
     server connects is masked in every run that uses the toolkit.
     """
 
-    __slots__ = ("_env", "_links", "_values")
+    __slots__ = ("_cache", "_env", "_links", "_names", "_values")
 
     def __init__(self, *values: str | None) -> None:
         self._values: set[str] = set()
         self._env: set[str] = set()
         self._links: list[Redactor] = []
+        # What `secrets` found, keyed by the registries' generation and the environment
+        # values read: masking is on every tool result and event, so it is not redone per call.
+        self._cache: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
+        self._names: tuple[int, tuple[str, ...]] | None = None
         self.add(*values)
 
     # -- feeding -----------------------------------------------------------------------------
@@ -73,10 +81,12 @@ class Redactor:
         for value in values:
             if isinstance(value, str) and len(value) >= MIN_SECRET:
                 self._values.add(value)
+                _GENERATION[0] += 1
 
     def add_env(self, *names: str) -> None:
         """Register environment variables whose *current* values are secrets."""
         self._env.update(names)
+        _GENERATION[0] += 1
 
     def add_setting(self, name: str | None, raw: str) -> None:
         """Register one configured value (a header, an ``env`` entry, an argument).
@@ -98,6 +108,7 @@ class Redactor:
         """Also mask everything ``other`` knows, now and later."""
         if other is not self and other not in self._links:
             self._links.append(other)
+            _GENERATION[0] += 1
 
     @classmethod
     def joined(cls, *parts: Redactor | None) -> Redactor:
@@ -111,10 +122,30 @@ class Redactor:
     # -- masking -----------------------------------------------------------------------------
 
     def secrets(self) -> tuple[str, ...]:
-        """Every secret known now, longest first."""
+        """Every secret known now, longest first (the environment is read each time)."""
+        generation = _GENERATION[0]
+        names = self._names
+        if names is None or names[0] != generation:
+            found_names: set[str] = set()
+            self._collect_names(found_names, set())
+            names = self._names = (generation, tuple(sorted(found_names)))
+        key = (generation, *(os.environ.get(n, "") for n in names[1]))
+        cached = self._cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
         found: set[str] = set()
         self._collect(found, set())
-        return tuple(sorted(found, key=lambda s: (-len(s), s)))
+        secrets = tuple(sorted(found, key=lambda s: (-len(s), s)))
+        self._cache = (key, secrets)
+        return secrets
+
+    def _collect_names(self, found: set[str], seen: set[int]) -> None:
+        if id(self) in seen:
+            return
+        seen.add(id(self))
+        found.update(self._env)
+        for other in self._links:
+            other._collect_names(found, seen)
 
     def _collect(self, found: set[str], seen: set[int]) -> None:
         if id(self) in seen:
