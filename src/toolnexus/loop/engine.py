@@ -296,8 +296,6 @@ class Engine(ModelCalls):
         A traced run's span opens here, under the halted run's (`Checkpoint.trace`), so the
         re-executed call is already inside it."""
         if self.cfg.tracing is not None and state.span is None:
-            if state.conversation_id is None:
-                state.conversation_id = checkpoint.conversation_id
             self.start_span(state, resumed_from=checkpoint.trace)
         state.messages = list(checkpoint.messages)
         state.turns = checkpoint.turn

@@ -190,9 +190,8 @@ class ModelCalls:
         ``after_llm`` hook. The model-call step of the loop and of ``translate``. With the
         run's ``span`` (traced runs), the call gets its ``chat`` span under it."""
         cfg = self.cfg
-        chat = None
-        if span is not None and cfg.tracing is not None:
-            chat = cfg.tracing.start_chat(span, body)
+        tracing = cfg.tracing if span is not None else None
+        chat = tracing.start_chat(span, body) if tracing is not None else None
         started = time.perf_counter()
         try:
             if cancel is None and deadline is None:
@@ -215,11 +214,11 @@ class ModelCalls:
             reply = cfg.dialect.parse_reply(payload)
         except BaseException as exc:
             self.emit_llm_error(started, exc, parts, _model_of(body))
-            if chat is not None:
-                cfg.tracing.end_chat(chat, None, exc)  # pyright: ignore[reportOptionalMemberAccess]
+            if tracing is not None:
+                tracing.end_chat(chat, None, exc)
             raise
-        if chat is not None:
-            cfg.tracing.end_chat(chat, reply, None)  # pyright: ignore[reportOptionalMemberAccess]
+        if tracing is not None:
+            tracing.end_chat(chat, reply, None)
         await self.finish_call(reply, started, turn, parts, _model_of(body))
         return reply
 
