@@ -19,7 +19,6 @@ import typer
 from ..errors import (
     AnswerConflict,
     RequestExpired,
-    StoreError,
     ToolnexusError,
     UnknownRequest,
     UsageError,
@@ -52,7 +51,7 @@ def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
         return _fail(str(exc), codes.CONFLICT)
     except UsageError as exc:
         return _fail(str(exc), codes.USAGE)
-    except (StoreError, ToolnexusError) as exc:
+    except ToolnexusError as exc:  # a StoreError, a failed run
         return _fail(str(exc), codes.FAILED)
     except ImportError as exc:
         return _fail(str(exc), codes.USAGE)
