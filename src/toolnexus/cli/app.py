@@ -8,12 +8,12 @@ meaningful code, never a traceback. ``--json`` writes machine-readable output on
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import sys
 from collections.abc import Callable, Coroutine
 from typing import Annotated, Any
 
-import click
 import typer
 
 from ..errors import (
@@ -37,6 +37,16 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output o
 def _fail(message: str, code: int) -> int:
     typer.echo(f"toolnexus: {message}", err=True)
     return code
+
+
+def _click_errors() -> Any:
+    """The module of the click exceptions typer raises: its own copy of click (typer 0.2x
+    vendors it as ``typer._click``) or click's. Catching click's classes alone lets every
+    mistyped flag of a newer typer end in a traceback."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
 
 
 def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
@@ -216,6 +226,45 @@ def build() -> Callable[[list[str] | None], int]:
         return _guarded(lambda: run_worker(app_ref, concurrency))
 
     @app.command()
+    def serve(
+        app_ref: Annotated[
+            str,
+            typer.Option("--app", help="module:factory returning (client, toolkit); may be async."),
+        ],
+        a2a: Annotated[bool, typer.Option("--a2a", help="Serve A2A (the card and tasks).")] = False,
+        mcp: Annotated[bool, typer.Option("--mcp", help="Serve MCP inbound at /mcp.")] = False,
+        inbox: Annotated[
+            bool, typer.Option("--inbox", help="Co-mount the approvals inbox at /inbox.")
+        ] = False,
+        users: Annotated[
+            str | None, typer.Option(help="The inbox's users file (with --inbox).")
+        ] = None,
+        host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="The port (0 picks a free one).")] = 8000,
+        token: Annotated[
+            str | None,
+            typer.Option(
+                envvar="TOOLNEXUS_SERVE_TOKEN",
+                help="Require this bearer token on every route (or TOOLNEXUS_SERVE_TOKEN).",
+            ),
+        ] = None,
+    ) -> int:
+        """Serve the app's toolkit (A2A, MCP, the inbox) until interrupted (SIGINT/SIGTERM)."""
+        from .serving import ServeOptions, run_serve
+
+        options = ServeOptions(
+            app=app_ref,
+            a2a=a2a,
+            mcp=mcp,
+            inbox=inbox,
+            users=users,
+            host=host,
+            port=port,
+            token=token,
+        )
+        return _guarded(lambda: run_serve(options))
+
+    @app.command()
     def run(
         once: Annotated[str | None, typer.Option(help="Answer one prompt and exit.")] = None,
         config: Annotated[str | None, typer.Option(help="An mcp.json.")] = None,
@@ -249,6 +298,7 @@ def build() -> Callable[[list[str] | None], int]:
             return _fail(str(exc), codes.USAGE)
 
     command = typer.main.get_command(app)
+    errors = _click_errors()
 
     def invoke(argv: list[str] | None) -> int:
         try:
@@ -257,15 +307,15 @@ def build() -> Callable[[list[str] | None], int]:
                 prog_name="toolnexus",
                 standalone_mode=False,
             )
-        except click.exceptions.NoArgsIsHelpError as exc:
+        except errors.NoArgsIsHelpError as exc:
             typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
             return codes.USAGE
-        except click.ClickException as exc:
+        except errors.ClickException as exc:
             exc.show()
             return codes.USAGE
-        except click.exceptions.Abort:
+        except errors.Abort:
             return _fail("interrupted", codes.INTERRUPTED)
-        except click.exceptions.Exit as exc:
+        except errors.Exit as exc:
             return int(exc.exit_code)
         return result if isinstance(result, int) else codes.OK
 

@@ -1,0 +1,128 @@
+"""``toolnexus serve --app module:factory``: the host's toolkit on the network until interrupted.
+
+The factory is the one ``toolnexus worker`` loads (``(client, toolkit)``, a list of tools being
+taken as a toolkit of those tools). ``--a2a`` and ``--mcp`` turn on each profile with its
+defaults; without them the toolkit's own ``a2a`` / ``mcpServer`` config keys decide.
+``--inbox`` co-mounts the approvals inbox under ``/inbox``, over the client's run store.
+
+Once listening it prints one line on stdout, ``serving http://host:port (a2a, mcp, inbox)``,
+so a script (or a test) reads the bound port when ``--port 0`` picked it. SIGINT and SIGTERM
+stop it: requests in flight end, then the client is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import typer
+
+from ..errors import UsageError
+from . import codes
+from .worker import load_app
+
+__all__ = ["ServeOptions", "run_serve"]
+
+
+@dataclass(frozen=True, slots=True)
+class ServeOptions:
+    """What the command line asked for."""
+
+    app: str
+    a2a: bool = False
+    mcp: bool = False
+    inbox: bool = False
+    users: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token: str | None = None
+
+
+def _profiles(toolkit: Any) -> Mapping[str, Any]:
+    return getattr(toolkit, "profiles", None) or {}
+
+
+async def _as_toolkit(tools: Any) -> Any:
+    """A toolkit: as given, or one holding a list of tools (no built-ins)."""
+    if isinstance(tools, Sequence) and not isinstance(tools, str):
+        from ..toolkit import create_toolkit
+
+        return await create_toolkit(extra_tools=list(tools), builtins=False)  # pyright: ignore[reportUnknownArgumentType]
+    return tools
+
+
+def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
+    """The keyword arguments of `toolnexus.serve.serve` for ``options``.
+
+    Raises:
+        UsageError: nothing would be served, or ``--users`` without ``--inbox``.
+    """
+    if options.users is not None and not options.inbox:
+        raise UsageError("--users applies only with --inbox")
+    profiles = _profiles(toolkit)
+    if not (options.a2a or options.mcp or options.inbox or profiles.get("a2a")) and not (
+        profiles.get("mcpServer")
+    ):
+        raise UsageError(
+            "nothing to serve: pass --a2a, --mcp or --inbox "
+            "(or set a2a / mcpServer in the toolkit's config)"
+        )
+    kwargs: dict[str, Any] = {"token": options.token}
+    if options.a2a:
+        kwargs["a2a"] = True
+    if options.mcp:
+        from ..serve.mcp import MCPServeConfig
+
+        kwargs["mcp"] = MCPServeConfig()  # serve_app's mcp=True is refused by MCPServeConfig.of
+    if options.inbox:
+        kwargs["inbox"] = {"users": options.users} if options.users is not None else True
+    return kwargs
+
+
+def _served_parts(options: ServeOptions, toolkit: Any) -> str:
+    profiles = _profiles(toolkit)
+    parts = [
+        name
+        for name, on in (
+            ("a2a", options.a2a or bool(profiles.get("a2a"))),
+            ("mcp", options.mcp or bool(profiles.get("mcpServer"))),
+            ("inbox at /inbox", options.inbox),
+        )
+        if on
+    ]
+    return ", ".join(parts)
+
+
+async def run_serve(options: ServeOptions) -> int:
+    """Serve until SIGINT / SIGTERM; the exit code."""
+    from ..serve.app import serve, serve_app
+
+    client, tools = await load_app(options.app)
+    toolkit: Any = None
+    try:
+        async with client:
+            toolkit = await _as_toolkit(tools)
+            kwargs = serve_kwargs(options, toolkit)
+            if options.inbox and "inbox" not in inspect.signature(serve_app).parameters:
+                raise UsageError("--inbox: the approvals inbox is not part of this build")
+            host = f"[{options.host}]" if ":" in options.host else options.host
+            handle = await serve(toolkit, f"{host}:{options.port}", client=client, **kwargs)
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            async with handle:
+                typer.echo(f"serving {handle.url} ({_served_parts(options, toolkit)})")
+                await stop.wait()
+            typer.echo("serve: stopped", err=True)
+    finally:
+        closing = getattr(toolkit if toolkit is not None else tools, "aclose", None)
+        if callable(closing):
+            closed: object = closing()
+            if inspect.isawaitable(closed):
+                await closed
+    return codes.OK
