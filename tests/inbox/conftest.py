@@ -1,20 +1,32 @@
-"""Fixtures of the browser tests: one chromium per module, a fresh browser context per test.
+"""Fixtures of the inbox tests: ``store`` over memory, SQLite and Postgres in turn; and, for the
+browser tests, one chromium per module and a fresh browser context per test.
 
-The async fixtures here and the tests that use them run in the module's event loop (the
-browser outlives a test): such a test module sets
-``pytestmark = pytest.mark.asyncio(loop_scope="module")``.
+The browser fixtures and the tests that use them run in the module's event loop (the browser
+outlives a test): such a test module sets ``pytestmark = pytest.mark.asyncio(loop_scope="module")``.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 from browser_support import TIMEOUT_MS, chromium, screenshot
+from inbox_support import make_store
 
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+
+
+@pytest.fixture(params=["memory", "sqlite", "postgres"])
+async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
+    url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
+    made = await make_store(request.param, tmp_path, url)
+    try:
+        yield made
+    finally:
+        await made.aclose()
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
