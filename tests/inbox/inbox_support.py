@@ -41,6 +41,7 @@ def halted(
     conversation_id: str | None = "conv-1",
     created_at: float | None = None,
     user_text: str = "ship it",
+    input_schema: dict[str, Any] | None = None,
 ) -> Checkpoint:
     """A checkpoint halted on one request of ``kind``, raised by a call of ``tool``."""
     request = Request(id=rid, kind=kind, prompt=prompt, url=url, data=data, expiresAt=expires)
@@ -66,7 +67,12 @@ def halted(
         tool_calls=[],
         outstanding=[
             Outstanding(
-                call_id="call_1", name=tool, arguments=arguments, state="suspended", request=request
+                call_id="call_1",
+                name=tool,
+                arguments=arguments,
+                state="suspended",
+                request=request,
+                input_schema=input_schema,
             )
         ],
         pending=request,

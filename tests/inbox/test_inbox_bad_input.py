@@ -286,3 +286,55 @@ async def test_the_json_api_answers_with_a_bearer_token_and_checks_input_schemas
     assert record is not None
     assert record.answer.data == {"n": 3}
     await app.aclose()
+
+
+DEPLOY_SCHEMA = {
+    "type": "object",
+    "properties": {"env": {"enum": ["staging", "prod"]}, "replicas": {"type": "integer"}},
+    "required": ["env"],
+    "additionalProperties": False,
+}
+
+
+async def test_edited_arguments_failing_the_tools_schema_are_refused_beside_the_field(
+    store: Any,
+) -> None:
+    await store.save_halt(halted("a-1", input_schema=DEPLOY_SCHEMA))
+    app = make_app(store)
+    async with visitor(app) as v:
+        page = await v.get("/requests/a-1")
+        assert 'id="input-schema"' in page.text
+        bad = await v.answer("a-1", action="approve_edited", arguments='{"env": "moon"}')
+        extra = await v.answer(
+            "a-1", action="approve_edited", arguments='{"env": "prod", "force": true}'
+        )
+        api = await v.client.post(
+            "/api/requests/a-1/answer",
+            json={"ok": True, "data": {"arguments": {"replicas": "two"}}},
+            headers={"authorization": f"Bearer {TOKENS['ana']}"},
+        )
+    assert bad.status_code == 400
+    assert 'id="error-arguments"' in bad.text
+    assert extra.status_code == 400
+    assert api.status_code == 400
+    await _unanswered(store, "a-1")
+    await app.aclose()
+
+
+async def test_edited_arguments_fitting_the_schema_record_the_digest_of_what_was_approved(
+    store: Any,
+) -> None:
+    from toolnexus.stores.checks import call_digest
+
+    await store.save_halt(halted("a-1", input_schema=DEPLOY_SCHEMA))
+    app = make_app(store)
+    async with visitor(app) as v:
+        done = await v.answer(
+            "a-1", action="approve_edited", arguments='{"env": "staging", "replicas": 1}'
+        )
+    assert done.status_code == 303
+    record = await store.answer_record("a-1")
+    assert record is not None
+    assert record.answer.data == {"arguments": {"env": "staging", "replicas": 1}}
+    assert record.digest == call_digest("deploy", '{"env": "staging", "replicas": 1}')
+    await app.aclose()

@@ -9,6 +9,7 @@
     toolnexus worker   --app module:factory
     toolnexus serve    --app module:factory [--a2a] [--mcp] [--inbox [--users FILE]]
                        [--host H] [--port P] [--token T]
+    toolnexus inbox    --store URL --users FILE [--host H] [--port P]   (the approvals page)
     toolnexus run      [--once PROMPT] ...   (a chat REPL with terminal approvals)
 
 ``python -m toolnexus`` is the same program. The commands that touch a store need no toolkit:

@@ -63,6 +63,8 @@ def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
     """
     if options.users is not None and not options.inbox:
         raise UsageError("--users applies only with --inbox")
+    if options.inbox and options.users is None:
+        raise UsageError("--inbox needs --users FILE (who may answer; see docs/inbox.md)")
     profiles = _profiles(toolkit)
     if not (options.a2a or options.mcp or options.inbox or profiles.get("a2a")) and not (
         profiles.get("mcpServer")
@@ -79,7 +81,7 @@ def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
 
         kwargs["mcp"] = MCPServeConfig()  # serve_app's mcp=True is refused by MCPServeConfig.of
     if options.inbox:
-        kwargs["inbox"] = {"users": options.users} if options.users is not None else True
+        kwargs["inbox"] = {"users": options.users}
     return kwargs
 
 
@@ -99,7 +101,7 @@ def _served_parts(options: ServeOptions, toolkit: Any) -> str:
 
 async def run_serve(options: ServeOptions) -> int:
     """Serve until SIGINT / SIGTERM; the exit code."""
-    from ..serve.app import serve, serve_app
+    from ..serve.app import serve
 
     client, tools = await load_app(options.app)
     toolkit: Any = None
@@ -107,8 +109,6 @@ async def run_serve(options: ServeOptions) -> int:
         async with client:
             toolkit = await _as_toolkit(tools)
             kwargs = serve_kwargs(options, toolkit)
-            if options.inbox and "inbox" not in inspect.signature(serve_app).parameters:
-                raise UsageError("--inbox: the approvals inbox is not part of this build")
             host = f"[{options.host}]" if ":" in options.host else options.host
             handle = await serve(toolkit, f"{host}:{options.port}", client=client, **kwargs)
             stop = asyncio.Event()

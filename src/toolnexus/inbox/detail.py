@@ -149,11 +149,19 @@ def _approval_form(
 ) -> Markup:
     edited = _value(values, "arguments", pretty_json(view.arguments))
     edit = Markup("")
-    if view.tool:
+    schema = Markup("")
+    if view.schema:
+        shown = json.dumps(view.schema, indent=2, ensure_ascii=False, sort_keys=True)
+        schema = el(
+            "details",
+            el("summary", "The tool's input schema"),
+            el("pre", shown, id="input-schema"),
+        )
+    if view.tool and view.request.kind == "approval":
         edit = Markup(
             '<fieldset id="edit"><legend>Approve with edited arguments</legend>'
             f'<textarea name="arguments" id="edit-arguments" rows="8"{attrs(disabled=off)}>'
-            f"{esc(edited)}</textarea>{_err(errors, 'arguments')}"
+            f"{esc(edited)}</textarea>{_err(errors, 'arguments')}{schema}"
             f"{_button('approve_edited', 'Approve with edits', disabled=off)}</fieldset>"
         )
     return Markup(

@@ -27,6 +27,7 @@ from ..errors import (
     UsageError,
 )
 from ..loop.checkpoint import Checkpoint
+from ..loop.edits import edited_arguments_problem
 from ..stores.checks import call_digest, check_answer, halted_call, is_past
 from ..stores.inbox_index import HistoryEntry, InboxIndex
 from ..stores.requests import AnswerRecord, PendingEntry, RunStore
@@ -69,14 +70,9 @@ class Outcome:
 
 
 def edited_problem(checkpoint: Checkpoint, arguments: dict[str, Any]) -> str | None:
-    """What is wrong with edited arguments for the halted call (``None``: they fit), by the
-    engine's `toolnexus.edited_arguments_problem` when this toolnexus has it."""
-    import toolnexus
-
-    check = getattr(toolnexus, "edited_arguments_problem", None)
-    if check is None:
-        return None
-    return check(checkpoint, arguments)
+    """What is wrong with edited arguments for the halted call (``None``: they fit the tool's
+    input schema as the checkpoint keeps it): `toolnexus.edited_arguments_problem`."""
+    return edited_arguments_problem(checkpoint, arguments)
 
 
 def _text(params: Mapping[str, str], name: str) -> str | None:
@@ -154,6 +150,14 @@ class Views:
             )
         req = checkpoint.pending
         name, arguments = halted_call(checkpoint)
+        schema = next(
+            (
+                slot.input_schema
+                for slot in checkpoint.outstanding
+                if slot.request is not None and slot.request.id == rid
+            ),
+            None,
+        )
         path_raw: Any = (req.data or {}).get("path")
         path = (
             tuple(str(p) for p in cast(list[Any], path_raw)) if isinstance(path_raw, list) else ()
@@ -174,6 +178,7 @@ class Views:
             assistant_text=message_text(assistant),
             record=record,
             expired=record is None and is_past(req.expiresAt, time.time()),
+            schema=schema if isinstance(schema, dict) else None,
         )
 
     def detail(self, view: RequestView, **options: Any) -> Markup:

@@ -138,6 +138,8 @@ def _build(
     closers: list[Callable[[], Any]],
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    inbox: object = None,
+    inbox_store: object = None,
 ) -> ServedApp:
     from .a2a import A2AService
     from .tasks import resolve_task_store
@@ -154,6 +156,12 @@ def _build(
         )
         a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
     app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
+    if inbox is not None and inbox is not False:
+        from .inbox_mount import inbox_for, mount_inbox
+
+        inbox_app, path, close_inbox = inbox_for(inbox, inbox_store)
+        closers.append(close_inbox)
+        app = mount_inbox(app, inbox_app, path)
     return ServedApp(app, service, closers)
 
 
@@ -171,8 +179,10 @@ def serve_app(
     url: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    inbox: object = None,
 ) -> ServedApp:
-    """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound).
+    """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound; the
+    approvals inbox).
 
     Args:
         toolkit: the tools (and SKILL.md skills, which become the card's skills).
@@ -190,6 +200,9 @@ def serve_app(
             over (a serving process that died mid-resume is replaced after that).
         recover_every: how often (seconds) tasks left working by another process are looked
             at and finished (`toolnexus.serve.a2a.A2AService.recover`); ``None``: only at start.
+        inbox: the approvals inbox below ``/inbox``: an `toolnexus.inbox.InboxApp`, or the
+            options of `toolnexus.inbox.inbox_app` (``users=`` required, ``path=`` to move
+            it) over ``client``'s run store. Its users and sessions guard it, not ``token``.
     """
     from .fulfil import ClientFulfiller
 
@@ -217,6 +230,8 @@ def serve_app(
         closers=[],
         lease_s=lease_s,
         recover_every=recover_every,
+        inbox=inbox,
+        inbox_store=client.run_store if client is not None else None,
     )
 
 
@@ -250,6 +265,7 @@ async def serve_agent_app(
     runtime_id: str = "a2a",
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    inbox: object = None,
     **runtime_options: Any,
 ) -> ServedApp:
     """The ASGI app that serves an agent tree over A2A: each task runs the entry agent in a
@@ -261,6 +277,7 @@ async def serve_agent_app(
             holds one, so a restarted server finishes the tasks it left waiting), or an
             `AgentRuntime` (with ``entry``, the agent each task runs).
         entry: the agent to run (default: the `Agent` itself).
+        inbox: the approvals inbox over the runtime's run store (see `serve_app`).
         runtime_options: ``llm``, ``store``, … for the runtime built from an `Agent`.
     """
     from ..agents.agent import Agent
@@ -298,6 +315,8 @@ async def serve_agent_app(
         closers=closers,
         lease_s=lease_s,
         recover_every=recover_every,
+        inbox=inbox,
+        inbox_store=runtime.run_store,
     )
 
 

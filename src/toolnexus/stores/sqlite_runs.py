@@ -29,8 +29,16 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..errors import AnswerConflict, LeaseLost, UnknownRequest
 from ..suspension import Answer, expired_decline
-from ._runrows import HaltRow, answer_record, lapsed_status, stored_digest
+from ._runrows import (
+    HaltRow,
+    answer_record,
+    lapsed_status,
+    needs_checkpoint,
+    recorded_digests,
+    stored_digest,
+)
 from .checks import conflict, encode_answer, is_past
+from .inbox_index import like_pattern
 from .requests import EXPIRED_BY
 from .sqlite_schema import immediate
 from .sqlite_watch import AnswerRow, AnswerWatch, answer_row
@@ -46,6 +54,7 @@ __all__ = [
     "expire",
     "list_pending",
     "load_halt",
+    "pending_filters",
     "post_answer",
     "purge",
     "release",
@@ -162,10 +171,19 @@ _CANCEL = (
 _PURGE = "DELETE FROM halts WHERE status IN ('done', 'expired', 'cancelled') AND settled_at <= ?"
 # What waits for a human: pending, or a claim made with its own answer that ran out (T10).
 # The same terms as the partial index ``halts_pending``, which holds every filter column.
-_PENDING = (
-    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
-    " FROM halts WHERE recorded = 0 AND status IN ('pending', 'claimed')"
+_PENDING_COLUMNS = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at FROM halts"
+)
+PENDING_WHERE = (
+    " WHERE recorded = 0 AND status IN ('pending', 'claimed')"
     " AND checkpoint IS NOT NULL AND (status = 'pending' OR lease_until <= ?)"
+)
+"""What waits for a human, with the caller's clock as its one argument."""
+# The inbox's search (`toolnexus.stores.inbox_index`): LIKE folds ASCII case, as the
+# pattern does.
+TEXT_MATCH = (
+    " AND (prompt LIKE ? ESCAPE '\\' OR tool LIKE ? ESCAPE '\\'"
+    " OR request_id LIKE ? ESCAPE '\\' OR conversation_id LIKE ? ESCAPE '\\')"
 )
 
 
@@ -204,17 +222,17 @@ def load_halt(request_id: str, conn: sqlite3.Connection) -> object:
     return None if found is None else found[0]
 
 
-def list_pending(
+def pending_filters(
     kind: str | None,
     tool: str | None,
     conversation_id: str | None,
     older_than: float | None,
     newer_than: float | None,
-    limit: int,
     now: float,
-    conn: sqlite3.Connection,
-) -> list[tuple[Any, ...]]:
-    sql = [_PENDING]
+    text: str | None = None,
+) -> tuple[str, list[object]]:
+    """The pending index's ``WHERE`` (`_PENDING`'s, then each filter given) and its args."""
+    sql = [PENDING_WHERE]
     args: list[object] = [now]
     for column, value in (("kind", kind), ("tool", tool), ("conversation_id", conversation_id)):
         if value is not None:
@@ -227,9 +245,28 @@ def list_pending(
     if newer_than is not None:
         sql.append(" AND ? - created_at <= ?")
         args += (now, newer_than)
-    sql.append(" ORDER BY created_at, request_id LIMIT ?")
-    args.append(limit)
-    return conn.execute("".join(sql), args).fetchall()
+    if text is not None:
+        sql.append(TEXT_MATCH)
+        args += [like_pattern(text)] * 4
+    return "".join(sql), args
+
+
+def list_pending(
+    kind: str | None,
+    tool: str | None,
+    conversation_id: str | None,
+    older_than: float | None,
+    newer_than: float | None,
+    limit: int,
+    now: float,
+    conn: sqlite3.Connection,
+    *,
+    text: str | None = None,
+    offset: int = 0,
+) -> list[tuple[Any, ...]]:
+    where, args = pending_filters(kind, tool, conversation_id, older_than, newer_than, now, text)
+    sql = f"{_PENDING_COLUMNS}{where} ORDER BY created_at, request_id LIMIT ? OFFSET ?"
+    return conn.execute(sql, [*args, limit, offset]).fetchall()
 
 
 # -- answering: T2, T3, T11 (on the worker, which wakes the parked runs) ------------------
@@ -240,6 +277,7 @@ def post_answer(
     where: str,
     request_id: str,
     answer: str,
+    reply: Answer,
     answered_by: str | None,
     digest: str | None,
     now: float,
@@ -247,18 +285,24 @@ def post_answer(
 ) -> tuple[AnswerRow, bool]:
     """T2, or T3 past the deadline: the recorded row, and whether it was the expired decline.
 
+    ``answer`` is ``reply`` (checked by `check_answer`) encoded; its edited arguments are
+    checked here, against the stored checkpoint, inside the transaction.
+
     Raises:
         UnknownRequest, AnswerConflict: see `RunStore.post_answer`; nothing was written.
-        CheckpointError: ``digest`` is None and the stored checkpoint cannot be read.
+        InvalidAnswer: the edited arguments are invalid; nothing was written.
+        CheckpointError: the stored checkpoint is needed (no ``digest``, or an edit) and
+            cannot be read.
     """
     with immediate(conn):
         state = _halted(conn, request_id, now)
-        if digest is None:
-            digest = stored_digest(load_halt(request_id, conn), request_id, where)
+        stored = load_halt(request_id, conn) if needs_checkpoint(reply, digest) else None
+        approved, halted = recorded_digests(stored, request_id, where, reply, digest)
         expired = is_past(state.expires_at, now)
         if expired:
             answer, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
-        conn.execute(_RECORD, (answer, answered_by, digest, now, request_id))
+        tag = halted if expired else approved
+        conn.execute(_RECORD, (answer, answered_by, tag, now, request_id))
         found = _recorded(conn, request_id)
     watch.wake(conn, request_id)
     watch.wake_queued()
