@@ -5,6 +5,7 @@ stop on SIGTERM, and the flags and apps it refuses (exit code 2, one line, no tr
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import socket
@@ -153,6 +154,45 @@ async def test_serve_token_guards_every_route(tmp_path: Path) -> None:
             await http.get(card_url)
 
 
+async def test_serve_inbox_co_mounts_the_inbox_beside_a2a_outside_the_bearer_token(
+    tmp_path: Path,
+) -> None:
+    from toolnexus.stores.url import resolve_store
+
+    users = tmp_path / "users.json"
+    users.write_text(json.dumps({"users": [{"name": "ana", "token": "ana-token-0123456789"}]}))
+    inbox_auth = {"Authorization": "Bearer ana-token-0123456789"}
+    async with ScriptedModel(default=brain) as model:
+        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token"}
+        args = ("--a2a", "--inbox", "--users", str(users))
+        async with serving(*args, env=env) as served, aiohttp.ClientSession() as http:
+            assert served.banner.endswith("(a2a, inbox at /inbox)")
+            async with http.get(f"{served.url}/inbox/login") as r:
+                assert r.status == 200
+                assert "Sign in" in await r.text()
+            async with http.post(
+                f"{served.url}/",
+                json=send_message("refund order C-3"),
+                headers={**A2A_HEADERS, "Authorization": "Bearer s3cret-token"},
+            ) as r:
+                assert r.status == 200
+            async with http.get(f"{served.url}/inbox/api/pending", headers=inbox_auth) as r:
+                assert r.status == 200
+                listed = await r.json()
+            [entry] = listed["requests"]
+            assert (entry["tool"], entry["kind"]) == ("refund", "approval")
+            rid = entry["id"]
+            answer_url = f"{served.url}/inbox/api/requests/{rid}/answer"
+            async with http.post(answer_url, json={"ok": True}, headers=inbox_auth) as r:
+                assert r.status == 200, await r.text()
+            async with http.get(f"{served.url}/inbox/api/pending", headers=inbox_auth) as r:
+                assert (await r.json())["requests"] == []
+        async with resolve_store(env["TN_STORE"]) as runs:
+            record = await runs.answer_record(rid)
+        assert record is not None
+        assert (record.answer.ok, record.answered_by) == (True, "ana")
+
+
 async def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     async with ScriptedModel(default=brain) as model:
         async with serving("--a2a", env=app_env(model, tmp_path)) as served:
@@ -172,6 +212,8 @@ async def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         (("--app", "cli_app:SCHEMA", "--a2a"), "no callable"),
         (("--app", "cli_app:make"), "nothing to serve"),
         (("--app", "cli_app:make", "--a2a", "--users", "users.json"), "only with --inbox"),
+        (("--app", "cli_app:make", "--inbox"), "--inbox needs --users"),
+        (("--app", "cli_app:make", "--inbox", "--users", "/no/such/users.json"), "users file"),
         (("--app", "cli_app:make", "--a2a", "--port", "70000"), "port out of range"),
         (("--app", "cli_app:make", "--a2a", "--port", "many"), "--port"),
     ],

@@ -113,6 +113,48 @@ class Site:
         assert proc.returncode == 0, await proc.stderr.read()
 
 
+@asynccontextmanager
+async def serve_process(site: Site, *args: str) -> AsyncIterator[str]:
+    """``toolnexus serve --app inbox_host:make --port 0 ARGS`` over the site's store → its URL;
+    SIGTERM on exit (it must stop cleanly)."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "toolnexus",
+        "serve",
+        "--app",
+        "inbox_host:make",
+        "--port",
+        "0",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=site.env(),
+        cwd=HERE,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    try:
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert line.startswith("serving "), (line, await proc.stderr.read())
+        yield line.split()[1]
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 20)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+    assert proc.returncode == 0, await proc.stderr.read()
+
+
+def write_users(path: Path) -> Path:
+    """The browser tests' users as a users file."""
+    path.write_text(json.dumps({"users": USERS}))
+    return path
+
+
 def store_url_for(backend: str, tmp_path: Path, pg_url: str | None) -> str:
     if backend == "sqlite":
         return f"sqlite:///{tmp_path / 'inbox.db'}"

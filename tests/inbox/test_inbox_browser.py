@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from browser_support import screenshot
-from inbox_site import TOKENS, Site, login, open_site
+from inbox_site import TOKENS, Site, login, open_site, serve_process, write_users
 from playwright.async_api import expect
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -388,3 +388,31 @@ async def test_html_and_script_in_a_prompt_and_arguments_are_shown_as_text_and_n
     assert await ana.evaluate("window.__pwned === undefined")
     assert await ana.locator("#boom, #prompt img, #prompt script").count() == 0
     assert dialogs == []
+
+
+# -- co-mounted on `toolnexus serve` -----------------------------------------------------------
+
+
+async def test_the_inbox_co_mounted_by_toolnexus_serve_works_below_slash_inbox(
+    page: Any, site: Site, tmp_path: Path
+) -> None:
+    users = write_users(tmp_path / "users.json")
+    rid = await site.halt("refund", {"order": "S-1", "amount": 12})
+    async with serve_process(site, "--a2a", "--inbox", "--users", str(users)) as url:
+        await page.goto(f"{url}/inbox")
+        await expect(page).to_have_url(f"{url}/inbox/login")
+        await page.fill("#token", TOKENS["cy"])
+        await page.get_by_role("button", name="Sign in").click()
+        await expect(page.locator("#user")).to_have_text("cy")
+        await expect(page).to_have_url(f"{url}/inbox/")
+        await page.locator(f'tr[data-request-id="{rid}"] a.request-link').click()
+        await expect(page).to_have_url(f"{url}/inbox/requests/{rid}")
+        css = await page.evaluate(
+            "getComputedStyle(document.querySelector('button.approve')).backgroundColor"
+        )
+        assert css not in ("", "rgba(0, 0, 0, 0)", "rgb(239, 239, 239)")  # the stylesheet loaded
+        await page.get_by_role("button", name="Approve", exact=True).click()
+        await expect(page.locator("#resolved")).to_contain_text("answered by cy")
+        async with site.worker():
+            await expect(page.locator("#run-status")).to_have_attribute("data-status", "done")
+    assert site.ledger_lines() == [{"order": "S-1", "amount": 12, "request": rid}]
