@@ -10,7 +10,9 @@ Every wait is Playwright's auto-waiting (``expect``), never a sleep; screenshots
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ from playwright.async_api import expect
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 PAST = "2020-01-01T00:00:00Z"
+SOON = (datetime.now(UTC) + timedelta(hours=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -101,7 +104,9 @@ async def populate(site: Site) -> dict[str, str]:
         "A-2": await site.halt(
             "refund", {"order": "A-2", "amount": 120}, conversation="support-18"
         ),
-        "B-7": await site.halt("refund", {"order": "B-7", "amount": 15}, conversation="billing-3"),
+        "B-7": await site.halt(
+            "refund", {"order": "B-7", "amount": 15, "expires": SOON}, conversation="billing-3"
+        ),
         "setup": await site.halt("setup", {}, conversation="ops-9"),
         "region": await site.halt("region", {}, conversation="ops-10"),
     }
@@ -121,6 +126,9 @@ async def test_the_list_shows_every_pending_request_with_counts_per_kind(
     await expect(row.locator(".tool")).to_have_text("refund")
     await expect(row.locator(".conversation")).to_have_text("support-18")
     await expect(row.locator(".prompt")).to_have_text("Refund 120 on A-2?")
+    countdown = ana.locator(f'tr[data-request-id="{ids["B-7"]}"] time.expires')
+    await expect(countdown).to_have_text(re.compile(r"^in 1h 5\d+m$"))  # the script counts down
+    await expect(countdown).not_to_have_class(re.compile("expired"))
     await screenshot(ana, f"inbox-list-{backend}")
 
 
@@ -153,12 +161,13 @@ async def test_filters_by_kind_tool_text_and_age_narrow_the_list(ana: Any, site:
 
 
 async def test_an_approval_in_the_browser_is_finished_by_a_worker_process_exactly_once(
-    ana: Any, site: Site
+    ana: Any, site: Site, backend: str
 ) -> None:
     rid = await site.halt("refund", {"order": "A-1", "amount": 30})
     await open_request(ana, site, rid)
     await expect(ana.locator("#prompt")).to_contain_text("Refund 30 on A-1?")
     await expect(ana.locator("#arguments")).to_contain_text('"amount": 30')
+    await screenshot(ana, f"inbox-detail-{backend}")
     await ana.get_by_role("button", name="Approve", exact=True).click()
     await expect(ana.locator("#resolved")).to_contain_text("answered by ana")
     record = await record_of(site, rid)
