@@ -168,6 +168,11 @@ def expiry_markup(expires_at: str | None, now: float | None = None) -> Markup:
     return Markup(f'<time class="expires"{attrs(datetime=expires_at)}>in {left}</time>')
 
 
+def _refresh(seconds: int | None) -> str:
+    """A page that reloads itself (how a page follows a run without JavaScript)."""
+    return "" if seconds is None else f'<meta http-equiv="refresh" content="{int(seconds)}">'
+
+
 def page(
     title: str,
     body: Markup,
@@ -176,6 +181,7 @@ def page(
     user: str | None = None,
     csrf: str = "",
     status: str = "",
+    refresh: int | None = None,
 ) -> str:
     """A whole page: the layout around ``body``, with the navigation for a signed-in user."""
     nav = Markup("")
@@ -195,6 +201,7 @@ def page(
         f'<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)} · toolnexus inbox</title>"
+        f"{_refresh(refresh)}"
         f'<link rel="stylesheet"{attrs(href=href(base, "static/inbox.css"))}>'
         f"<script defer{attrs(src=href(base, 'static/inbox.js'))}></script>"
         f"</head><body{attrs(data_base=base.rstrip('/') + '/', data_status=status or None)}>"
