@@ -270,3 +270,48 @@ async def test_the_detail_page_shows_arguments_digest_path_and_context(store: An
     assert "please deploy" in text
     assert "&quot;replicas&quot;: 2" in text  # pretty-printed
     await app.aclose()
+
+
+async def test_two_sessions_racing_on_one_request_get_one_answer_and_one_conflict(
+    store: Any,
+) -> None:
+    import asyncio
+
+    await store.save_halt(halted("a-1"))
+    app = make_app(store)
+    async with visitor(app, "ana") as ana, visitor(app, "bob") as bob:
+        bob_may = await bob.get("/requests/a-1")  # bob may not answer approvals
+        assert 'id="not-allowed"' in bob_may.text
+        async with visitor(app, "ana") as ana_again:
+            first, second = await asyncio.gather(
+                ana.answer("a-1", action="approve"),
+                ana_again.answer("a-1", action="decline", reason="no"),
+            )
+    codes = sorted([first.status_code, second.status_code])
+    assert codes == [303, 409]
+    loser = first if first.status_code == 409 else second
+    assert "answered by ana at" in loser.text
+    record = await store.answer_record("a-1")
+    assert record is not None
+    assert record.answer.ok is (first.status_code == 303)
+    await app.aclose()
+
+
+async def test_the_detail_page_follows_a_queued_run_without_javascript(store: Any) -> None:
+    await store.save_halt(halted("a-1"))
+    app = make_app(store)
+    async with visitor(app) as v:
+        await v.answer("a-1", action="approve")
+        queued = await v.get("/requests/a-1")
+        claim = await store.take("a-1")
+        assert claim is not None
+        resuming = await v.get("/requests/a-1")
+        await store.complete("a-1", claim, outcome={"status": "done", "text": "shipped <b>"})
+        done = await v.get("/requests/a-1")
+    assert '<meta http-equiv="refresh" content="3">' in queued.text
+    assert "queued: waiting for a worker" in queued.text
+    assert 'data-status="claimed"' in resuming.text
+    assert "resuming on a worker" in resuming.text
+    assert '<pre id="final-text">shipped &lt;b&gt;</pre>' in done.text
+    assert 'http-equiv="refresh"' not in done.text
+    await app.aclose()

@@ -217,6 +217,7 @@ class InboxApp:
         title: str,
         body: str,
         status: int = 200,
+        refresh: int | None = None,
     ) -> Response:
         from starlette.responses import HTMLResponse
 
@@ -227,6 +228,7 @@ class InboxApp:
             base=_base(request),
             user=session.user.name if session is not None else None,
             csrf=csrf,
+            refresh=refresh,
         )
         return HTMLResponse(text, status_code=status, headers=_HEADERS)
 
@@ -279,7 +281,9 @@ class InboxApp:
             errors=errors,
             message=message,
         )
-        return self._page(request, session, f"{view.request.kind} request", body, status)
+        following = view.record is not None and view.record.status in ("answered", "claimed")
+        title = f"{view.request.kind} request"
+        return self._page(request, session, title, body, status, 3 if following else None)
 
     async def _answer(self, request: HttpRequest, session: Session) -> Response:
         rid = request.path_params["rid"]

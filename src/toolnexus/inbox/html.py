@@ -8,11 +8,11 @@ mistake could not run an injected script.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import time
 from collections.abc import Iterable
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -45,16 +45,31 @@ class Markup(str):
     __slots__ = ()
 
 
+_escape = html.escape
+
+
 def esc(value: object) -> Markup:
     """``value`` as text safe inside markup and inside quoted attributes."""
     if isinstance(value, Markup):
         return value
-    return Markup(html.escape("" if value is None else str(value), quote=True))
+    return Markup(_escape("" if value is None else str(value), quote=True))
+
+
+def _text(value: object) -> str:
+    """`esc` without the `Markup` wrapper, for the builders below."""
+    if isinstance(value, Markup):
+        return value
+    return _escape("" if value is None else str(value), quote=True)
 
 
 def join(parts: Iterable[object]) -> Markup:
     """Markup pieces (and escaped text) concatenated."""
-    return Markup("".join(esc(p) for p in parts))
+    return Markup("".join([_text(p) for p in parts]))
+
+
+@functools.cache
+def _attr_name(key: str) -> str:
+    return key.rstrip("_").replace("_", "-")
 
 
 def attrs(**values: object) -> Markup:
@@ -62,19 +77,19 @@ def attrs(**values: object) -> Markup:
     ``True`` a bare attribute; ``class_`` for ``class``)."""
     out: list[str] = []
     for key, value in values.items():
-        name = key.rstrip("_").replace("_", "-")
         if value is None or value is False:
             continue
         if value is True:
-            out.append(f" {name}")
+            out.append(" " + _attr_name(key))
         else:
-            out.append(f' {name}="{esc(value)}"')
+            out.append(f' {_attr_name(key)}="{_text(value)}"')
     return Markup("".join(out))
 
 
 def el(tag: str, *children: object, **attributes: object) -> Markup:
     """``<tag attrs>children</tag>``, the children escaped unless they are `Markup`."""
-    return Markup(f"<{tag}{attrs(**attributes)}>{join(children)}</{tag}>")
+    inner = "".join([_text(c) for c in children])
+    return Markup(f"<{tag}{attrs(**attributes)}>{inner}</{tag}>")
 
 
 def void(tag: str, **attributes: object) -> Markup:
@@ -114,8 +129,18 @@ def iso(seconds: float | None) -> str:
     """Seconds since the epoch as an RFC 3339 UTC timestamp (``""`` for ``None``)."""
     if seconds is None:
         return ""
-    moment = datetime.fromtimestamp(seconds, UTC)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+@functools.lru_cache(maxsize=4096)
+def _deadline(expires_at: str) -> float | None:
+    """An ``expiresAt`` as epoch seconds (``None`` when unreadable: counts as past)."""
+    from ..suspension import parse_timestamp
+
+    try:
+        return parse_timestamp(expires_at).timestamp()
+    except ValueError:
+        return None
 
 
 def age_text(seconds: float) -> str:
@@ -131,20 +156,21 @@ def age_text(seconds: float) -> str:
 
 
 def expiry_markup(expires_at: str | None, now: float | None = None) -> Markup:
-    """A ``<time class="expires">`` for an ``expiresAt`` (``expired`` class once past)."""
-    from ..stores.checks import is_past
-    from ..suspension import parse_timestamp
-
+    """A ``<time class="expires">`` for an ``expiresAt`` (``expired`` class once past: the
+    rule of `toolnexus.stores.checks.is_past`)."""
     if not expires_at:
         return Markup('<span class="no-expiry">–</span>')
     current = time.time() if now is None else now
-    try:
-        left = parse_timestamp(expires_at).timestamp() - current
-    except ValueError:
-        left = -1.0
-    if is_past(expires_at, current):
+    deadline = _deadline(expires_at)
+    if deadline is None or deadline <= current:
         return Markup(f'<time class="expires expired"{attrs(datetime=expires_at)}>expired</time>')
-    return Markup(f'<time class="expires"{attrs(datetime=expires_at)}>in {age_text(left)}</time>')
+    left = age_text(deadline - current)
+    return Markup(f'<time class="expires"{attrs(datetime=expires_at)}>in {left}</time>')
+
+
+def _refresh(seconds: int | None) -> str:
+    """A page that reloads itself (how a page follows a run without JavaScript)."""
+    return "" if seconds is None else f'<meta http-equiv="refresh" content="{int(seconds)}">'
 
 
 def page(
@@ -155,6 +181,7 @@ def page(
     user: str | None = None,
     csrf: str = "",
     status: str = "",
+    refresh: int | None = None,
 ) -> str:
     """A whole page: the layout around ``body``, with the navigation for a signed-in user."""
     nav = Markup("")
@@ -174,6 +201,7 @@ def page(
         f'<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{esc(title)} · toolnexus inbox</title>"
+        f"{_refresh(refresh)}"
         f'<link rel="stylesheet"{attrs(href=href(base, "static/inbox.css"))}>'
         f"<script defer{attrs(src=href(base, 'static/inbox.js'))}></script>"
         f"</head><body{attrs(data_base=base.rstrip('/') + '/', data_status=status or None)}>"

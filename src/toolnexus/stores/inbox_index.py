@@ -14,7 +14,9 @@ three. The queries are indexed so that a page of 10,000 pending requests stays f
   announced in the same step — so two inbox processes on one store notify once.
 
 The text search is a case-insensitive substring match (ASCII letters fold; the others match
-as they are) on the prompt, the tool, the request id and the conversation id.
+as they are) on the prompt, the tool, the request id and the conversation id (joined by
+U+001F, so one decode per row). Postgres folds with ``lower``: in a database whose locale is
+not C, letters beyond ASCII fold too.
 """
 
 from __future__ import annotations
@@ -157,9 +159,9 @@ _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrst
 
 
 def matches_text(needle: str, *fields: str | None) -> bool:
-    """Whether ``needle`` occurs in any of ``fields``, case-insensitively (ASCII)."""
-    folded = _fold(needle)
-    return any(f is not None and folded in _fold(f) for f in fields)
+    """Whether ``needle`` occurs in ``fields`` joined by U+001F, case-insensitively (ASCII):
+    in one of them, for a needle without U+001F (the rule the SQL backends apply)."""
+    return _fold(needle) in _fold("\x1f".join(f or "" for f in fields))
 
 
 def like_pattern(needle: str) -> str:

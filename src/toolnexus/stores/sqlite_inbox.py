@@ -78,7 +78,7 @@ def _history(
         args.append(after)
     if text is not None:
         sql.append(TEXT_MATCH)
-        args += [like_pattern(text)] * 4
+        args.append(like_pattern(text))
     sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT ? OFFSET ?")
     return conn.execute("".join(sql), [*args, limit, offset]).fetchall()
 

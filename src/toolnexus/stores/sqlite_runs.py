@@ -180,10 +180,11 @@ PENDING_WHERE = (
 )
 """What waits for a human, with the caller's clock as its one argument."""
 # The inbox's search (`toolnexus.stores.inbox_index`): LIKE folds ASCII case, as the
-# pattern does.
+# pattern does; the four columns are joined by U+001F, which a needle holding none cannot
+# match across.
 TEXT_MATCH = (
-    " AND (prompt LIKE ? ESCAPE '\\' OR tool LIKE ? ESCAPE '\\'"
-    " OR request_id LIKE ? ESCAPE '\\' OR conversation_id LIKE ? ESCAPE '\\')"
+    " AND (coalesce(prompt, '') || char(31) || coalesce(tool, '') || char(31) || request_id"
+    " || char(31) || coalesce(conversation_id, '')) LIKE ? ESCAPE '\\'"
 )
 
 
@@ -247,7 +248,7 @@ def pending_filters(
         args += (now, newer_than)
     if text is not None:
         sql.append(TEXT_MATCH)
-        args += [like_pattern(text)] * 4
+        args.append(like_pattern(text))
     return "".join(sql), args
 
 
