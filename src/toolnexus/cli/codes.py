@@ -16,5 +16,7 @@ CONFLICT: Final = 4
 """The request was answered, cancelled or is being resumed by someone else first."""
 EXPIRED: Final = 5
 """The request expired before the answer came (the expired decline was recorded)."""
+TIMEOUT: Final = 6
+"""``--wait`` gave up: the run was still queued or resuming when ``--timeout`` passed."""
 INTERRUPTED: Final = 130
 """Ctrl-C."""
