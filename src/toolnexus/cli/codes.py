@@ -16,5 +16,8 @@ CONFLICT: Final = 4
 """The request was answered, cancelled or is being resumed by someone else first."""
 EXPIRED: Final = 5
 """The request expired before the answer came (the expired decline was recorded)."""
+INVALID: Final = 6
+"""The store refused the answer's content: edited arguments that fail the tool's input
+schema, or an edit of a request that is not an approval. Nothing was recorded."""
 INTERRUPTED: Final = 130
 """Ctrl-C."""
