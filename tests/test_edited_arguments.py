@@ -9,6 +9,7 @@ toolkit (``toolnexus answer --args``) lives in tests/cli/test_cli_edited_args.py
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,6 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from toolnexus import (
+    EXPIRED_BY,
     Answer,
     InMemoryStore,
     InvalidAnswer,
@@ -36,6 +38,7 @@ from toolnexus.agents import AgentDef, AgentRuntime, Handle
 from toolnexus.stores.checks import call_digest
 from toolnexus.stores.url import resolve_store
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
+from toolnexus.waiting import store_wait_for
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -74,13 +77,19 @@ class Ledger:
 
 
 def transfer_tool(
-    ledger: Ledger, *, kind: str = "approval", validate: bool = True, maps: bool = False
+    ledger: Ledger,
+    *,
+    kind: str = "approval",
+    validate: bool = True,
+    maps: bool = False,
+    expires: str | None = None,
 ) -> Tool:
     async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
         answer = ctx.answer if ctx is not None else None
         if answer is None:
             ledger.asked.append(dict(args))
-            return pending(kind=kind, prompt=f"send {args.get('amount')} to {args.get('to')}?")
+            prompt = f"send {args.get('amount')} to {args.get('to')}?"
+            return pending(kind=kind, prompt=prompt, expiresAt=expires)
         if not answer.ok:
             return ToolResult("not sent")
         ledger.send(args)
@@ -196,6 +205,60 @@ async def test_a_host_resume_with_an_edit_claims_and_records_what_was_approved()
     record = await store.answer_record(request.id)
     assert record is not None
     assert record.digest == digest(EDITED)
+
+
+async def test_an_edit_that_comes_too_late_runs_nothing_and_records_the_halted_call() -> None:
+    ledger = Ledger()
+    tk = [transfer_tool(ledger, expires="2000-01-01T00:00:00Z")]
+    store = InMemoryStore()
+    async with ScriptedModel(default=brain) as model:
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            request = await halted(client, tk)
+            done = await client.resume(tk, edit(request.id), answered_by="ana")
+    assert done.text.startswith("Done: declined/expired")
+    assert ledger.sent == []
+    assert call_args(done.messages) == MODELS  # nothing edited was approved
+    record = await store.answer_record(request.id)
+    assert record is not None
+    assert (record.answered_by, record.digest) == (EXPIRED_BY, digest(MODELS))
+
+
+class WatchedStore(InMemoryStore):
+    """The memory store, telling the test when a run has saved its halt."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.halted = asyncio.Event()
+
+    async def save_halt(self, checkpoint: Any) -> None:
+        await super().save_halt(checkpoint)
+        self.halted.set()
+
+
+async def test_a_run_parked_on_the_store_resumes_with_the_recorded_edit() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[transfer_tool(ledger)], builtins=False)
+    store = WatchedStore()
+    async with ScriptedModel(default=brain) as model:
+        async with create_client(
+            base_url=model.openai_base_url,
+            model="m",
+            api_key="k",
+            store=store,
+            wait_for=store_wait_for(store),
+        ) as client:
+            running = asyncio.ensure_future(client.ask("pay bob", tk, id="conv-1"))
+            await asyncio.wait_for(store.halted.wait(), 10)
+            [entry] = await store.list_pending()
+            with pytest.raises(InvalidAnswer):
+                await store.post_answer(entry.request_id, edit(entry.request_id, {"to": "x"}))
+            await store.post_answer(entry.request_id, edit(entry.request_id))
+            result = await asyncio.wait_for(running, 10)
+    assert result.text == "Done: sent 7 to carol."
+    assert ledger.sent == [EDITED]
+    assert call_args(result.messages) == EDITED
 
 
 async def test_a_transcript_only_resume_applies_the_edit() -> None:
@@ -346,6 +409,22 @@ async def test_a_tool_that_maps_its_answers_itself_keeps_its_arguments() -> None
         ) as client:
             await client.run("pay bob", [transfer_tool(ledger, maps=True)])
     assert ledger.sent == [MODELS]
+
+
+async def test_recording_an_edit_of_a_tool_that_maps_its_answers_itself_is_refused() -> None:
+    store = InMemoryStore()
+    tool = transfer_tool(Ledger(), maps=True)
+    async with ScriptedModel(default=brain) as model:
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            request = await halted(client, [tool])
+            stored = await store.load_halt(request.id)
+            assert stored is not None
+            assert stored.outstanding[0].input_schema is False
+            with pytest.raises(InvalidAnswer, match='"transfer" takes no edited arguments'):
+                await client.answer(request.id, edit(request.id))
+            assert await store.answer_record(request.id) is None
 
 
 async def test_a_tool_that_does_not_validate_takes_any_object() -> None:

@@ -16,7 +16,7 @@ Version history:
 Optional fields added since, without a version bump (a reader ignores keys it does not know,
 and each has a default when absent): ``queue``, ``trace``, and ``input_schema`` on an
 outstanding call suspended on an ``approval`` — the halted tool's input schema (``true``: any
-object), so that edited arguments can be checked where no toolkit is loaded
+object, ``false``: no edits), so that edited arguments can be checked where no toolkit is loaded
 (`toolnexus.loop.edits`). A checkpoint without it still loads; its edits are then checked
 when the run resumes.
 
@@ -167,7 +167,8 @@ class Outstanding:
     request: Request | None = None
     input_schema: dict[str, Any] | bool | None = None
     """The tool's input schema, kept for a call suspended on an approval so that edited
-    arguments can be checked without the toolkit (``True``: any object; ``None``: unknown)."""
+    arguments can be checked without the toolkit (``True``: any object; ``False``: the call
+    takes no edits; ``None``: unknown — a checkpoint written before it was kept)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
