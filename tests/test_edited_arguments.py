@@ -623,3 +623,49 @@ async def test_an_edit_answered_inline_up_the_tree_runs_the_sub_agents_tool_with
         "agent": "payer",
         "prompt": "pay bob",
     }
+
+
+async def test_a_bad_edit_given_to_the_runtime_changes_nothing_in_the_tree() -> None:
+    ledger = Ledger()
+    store = InMemoryStore()
+    async with ScriptedModel(default=tree_brain) as model:
+        rt = AgentRuntime(registry=tree(ledger), llm=llm_of(model), store=store)
+        boss = rt.spawn(rt.root, "boss")
+        assert isinstance(boss, Handle)
+        rt.wake(boss, "go")
+        first = await rt.wait(boss)
+        assert first.pending is not None
+        rid = first.pending.id
+        calls = len(model.requests)
+        with pytest.raises(InvalidAnswer, match="'amount' is a required property"):
+            await rt.resume(edit(rid, {"to": "carol"}))
+        assert [v.state for v in rt.list()] == ["suspended", "suspended"]
+        assert [e.request_id for e in await store.list_pending()] == [rid]
+        assert await store.answer_record(rid) is None
+        assert len(model.requests) == calls
+        await rt.resume(edit(rid), answered_by="ana")
+        final = await rt.wait(boss)
+        await rt.aclose()
+    assert final.text == "parent done: Done: sent 7 to carol."
+    assert ledger.sent == [EDITED]
+
+
+async def test_an_edit_of_a_call_to_a_tool_not_in_the_toolkit_is_refused() -> None:
+    def guard(info: dict[str, Any]) -> Any:
+        if "answer" not in info:  # a guard-raised approval, for a tool nobody has
+            return {"result": pending(kind="approval", prompt="run the ghost?")}
+        return None
+
+    def ghost_brain(request: RecordedRequest) -> Reply:
+        return tool_calls(call("ghost", {"x": 1}, id="c1"))
+
+    async with ScriptedModel(default=ghost_brain) as model:
+        async with create_client(
+            base_url=model.openai_base_url,
+            model="m",
+            api_key="k",
+            hooks={"before_tool": guard},
+            wait_for=lambda req: edit(req.id, {"x": 2}),
+        ) as client:
+            with pytest.raises(InvalidAnswer, match='tool "ghost" is not in the toolkit'):
+                await client.run("go", [transfer_tool(Ledger())])
