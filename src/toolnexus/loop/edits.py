@@ -135,11 +135,13 @@ def edited_arguments_problem(checkpoint: Any, arguments: Any) -> str | None:
     written before toolnexus kept that schema is checked only for the object: the schema is
     then checked when the run resumes (an invalid edit fails the resume, nothing runs).
 
-    Example:
-        >>> checkpoint = await store.load_halt(request_id)
-        >>> problem = edited_arguments_problem(checkpoint, {"amount": 10})
-        >>> if problem is None:
-        ...     await store.post_answer(request_id, Answer(request_id, True, {"arguments": ...}))
+    Example::
+
+        edited = {"order": "A-1", "amount": 40}
+        checkpoint = await store.load_halt(request_id)
+        problem = edited_arguments_problem(checkpoint, edited)
+        if problem is None:
+            await store.post_answer(request_id, Answer(request_id, True, {"arguments": edited}))
 
     Args:
         checkpoint: the halted run (`Checkpoint`, e.g. from `RunStore.load_halt`).
