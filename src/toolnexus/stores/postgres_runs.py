@@ -14,7 +14,8 @@ autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of
 - Answering (T2) is one guarded ``UPDATE`` when the row carries the halted call's digest and
   deadline (copied from the checkpoint at save_halt, migration 5): it records the answer of a
   request that is waiting and not expired, and changes nothing otherwise. Then — and for T3,
-  T11 and rows saved before migration 5 — the answering path reads the row ``FOR UPDATE``,
+  T11, rows saved before migration 5 and an answer that may carry edited arguments (checked
+  against the stored checkpoint) — the answering path reads the row ``FOR UPDATE``,
   decides in Python (the digest of the stored call, a passed ``expiresAt``) and writes it in
   one short transaction: the order of refusals is the reference's (unknown, conflict,
   expiry).
