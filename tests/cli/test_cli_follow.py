@@ -97,7 +97,7 @@ async def test_answer_wait_gives_up_after_its_timeout_and_leaves_the_run_queued(
     code, out, err = await cli(
         "answer", rid, "--store", url, "--approve", "--wait", "--timeout", "0.3"
     )
-    assert code == 6, err
+    assert code == 7, err
     assert out == ""
     assert f"{rid}: still queued, waiting for a worker after 0.3s" in err
     code, out, _ = await cli("pending", "--store", url, "--json")
@@ -135,4 +135,4 @@ async def test_a_terminal_sees_a_spinner_while_the_answer_waits_for_a_worker(
         child.expect(pexpect.EOF)
     finally:
         child.close()
-    assert child.exitstatus == 6
+    assert child.exitstatus == 7
