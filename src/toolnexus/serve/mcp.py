@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import inspect
 import logging
 import time
@@ -64,7 +63,7 @@ from mcp_types import (
 from mcp_types import Tool as WireTool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
@@ -75,6 +74,7 @@ from ..toolkit import Toolkit
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request
 from .mcp_halts import HaltedCalls, parse_reply, resolve_call
+from .security import secure
 
 __all__ = [
     "DEFAULT_NAME",
@@ -466,7 +466,7 @@ class McpApp:
         self._manager: StreamableHTTPSessionManager | None = None
         self._max_body = max_body_bytes
         inner: ASGIApp = self._route
-        self._app: ASGIApp = _Guard(inner, auth=auth, max_body_bytes=max_body_bytes)
+        self._app: ASGIApp = secure(inner, token=auth, max_body=max_body_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncGenerator[None]:
@@ -528,75 +528,6 @@ async def _plain(send: Send, status: int, body: bytes, headers: Sequence[tuple[b
         }
     )
     await send({"type": "http.response.body", "body": body})
-
-
-class _Guard:
-    """Bearer token and body cap for every HTTP request. (ASGI)
-
-    # merge: use serve/security.py — this local copy stands in until the shared one lands.
-    """
-
-    def __init__(self, app: ASGIApp, *, auth: str | None, max_body_bytes: int | None) -> None:
-        if auth is not None and not auth:
-            raise UsageError("auth must be a non-empty bearer token (or None)")
-        if max_body_bytes is not None and max_body_bytes <= 0:
-            raise UsageError("max_body_bytes must be a positive number of bytes")
-        self.app = app
-        self._expected = auth.encode() if auth is not None else None
-        self._cap = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if self._expected is not None:
-            headers: list[tuple[bytes, bytes]] = scope.get("headers") or []
-            given = next((v for k, v in headers if k == b"authorization"), b"")
-            scheme, _, credential = given.partition(b" ")
-            # compare_digest runs in constant time whatever the lengths; the scheme is
-            # case-insensitive (RFC 9110 §11.1)
-            matches = hmac.compare_digest(credential, self._expected)
-            if not (matches and scheme.lower() == b"bearer"):
-                await _plain(send, 401, b"unauthorized", [(b"www-authenticate", b"Bearer")])
-                return
-        if self._cap is None:
-            await self.app(scope, receive, send)
-            return
-        body = await _read_capped(receive, self._cap)
-        if body is None:
-            await _plain(send, 413, b"request body too large")
-            return
-        await self.app(scope, _replay(body, receive), send)
-
-
-async def _read_capped(receive: Receive, cap: int) -> bytes | None:
-    """The whole request body, or ``None`` as soon as it passes ``cap`` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks)  # a disconnect: the app sees an empty or partial body
-        chunk: bytes = message.get("body", b"")
-        size += len(chunk)
-        if size > cap:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 def mcp_app(
