@@ -363,7 +363,7 @@ class A2AService:
         await self._set(task, "working")
         claim = await self.fulfiller.runs.take(request.id, lease_s=self.lease_s)
         if claim is not None:
-            live.runner = self._spawn(self._resume(task, claim))
+            live.runner = self._spawn(self._resume(task, claim, stream=queue is not None))
         # else another resumer (a worker, another server) took it: `recover` settles the task
         if expired is not None:
             raise RpcError(
@@ -394,32 +394,27 @@ class A2AService:
     async def _run(
         self, task: dict[str, Any], text: str, context_run: str | None, stream: bool
     ) -> None:
-        artifact = uuid.uuid4().hex
-        chunks = 0
-
-        def on_text(delta: str) -> None:
-            nonlocal chunks
-            if not delta:
-                return
-            chunk = {"artifactId": artifact, "parts": [{"kind": "text", "text": delta}]}
-            self._emit(task, _artifact_event(task, chunk, append=chunks > 0, last=False))
-            chunks += 1
-
+        chunks = _Chunks(self, task)
         try:
             await self._set(task, "working")
             outcome = await self.fulfiller.start(
-                text, context_id=context_run, on_text=on_text if stream else None
+                text, context_id=context_run, on_text=chunks.on_text if stream else None
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("toolnexus: A2A task %s failed: %s", task["id"], type(exc).__name__)
             outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
-        await self._finish(task, outcome, artifact, streamed=chunks > 0)
+        await self._finish(task, outcome, chunks.artifact, streamed=chunks.count > 0)
 
-    async def _resume(self, task: dict[str, Any], claim: Claim) -> None:
+    async def _resume(self, task: dict[str, Any], claim: Claim, stream: bool = False) -> None:
+        """Resume the halted run of ``task`` under ``claim``; with ``stream``, the resumed
+        run's text goes to the task's subscribers as artifact chunks as it is produced."""
+        chunks = _Chunks(self, task)
         try:
-            outcome = await self.fulfiller.resume_claim(claim, lease_s=self.lease_s)
+            outcome = await self.fulfiller.resume_claim(
+                claim, lease_s=self.lease_s, on_text=chunks.on_text if stream else None
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -427,7 +422,7 @@ class A2AService:
                 "toolnexus: resuming A2A task %s failed: %s", task["id"], type(exc).__name__
             )
             outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
-        await self._finish(task, outcome, uuid.uuid4().hex, streamed=False)
+        await self._finish(task, outcome, chunks.artifact, streamed=chunks.count > 0)
 
     async def _finish(
         self, task: dict[str, Any], outcome: Outcome, artifact: str, *, streamed: bool
@@ -632,6 +627,27 @@ async def _outcome_of(record: AnswerRecord, runs: RunStore) -> Outcome:
         status = "error"
         text = f"the run halted again on request {next_id}, which is no longer stored"
     return Outcome(status=status, text=text)
+
+
+class _Chunks:
+    """A run's text deltas as artifact-update events of one artifact, to the task's
+    subscribers."""
+
+    __slots__ = ("artifact", "count", "service", "task")
+
+    def __init__(self, service: A2AService, task: dict[str, Any]) -> None:
+        self.service = service
+        self.task = task
+        self.artifact = uuid.uuid4().hex
+        self.count = 0
+
+    def on_text(self, delta: str) -> None:
+        if not delta:
+            return
+        chunk = {"artifactId": self.artifact, "parts": [{"kind": "text", "text": delta}]}
+        event = _artifact_event(self.task, chunk, append=self.count > 0, last=False)
+        self.service._emit(self.task, event)  # pyright: ignore[reportPrivateUsage]
+        self.count += 1
 
 
 def _agent_message(task: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:

@@ -66,7 +66,9 @@ class Fulfiller(Protocol):
 
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None: ...
 
-    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome: ...
+    async def resume_claim(
+        self, claim: Claim, *, lease_s: float, on_text: OnText | None = None
+    ) -> Outcome: ...
 
     async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None: ...
 
@@ -101,11 +103,17 @@ class ClientFulfiller:
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
         await self.client.answer(request_id, answer, answered_by=answered_by)
 
-    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome:
+    async def resume_claim(
+        self, claim: Claim, *, lease_s: float, on_text: OnText | None = None
+    ) -> Outcome:
         from ..resumption import Resumption
 
         using = Resumption(self.runs, lease_s=lease_s)
-        return _of_run(await self.client.resume_claim(self.toolkit, claim, resumption=using))
+        streaming = on_text if self.streams_text else None
+        result = await self.client.resume_claim(
+            self.toolkit, claim, resumption=using, on_text=streaming
+        )
+        return _of_run(result)
 
     async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None:
         await self.client.cancel(request_id, reason=reason, answered_by=answered_by)
@@ -137,7 +145,9 @@ class AgentFulfiller:
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
         await self.runs.post_answer(request_id, answer, answered_by=answered_by)
 
-    async def resume_claim(self, claim: Claim, *, lease_s: float) -> Outcome:
+    async def resume_claim(
+        self, claim: Claim, *, lease_s: float, on_text: OnText | None = None
+    ) -> Outcome:
         from ..resumption import Resumption
 
         result = await self.runtime.resume_claim(claim, Resumption(self.runs, lease_s=lease_s))
