@@ -278,48 +278,69 @@ class A2AService:
         wire: Wire,
         queue: asyncio.Queue[dict[str, Any] | None] | None = None,
     ) -> tuple[dict[str, Any], _Live]:
-        """A new task, or the follow-up of the waiting task the message names."""
-        task: dict[str, Any] | None = None
+        """A new task, or the follow-up of the waiting task the message names.
+
+        A message naming a context (and no task) that has no task waiting for input is a new
+        task *in that conversation*: its run continues the context's transcript.
+        """
+        context = incoming.context_id
         if incoming.task_id is not None:
             task = await self.tasks.get(incoming.task_id)
             if task is None:
                 raise RpcError(TASK_NOT_FOUND, f"Task not found: {incoming.task_id}")
-        elif incoming.context_id is not None:
-            waiting = [
-                t
-                for t in await self.tasks.list(context_id=incoming.context_id, limit=50)
-                if task_state(t) in WAITING
-            ]
+            if context is not None and task.get("contextId") != context:
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f"Invalid params: task {task['id']} belongs to another context than {context}",
+                    {"reason": "context"},
+                )
+            return await self._follow_up(task, incoming, queue)
+        earlier: list[dict[str, Any]] = []
+        if context is not None:
+            earlier = await self.tasks.list(context_id=context, limit=50)
+            waiting = [t for t in earlier if task_state(t) in WAITING]
             if len(waiting) > 1:
                 raise RpcError(
                     INVALID_PARAMS,
-                    f"Invalid params: context {incoming.context_id} has {len(waiting)} tasks "
+                    f"Invalid params: context {context} has {len(waiting)} tasks "
                     "waiting for input; name one with taskId",
                     {"reason": "ambiguous"},
                 )
-            task = waiting[0] if waiting else None
-        if task is not None:
-            return await self._follow_up(task, incoming, queue)
-        return await self._start(incoming, wire, queue)
+            if waiting:
+                return await self._follow_up(waiting[0], incoming, queue)
+            for t in earlier:
+                live = self._live.get(t["id"])
+                if live is not None and live.runner is not None and not live.runner.done():
+                    raise RpcError(
+                        INVALID_PARAMS,
+                        f"Invalid params: context {context} has task {t['id']} in progress; "
+                        "send the next message when it has finished",
+                        {"reason": "busy", "taskId": t["id"]},
+                    )
+        return await self._start(incoming, wire, queue, earlier)
 
     async def _start(
         self,
         incoming: Incoming,
         wire: Wire,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
+        earlier: list[dict[str, Any]],
     ) -> tuple[dict[str, Any], _Live]:
+        """A new task. Its context — the caller's, else a new one — names the conversation
+        its run continues (and the one a later message with that contextId continues)."""
         tid = uuid.uuid4().hex
-        context_run = incoming.context_id  # a context given by the caller is a conversation
+        context = incoming.context_id or uuid.uuid4().hex
         task: dict[str, Any] = {
             "id": tid,
-            "contextId": context_run or uuid.uuid4().hex,
+            "contextId": context,
             "kind": "task",
             "status": {"state": "submitted", "timestamp": now()},
             PRIVATE: {"wire": wire},
         }
+        handle = _handle_of(earlier)
         await self.tasks.save(task)
         live = self._watch(tid, queue)
-        live.runner = self._spawn(self._run(task, incoming.text, context_run, queue is not None))
+        live.runner = self._spawn(self._run(task, incoming.text, handle, queue is not None))
         return task, live
 
     async def _follow_up(
@@ -391,14 +412,15 @@ class A2AService:
         runner.add_done_callback(self._background.discard)
         return runner
 
-    async def _run(
-        self, task: dict[str, Any], text: str, context_run: str | None, stream: bool
-    ) -> None:
+    async def _run(self, task: dict[str, Any], text: str, handle: str | None, stream: bool) -> None:
         chunks = _Chunks(self, task)
         try:
             await self._set(task, "working")
             outcome = await self.fulfiller.start(
-                text, context_id=context_run, on_text=chunks.on_text if stream else None
+                text,
+                context_id=task["contextId"],
+                handle=handle,
+                on_text=chunks.on_text if stream else None,
             )
         except asyncio.CancelledError:
             raise
@@ -627,6 +649,15 @@ async def _outcome_of(record: AnswerRecord, runs: RunStore) -> Outcome:
         status = "error"
         text = f"the run halted again on request {next_id}, which is no longer stored"
     return Outcome(status=status, text=text)
+
+
+def _handle_of(tasks: list[dict[str, Any]]) -> str | None:
+    """The agent handle that ran the latest of ``tasks`` (most recent first), if any."""
+    for task in tasks:
+        handle = cast(dict[str, Any], task.get(PRIVATE) or {}).get("handle")
+        if isinstance(handle, str):
+            return handle
+    return None
 
 
 class _Chunks:

@@ -61,8 +61,11 @@ class Fulfiller(Protocol):
     streams_text: bool
 
     async def start(
-        self, text: str, *, context_id: str | None, on_text: OnText | None
-    ) -> Outcome: ...
+        self, text: str, *, context_id: str, handle: str | None, on_text: OnText | None
+    ) -> Outcome:
+        """Run ``text`` as the next turn of conversation ``context_id`` (an agent tree: of
+        ``handle``, the agent that ran the context's last task, when there is one)."""
+        ...
 
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None: ...
 
@@ -95,7 +98,9 @@ class ClientFulfiller:
         self.runs: RunStore = client.run_store
         self.streams_text = not client._in_process  # pyright: ignore[reportPrivateUsage]
 
-    async def start(self, text: str, *, context_id: str | None, on_text: OnText | None) -> Outcome:
+    async def start(
+        self, text: str, *, context_id: str, handle: str | None, on_text: OnText | None
+    ) -> Outcome:
         streaming = on_text if self.streams_text else None
         result = await self.client.ask(text, self.toolkit, id=context_id, on_text=streaming)
         return _of_run(result)
@@ -132,10 +137,23 @@ class AgentFulfiller:
         self.entry = entry
         self.runs: RunStore = runtime.run_store
 
-    async def start(self, text: str, *, context_id: str | None, on_text: OnText | None) -> Outcome:
+    async def start(
+        self, text: str, *, context_id: str, handle: str | None, on_text: OnText | None
+    ) -> Outcome:
+        """The context's handle takes another turn (its transcript goes on); a context
+        without one — new, or its handle closed — spawns a handle of the entry agent."""
         from ..agents.handle import Handle
 
         rt = self.runtime
+        found = rt.handle(handle) if handle is not None else None
+        if found is not None and found.agent == self.entry and found.state != "closed":
+            if found.state != "idle":
+                return Outcome(
+                    status="error",
+                    text=f"the agent of this context is {found.state}; try again later",
+                    handle=found.id,
+                )
+            return _of_run(await rt.run_turn(found, text), found.id)
         spawned = rt.spawn(rt.root, self.entry)
         if not isinstance(spawned, Handle):
             return Outcome(status="error", text=spawned.error or "could not spawn the agent")
