@@ -166,6 +166,7 @@ class A2AService:
         self.lease_s = lease_s
         self.recover_every = recover_every
         self._live: dict[str, _Live] = {}
+        self._taken: set[str] = set()  # tasks a `_next_turn` follow-up is running
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- the endpoint --------------------------------------------------------------------------
@@ -365,6 +366,8 @@ class A2AService:
             )
         request = Request(**cast(dict[str, Any], wire_request))
         answer = answer_of(request, incoming)
+        if not self.fulfiller.resumes:
+            return await self._next_turn(task, request, answer, incoming, queue)
         expired: RequestExpired | None = None
         try:
             await self.fulfiller.answer(request.id, answer, answered_by=f"a2a:{tid}")
@@ -393,6 +396,40 @@ class A2AService:
                 "expired decline",
                 {"reason": "expired"},
             )
+        return task, live
+
+    async def _next_turn(
+        self,
+        task: dict[str, Any],
+        request: Request,
+        answer: Answer,
+        incoming: Incoming,
+        queue: asyncio.Queue[dict[str, Any] | None] | None,
+    ) -> tuple[dict[str, Any], _Live]:
+        """A follow-up for a fulfiller that cannot resume (a host's ``run_task``): its text
+        runs as the next turn of the task's context, on the same task — once."""
+        tid = task["id"]
+        conflict = RpcError(
+            ANSWER_REFUSED,
+            f"Invalid params: task {tid} was already answered",
+            {"reason": "conflict"},
+        )
+        if tid in self._taken:
+            raise conflict
+        self._taken.add(tid)
+        try:
+            fresh = await self.tasks.get(tid) or {}
+            held: Any = cast(dict[str, Any], fresh.get(PRIVATE) or {}).get("request")
+            if task_state(fresh) not in WAITING or held != request.id:
+                raise conflict  # another follow-up won while this one was read
+        except BaseException:
+            self._taken.discard(tid)
+            raise
+        text = incoming.text or json.dumps(answer.data if answer.ok else answer.to_dict())
+        cast(dict[str, Any], task.setdefault(PRIVATE, {})).pop("pending", None)
+        live = self._watch(tid, queue)
+        live.runner = self._spawn(self._run(task, text, None, queue is not None))
+        live.runner.add_done_callback(lambda _: self._taken.discard(tid))
         return task, live
 
     # -- running -------------------------------------------------------------------------------

@@ -18,25 +18,34 @@ card's ``url`` is then derived from each request (or pinned with ``url=``).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
 from ..stores.requests import DEFAULT_LEASE_S
-from .card import build_agent_card, check_a2a_config
+from .card import CARD_PATH, build_agent_card, check_a2a_config
 from .security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from .server import ServeHandle, start
 
 if TYPE_CHECKING:
+    from .._types import Tool
     from ..agents.agent import Agent
     from ..agents.runtime import AgentRuntime
     from ..client import Client
     from ..toolkit import Toolkit
     from .a2a import A2AService
 
-__all__ = ["ServedApp", "serve", "serve_agent", "serve_agent_app", "serve_app"]
+__all__ = [
+    "ServedApp",
+    "serve",
+    "serve_agent",
+    "serve_agent_app",
+    "serve_app",
+    "start_a2a_server",
+]
 
 MCP_MODULE = "toolnexus.serve.mcp"
 """Where the MCP inbound app lives: ``mcp_app(toolkit, config, *, on_call, client, store)``."""
@@ -71,6 +80,7 @@ def _mcp_app(toolkit: Any, config: Any, on_call: Any, client: Any, store: Any) -
         )
     module = importlib.import_module(MCP_MODULE)
     factory = cast(Callable[..., ASGIApp], module.mcp_app)
+    config = None if config is True else config  # ``mcp=True``: the defaults
     return factory(toolkit, config, on_call=on_call, client=client, store=store)
 
 
@@ -114,7 +124,7 @@ def _a2a_routes(
             path = path[len(root) :] or "/"
         if request.method == "POST":
             response = await service.endpoint(request)
-        elif request.method == "GET" and path == "/.well-known/agent-card.json":
+        elif request.method == "GET" and path == CARD_PATH:
             base = url or (str(request.base_url).rstrip("/"))
             response = JSONResponse(card_of(base))
         else:
@@ -181,7 +191,7 @@ def serve_app(
             ``None`` falls back to the toolkit's top-level ``a2a`` config key.
         on_task: ``{id, task, result, state}`` at each terminal or input-required save.
         mcp: the MCP inbound profile (``None``: the toolkit's ``mcpServer`` key).
-        on_call: ``{name, source, ms, isError}`` per MCP call.
+        on_call: ``{name, source, ms, is_error}`` per MCP call.
         token: require ``Authorization: Bearer <token>`` on every route (``auth`` is an
             alias).
         max_body: the request body cap in bytes (default 1 MiB).
@@ -311,3 +321,60 @@ async def serve_agent(target: Agent | AgentRuntime, addr: str, **options: Any) -
 class _Skill:
     name: str
     description: str
+
+
+async def start_a2a_server(
+    addr: str,
+    a2a: Mapping[str, Any] | bool | None,
+    skills: Sequence[Any],
+    run_task: Callable[[str, str], Any],
+    on_task: Callable[[dict[str, Any]], Any] | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+    mcp: Mapping[str, Any] | bool | None = None,
+    mcp_tools: Sequence[Tool] | None = None,
+    on_call: Callable[[dict[str, Any]], Any] | None = None,
+) -> ServeHandle:
+    """Serve A2A over a host's own ``run_task`` (the reference's low-level entry point, COMPAT
+    §11) → `ServeHandle`. `serve` / `serve_agent` are the usual way; this one is for a host
+    that runs its tasks itself.
+
+    Args:
+        addr: ``host:port`` (port 0 picks one).
+        a2a: the A2A profile (``True``: defaults; ``None``/``False``: no A2A routes).
+        skills: the card's skills (`toolnexus.SkillInfo`-like: ``name``, ``description``).
+        run_task: ``run_task(text, context_id)`` → an object with ``.status``, ``.pending``
+            and ``.text`` (a `RunResult`), or an awaitable of one; sync or async.
+            ``context_id`` is the caller's ``contextId`` or the one the server made for the
+            task. A run that ends ``pending`` makes its task ``input-required``; the
+            follow-up's text is the next ``run_task`` call of that context, on the same task
+            (it cannot resume: there is no run store; `serve` resumes).
+        on_task: ``{id, task, result, state}`` at each terminal or input-required save.
+        loop: the event loop to serve in: the running one (``None`` means it).
+        mcp: the MCP inbound profile (`toolnexus.serve.MCPServeConfig`) for ``mcp_tools``.
+        mcp_tools: the tools served at ``POST /mcp`` (with ``mcp``).
+        on_call: ``{name, source, ms, is_error}`` per MCP call.
+
+    Raises:
+        UsageError: ``loop`` is not the running loop, or a bad profile.
+    """
+    from .fulfil import CallbackFulfiller
+
+    if loop is not None and loop is not asyncio.get_running_loop():
+        raise UsageError("start_a2a_server: loop must be the running event loop (or None)")
+    mcp_app = None
+    if mcp is not None and mcp is not False:
+        mcp_app = _mcp_app(list(mcp_tools or []), mcp, on_call, None, None)
+    profile = a2a if a2a is not None and a2a is not False else None
+    served = _build(
+        CallbackFulfiller(run_task) if profile is not None else None,
+        skills=list(skills),
+        a2a=profile,
+        on_task=on_task,
+        runs=None,
+        token=None,
+        max_body=DEFAULT_MAX_BODY,
+        url=None,
+        mcp=mcp_app,
+        closers=[],
+    )
+    return await _started(served, addr)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..agents.runtime import AgentRuntime
     from ..client import Client, ToolSet
 
-__all__ = ["AgentFulfiller", "ClientFulfiller", "Fulfiller", "Outcome"]
+__all__ = ["AgentFulfiller", "CallbackFulfiller", "ClientFulfiller", "Fulfiller", "Outcome"]
 
 OnText = Callable[[str], Any]
 
@@ -59,6 +59,9 @@ class Fulfiller(Protocol):
 
     runs: RunStore
     streams_text: bool
+    resumes: bool
+    """Whether a follow-up is an `Answer` resumed through the run store (``False``: a host
+    callback that cannot resume; the follow-up's text is the next turn, as in the reference)."""
 
     async def start(
         self, text: str, *, context_id: str, handle: str | None, on_text: OnText | None
@@ -97,6 +100,7 @@ class ClientFulfiller:
         self.toolkit = toolkit
         self.runs: RunStore = client.run_store
         self.streams_text = not client._in_process  # pyright: ignore[reportPrivateUsage]
+        self.resumes = True
 
     async def start(
         self, text: str, *, context_id: str, handle: str | None, on_text: OnText | None
@@ -129,6 +133,7 @@ class AgentFulfiller:
     a follow-up records the answer and resumes the tree (the runtime's cascade)."""
 
     streams_text = False
+    resumes = True
 
     def __init__(self, runtime: AgentRuntime, entry: str) -> None:
         if entry not in runtime.registry:
@@ -180,3 +185,59 @@ class AgentFulfiller:
             h = rt.handle(view.id)
             if h is not None and h.pending is not None and h.pending.id == request_id:
                 await rt.interrupt(h)
+
+
+RunTask = Callable[[str, str], Any]
+"""``run_task(text, context_id)`` → an object with ``.status``, ``.pending`` and ``.text`` (a
+`RunResult`), or an awaitable of one."""
+
+
+class CallbackFulfiller:
+    """A host's own ``run_task(text, context_id)`` (`toolnexus.serve.start_a2a_server`).
+
+    It has no run store to resume from: a follow-up on a task waiting for input is run as
+    the next turn of the task's context — ``run_task(<the follow-up's text>, context_id)``,
+    the reference's behaviour — on the same task, once (a racing second one is refused).
+    ``context_id`` is always a string: the caller's ``contextId``, or the one the server
+    made for the task.
+    """
+
+    streams_text = False
+    resumes = False
+
+    def __init__(self, run_task: RunTask) -> None:
+        if not callable(run_task):
+            raise UsageError("start_a2a_server: run_task must be callable")
+        from ..stores.runs import InMemoryRunStore
+
+        self.run_task = run_task
+        self.runs: RunStore = InMemoryRunStore()  # holds nothing: recovery finds nothing
+
+    async def start(
+        self, text: str, *, context_id: str, handle: str | None, on_text: OnText | None
+    ) -> Outcome:
+        import inspect
+
+        value = self.run_task(text, context_id)
+        if inspect.isawaitable(value):
+            value = await value
+        status = str(getattr(value, "status", "done"))
+        pending: Any = getattr(value, "pending", None)
+        if pending is not None and not isinstance(pending, Request):
+            pending = Request.from_dict(pending)
+        if status == "pending" and pending is None:
+            status = "error"
+        return Outcome(
+            status=status, text=str(getattr(value, "text", "") or ""), pending=pending, result=value
+        )
+
+    async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
+        raise UsageError("a run_task server does not resume: the follow-up is the next turn")
+
+    async def resume_claim(
+        self, claim: Claim, *, lease_s: float, on_text: OnText | None = None
+    ) -> Outcome:
+        raise UsageError("a run_task server does not resume: the follow-up is the next turn")
+
+    async def cancel(self, request_id: str, *, reason: str, answered_by: str) -> None:
+        return None  # nothing halted here: the task is simply canceled
