@@ -37,7 +37,7 @@ from typing import Any, cast
 
 from ..errors import AnswerConflict, RequestExpired, ResumeError, UsageError
 from ..stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
-from ..suspension import Answer, Request, answer_problem
+from ..suspension import Answer, Request
 from .fulfil import Fulfiller, Outcome
 from .tasks import PRIVATE, TERMINAL, WAITING, TaskStore, task_state
 from .wire import (
@@ -51,6 +51,7 @@ from .wire import (
     Incoming,
     RpcError,
     Wire,
+    answer_of,
     dumps,
     method_op,
     now,
@@ -92,54 +93,6 @@ class _Live:
         self.runner: asyncio.Task[None] | None = None
 
 
-def answer_of(request: Request, incoming: Incoming) -> Answer:
-    """The `Answer` a follow-up message carries for ``request`` (see the module docs).
-
-    Raises:
-        RpcError: the message carries no answer, the answer is ill-typed, or it fails the
-            request's ``data.schema``.
-    """
-    rid = request.id
-    answer: Answer | None = None
-    for data in incoming.data_parts:
-        if isinstance(data, dict) and isinstance(cast(dict[str, Any], data).get("ok"), bool):
-            d = cast(dict[str, Any], data)
-            answer = Answer(id=rid, ok=d["ok"], data=d.get("data"), reason=d.get("reason"))
-            break
-        if isinstance(data, dict):
-            answer = Answer(id=rid, ok=True, data=cast(dict[str, Any], data))
-            break
-    if answer is None and incoming.text:
-        answer = Answer(id=rid, ok=True, data={"text": incoming.text})
-    if answer is None:
-        raise RpcError(
-            ANSWER_REFUSED,
-            "Invalid params: the follow-up carries no answer (send a text part, or a data "
-            "part {ok, data?, reason?})",
-            {"reason": "empty"},
-        )
-    problem = answer_problem(answer)
-    if problem:
-        raise RpcError(ANSWER_REFUSED, f"Invalid params: {problem}", {"reason": "invalid"})
-    schema: Any = (request.data or {}).get("schema")
-    if answer.ok and isinstance(schema, dict):
-        import jsonschema
-
-        try:
-            jsonschema.validate(answer.data or {}, cast(dict[str, Any], schema))
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            raise RpcError(
-                ANSWER_REFUSED,
-                f"Invalid params: the answer does not match the request's schema at {where}: "
-                f"{exc.message}",
-                {"reason": "schema"},
-            ) from None
-        except jsonschema.SchemaError:
-            pass  # the tool's own schema is broken: let the tool judge the answer
-    return answer
-
-
 class A2AService:
     """The task lifecycle over a fulfiller and a task store; `endpoint` is the JSON-RPC
     route (a Starlette endpoint).
@@ -159,8 +112,11 @@ class A2AService:
         on_task: OnTask | None = None,
         lease_s: float = DEFAULT_LEASE_S,
         recover_every: float | None = 30.0,
+        tracer: Any = None,
     ) -> None:
         self.fulfiller = fulfiller
+        self.tracer = tracer
+        """An OpenTelemetry tracer: each request is a SERVER span (``None``: not traced)."""
         self.tasks = tasks
         self.on_task = on_task
         self.lease_s = lease_s
@@ -172,8 +128,31 @@ class A2AService:
     # -- the endpoint --------------------------------------------------------------------------
 
     async def endpoint(self, request: Any) -> Any:
-        """Handle one JSON-RPC POST (a Starlette ``Request``) → a Starlette ``Response``."""
+        """Handle one JSON-RPC POST (a Starlette ``Request``) → a Starlette ``Response``.
+
+        With a tracer, each request is an ``a2a {method}`` SERVER span parented on the
+        caller's ``traceparent``; the runs it starts nest under it (`toolnexus.tracing`)."""
+        if self.tracer is None:
+            return (await self._endpoint(request, None))[0]
+        from opentelemetry import trace
+
+        from ..tracing import a2a_server_span, end_span
+
+        span = a2a_server_span(self.tracer, str(request.url), request.headers)
+        try:
+            with trace.use_span(span, end_on_exit=False):
+                response, streaming = await self._endpoint(request, span)
+        except BaseException as exc:
+            end_span(span, exc)
+            raise
+        if not streaming:
+            end_span(span)  # a stream's span ends with the stream (`_sse`)
+        return response
+
+    async def _endpoint(self, request: Any, span: Any) -> tuple[Any, bool]:
         from starlette.responses import JSONResponse, StreamingResponse
+
+        from ..tracing import rpc_failed, rpc_method
 
         rpc_id: Any = None
         try:
@@ -192,6 +171,8 @@ class A2AService:
                 raise RpcError(
                     INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0" and method a string'
                 )
+            if span is not None:
+                rpc_method(span, method, rpc_id)
             op = method_op(method)
             if op is None:
                 raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -203,18 +184,23 @@ class A2AService:
                     if op[0] == "stream"
                     else await self._subscribe(params, wire)
                 )
-                return StreamingResponse(
-                    _sse(events, rpc_id, wire),
+                response = StreamingResponse(
+                    _sse(events, rpc_id, wire, span),
                     media_type="text/event-stream",
                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
                 )
+                return response, span is not None
             result = await self._call(op[0], params, wire)
-            return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
+            return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result}), False
         except RpcError as exc:
-            return JSONResponse(exc.body(rpc_id))
+            if span is not None:
+                rpc_failed(span, exc.code)
+            return JSONResponse(exc.body(rpc_id)), False
         except Exception:
             log.exception("toolnexus: the A2A endpoint failed")
-            return JSONResponse(RpcError(-32603, "Internal error").body(rpc_id))
+            if span is not None:
+                rpc_failed(span, -32603)
+            return JSONResponse(RpcError(-32603, "Internal error").body(rpc_id)), False
 
     async def _call(self, op: str, params: Any, wire: Wire) -> Any:
         if op == "send":
@@ -743,11 +729,26 @@ def _artifact_event(
 
 
 async def _sse(
-    events: AsyncIterator[dict[str, Any]], rpc_id: Any, wire: Wire
+    events: AsyncIterator[dict[str, Any]], rpc_id: Any, wire: Wire, span: Any = None
 ) -> AsyncIterator[str]:
+    error: BaseException | None = None
     try:
         async for event in events:
             body = {"jsonrpc": "2.0", "id": rpc_id, "result": render_event(event, wire)}
             yield f"data: {dumps(body)}\n\n"
     except RpcError as exc:
+        if span is not None:
+            from ..tracing import rpc_failed
+
+            rpc_failed(span, exc.code)
         yield f"event: error\ndata: {dumps(exc.body(rpc_id))}\n\n"
+    except GeneratorExit:
+        raise  # the caller went away: the span ends, not as a failure
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        if span is not None:
+            from ..tracing import end_span
+
+            end_span(span, error)

@@ -148,6 +148,7 @@ def _build(
     closers: list[Callable[[], Any]],
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    tracer: Any = None,
 ) -> ServedApp:
     from .a2a import A2AService
     from .tasks import resolve_task_store
@@ -160,7 +161,12 @@ def _build(
         if owns:
             closers.append(tasks.aclose)
         service = A2AService(
-            fulfiller, tasks, on_task=on_task, lease_s=lease_s, recover_every=recover_every
+            fulfiller,
+            tasks,
+            on_task=on_task,
+            lease_s=lease_s,
+            recover_every=recover_every,
+            tracer=tracer,
         )
         a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
     app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
@@ -181,6 +187,7 @@ def serve_app(
     url: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    tracing: Any = None,
 ) -> ServedApp:
     """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound).
 
@@ -200,6 +207,9 @@ def serve_app(
             over (a serving process that died mid-resume is replaced after that).
         recover_every: how often (seconds) tasks left working by another process are looked
             at and finished (`toolnexus.serve.a2a.A2AService.recover`); ``None``: only at start.
+        tracing: the A2A SERVER spans (`toolnexus.tracing`): ``None`` traces with the
+            client's tracer (none when the client does not trace), ``True`` / a
+            ``TracerProvider`` / ``False`` as for ``create_client``.
     """
     from .fulfil import ClientFulfiller
 
@@ -214,6 +224,7 @@ def serve_app(
         fulfiller = ClientFulfiller(client, toolkit)
         runs = client.run_store
     mcp_app = _mcp_app(toolkit, mcp, on_call, client, runs) if mcp else None
+    tracer = _tracer(tracing, client)
     return _build(
         fulfiller,
         skills=list(toolkit.skill_infos()) if hasattr(toolkit, "skill_infos") else [],
@@ -227,7 +238,18 @@ def serve_app(
         closers=[],
         lease_s=lease_s,
         recover_every=recover_every,
+        tracer=tracer,
     )
+
+
+def _tracer(option: Any, client: Any) -> Any:
+    """The tracer of the A2A SERVER spans (see ``serve_app(tracing=)``)."""
+    from ..tracing import tracer_for
+
+    if option is None and client is not None:
+        tracing = client.engine_config.tracing
+        return tracing.tracer if tracing is not None else None
+    return tracer_for(option)
 
 
 async def serve(toolkit: Toolkit, addr: str, **options: Any) -> ServeHandle:
@@ -260,6 +282,7 @@ async def serve_agent_app(
     runtime_id: str = "a2a",
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    tracing: Any = None,
     **runtime_options: Any,
 ) -> ServedApp:
     """The ASGI app that serves an agent tree over A2A: each task runs the entry agent in a
@@ -271,6 +294,9 @@ async def serve_agent_app(
             holds one, so a restarted server finishes the tasks it left waiting), or an
             `AgentRuntime` (with ``entry``, the agent each task runs).
         entry: the agent to run (default: the `Agent` itself).
+        tracing: the A2A SERVER spans: ``None`` (the ``llm`` option's ``tracing``, else the
+            global provider's when the API is installed), ``True``, ``False`` or a
+            ``TracerProvider``.
         runtime_options: ``llm``, ``store``, … for the runtime built from an `Agent`.
     """
     from ..agents.agent import Agent
@@ -278,7 +304,14 @@ async def serve_agent_app(
     from .fulfil import AgentFulfiller
 
     closers: list[Callable[[], Any]] = []
+    if tracing is None:
+        llm: Any = runtime_options.get("llm")
+        if isinstance(llm, Mapping):
+            tracing = cast(Mapping[str, Any], llm).get("tracing")
+        else:
+            tracing = getattr(llm, "tracing", None)
     if isinstance(target, Agent):
+        runtime_options.setdefault("store", None)  # None: in memory, for this process
         runtime = await AgentRuntime.restore(
             registry=target.registry(), runtime_id=runtime_id, **runtime_options
         )
@@ -308,6 +341,7 @@ async def serve_agent_app(
         closers=closers,
         lease_s=lease_s,
         recover_every=recover_every,
+        tracer=_tracer(tracing, None),
     )
 
 

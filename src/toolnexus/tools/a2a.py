@@ -425,10 +425,12 @@ class _Follow:
         link = self.caller.link
         task: dict[str, Any] = {}
         try:
-            async with asyncio.timeout(self.left_s()):
-                async for kind, event in link.stream(
-                    parts, task_id=task_id, context_id=context_id, timeout=self.left_s()
-                ):
+            events = link.stream(
+                parts, task_id=task_id, context_id=context_id, timeout=self.left_s()
+            )
+            # closed as soon as the task settles: the response (and its span) end then
+            async with asyncio.timeout(self.left_s()), contextlib.aclosing(events):
+                async for kind, event in events:
                     if kind == "task":
                         task = self._take(event)
                         for a in cast(list[dict[str, Any]], task.get("artifacts") or []):
