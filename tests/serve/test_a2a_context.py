@@ -188,3 +188,17 @@ async def test_an_agent_trees_context_continues_its_conversation_across_a_restar
     )
     assert _artifact(fresh) == "users=['who am I?'] tools=[]"
     assert ledger_lines(tmp_path / "l") == [{"ok": True, "data": {"text": "yes"}}]
+
+
+@pytest.mark.parametrize("context", ["x" * 5000, "ctx\x00nul", "ünï/..\\cöde ✓", " "])
+async def test_odd_context_ids_are_kept_verbatim_and_name_their_conversation(
+    serve_refunds: Serve, durable_store: str, context: str
+) -> None:
+    served = await serve_refunds(durable_store)
+    async with httpx.AsyncClient(timeout=30) as http:
+        first = await rpc(http, served.url, "SendMessage", ref_message("one", context_id=context))
+        again = await rpc(http, served.url, "SendMessage", ref_message("two", context_id=context))
+        listed = (await rpc(http, served.url, "ListTasks", {"contextId": context}))["result"]
+    assert first["result"]["contextId"] == context
+    assert again["result"]["artifacts"][0]["parts"][0]["text"] == "users=['one', 'two'] tools=[]"
+    assert len(listed["tasks"]) == 2

@@ -5,7 +5,13 @@
     SendMessage (new)      → task submitted → working → completed | failed
                                                      → input-required | auth-required
     SendMessage (taskId)   → follow-up: Answer recorded (exactly once) → working → …
+    SendMessage (contextId of settled tasks) → a new task, the next turn of that conversation
     CancelTask             → canceled (an input-required task: its halted run is cancelled)
+
+The context is the conversation: every task's run continues the transcript of its
+``contextId`` (the caller's, or one made for the task), so a later message naming it goes on
+from there (`_route`). A fulfiller that cannot resume (a host's ``run_task``) takes a follow-up
+as the next turn of the context instead, on the same task, once (`_next_turn`).
 
 A run that halts on a `Request` makes its task ``input-required`` (``auth-required`` for
 ``kind:"authorization"``), with ``status.message`` carrying the prompt as a text part and the
