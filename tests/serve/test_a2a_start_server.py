@@ -168,13 +168,38 @@ async def test_bad_arguments_are_usage_errors() -> None:
 
 
 async def test_a_run_task_result_that_is_garbage_fails_the_task() -> None:
+    results: dict[str, Any] = {
+        "a": Ran("pending", "", None),
+        "b": {"status": "pending", "pending": "x"},
+        "c": None,
+        "d": {"status": "done", "text": "fine as a dict"},
+        "e": {"status": "pending", "pending": {"id": "r1", "kind": "input", "prompt": "Name?"}},
+    }
+
     async def run_task(task: str, context_id: str) -> Any:
-        return Ran("pending", "", None) if task == "a" else {"pending": "x"}
+        return results[task]
 
     async with await start_a2a_server("127.0.0.1:0", True, [], run_task) as served:
         async with httpx.AsyncClient(timeout=30) as http:
-            lost = (await rpc(http, served.url, "SendMessage", ref_message("a")))["result"]
-    assert lost["status"]["state"] == "failed"  # pending without a Request: nothing to ask
+            got = {
+                k: (await rpc(http, served.url, "SendMessage", ref_message(k)))["result"]
+                for k in results
+            }
+    shown = {
+        k: t["status"].get("message", {}).get("parts", [{}])[0].get("text") for k, t in got.items()
+    }
+    assert {k: t["status"]["state"] for k, t in got.items()} == {
+        "a": "failed",
+        "b": "failed",
+        "c": "failed",
+        "d": "completed",
+        "e": "input-required",
+    }
+    assert shown["a"] == "run_task returned pending without a Request"
+    assert shown["b"] == "run_task returned a pending that is not a Request"
+    assert shown["c"] == "run_task returned None"
+    assert shown["e"] == "Name?"
+    assert got["d"]["artifacts"][0]["parts"][0]["text"] == "fine as a dict"
 
 
 # -- the names ---------------------------------------------------------------------------------

@@ -18,9 +18,9 @@ loses nothing: the next process (or a worker) finds the request answered and res
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import UsageError
 from ..stores.requests import Claim, RunStore
@@ -221,14 +221,27 @@ class CallbackFulfiller:
         value = self.run_task(text, context_id)
         if inspect.isawaitable(value):
             value = await value
-        status = str(getattr(value, "status", "done"))
-        pending: Any = getattr(value, "pending", None)
+        if value is None:
+            return Outcome(status="error", text="run_task returned None")
+
+        def field(name: str, default: Any) -> Any:
+            if isinstance(value, Mapping):
+                return cast(Mapping[str, Any], value).get(name, default)
+            return getattr(value, name, default)
+
+        status = str(field("status", "done"))
+        pending: Any = field("pending", None)
         if pending is not None and not isinstance(pending, Request):
-            pending = Request.from_dict(pending)
+            try:
+                pending = Request.from_dict(pending)
+            except Exception:
+                return Outcome(
+                    status="error", text="run_task returned a pending that is not a Request"
+                )
         if status == "pending" and pending is None:
-            status = "error"
+            return Outcome(status="error", text="run_task returned pending without a Request")
         return Outcome(
-            status=status, text=str(getattr(value, "text", "") or ""), pending=pending, result=value
+            status=status, text=str(field("text", "") or ""), pending=pending, result=value
         )
 
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
