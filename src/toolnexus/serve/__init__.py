@@ -1,6 +1,7 @@
 """Serving a toolkit or an agent on the network: A2A inbound, and MCP inbound at ``POST /mcp``
 (`toolnexus.serve.mcp`), behind one bearer token and one body cap (`toolnexus.serve.security`).
 
+`start_a2a_server` serves A2A over a host's own ``run_task`` (the reference's entry point).
 See docs/serving.md and docs/serving-mcp.md. Needs the ``serve`` extra (starlette, uvicorn,
 a2a-sdk; MCP inbound also the ``mcp`` extra). Names load lazily, so ``import toolnexus.serve``
 pulls in neither the SDKs nor starlette until one is used.

@@ -14,6 +14,12 @@ follow-up through the one answering/resumption path, never a replay:
 
 Because the answer is recorded before the resume runs, a serving process that dies in between
 loses nothing: the next process (or a worker) finds the request answered and resumes it.
+
+``start`` runs a task as the next turn of its context's conversation (a client's conversation
+``<contextId>``; an agent tree's handle that ran the context's last task). A streamed task
+passes ``on_text`` to ``start`` and, for a follow-up, to ``resume_claim``. `CallbackFulfiller`
+wraps a host's own ``run_task`` (``start_a2a_server``): it cannot resume, so a follow-up is
+its next turn instead (``resumes = False``).
 """
 
 from __future__ import annotations
