@@ -154,6 +154,68 @@ async def test_without_the_a2a_profile_only_mcp_is_served() -> None:
     assert (card.status_code, post.status_code) == (404, 404)
 
 
+async def test_run_task_runs_on_the_loop_given() -> None:
+    import threading
+
+    other = asyncio.new_event_loop()
+    thread = threading.Thread(target=other.run_forever, daemon=True)
+    thread.start()
+    ran_on: list[asyncio.AbstractEventLoop] = []
+
+    async def run_task(task: str, context_id: str) -> Ran:
+        ran_on.append(asyncio.get_running_loop())
+        return Ran("done", f"on the other loop: {task}")
+
+    try:
+        async with await start_a2a_server("127.0.0.1:0", True, [], run_task, loop=other) as s:
+            async with httpx.AsyncClient(timeout=30) as http:
+                done = (await rpc(http, s.url, "SendMessage", ref_message("hi")))["result"]
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        thread.join(10)
+        other.close()
+    assert done["artifacts"][0]["parts"][0]["text"] == "on the other loop: hi"
+    assert ran_on == [other]
+
+
+def test_serve_mcp_http_request_serves_one_stateless_request() -> None:
+    from toolnexus.mcp_serve import build_mcp_server, serve_mcp_http_request
+
+    headers = [(b"Content-Type", b"application/json"), (b"Accept", b"application/json")]
+    init = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "host", "version": "1"},
+        },
+    }
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call"}
+    call["params"] = {"name": "add", "arguments": {"a": 1, "b": 2}}
+    versioned = [*headers, (b"mcp-protocol-version", b"2025-06-18")]
+
+    async def go() -> list[tuple[int, list[tuple[bytes, bytes]], bytes]]:
+        server = build_mcp_server([add], {"name": "calc"})
+        return [
+            await serve_mcp_http_request(
+                server, "POST", "/mcp", headers, json.dumps(init).encode()
+            ),
+            await serve_mcp_http_request(
+                server, "POST", "/mcp?x=1", versioned, json.dumps(call).encode()
+            ),
+            await serve_mcp_http_request(server, "POST", "/mcp", headers, b"{not json"),
+        ]
+
+    (s1, h1, b1), (s2, _, b2), (s3, _, b3) = asyncio.run(go())
+    assert (s1, dict(h1)[b"content-type"]) == (200, b"application/json")  # JSON, not SSE
+    assert json.loads(b1)["result"]["serverInfo"]["name"] == "calc"
+    assert (s2, json.loads(b2)["result"]["content"][0]["text"]) == (200, "3.0")
+    assert s3 == 400
+    assert json.loads(b3)["error"]["code"] == -32700
+
+
 async def test_bad_arguments_are_usage_errors() -> None:
     other = asyncio.new_event_loop()
     try:

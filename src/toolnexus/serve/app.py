@@ -383,24 +383,25 @@ async def start_a2a_server(
             follow-up's text is the next ``run_task`` call of that context, on the same task
             (it cannot resume: there is no run store; `serve` resumes).
         on_task: ``{id, task, result, state}`` at each terminal or input-required save.
-        loop: the event loop to serve in: the running one (``None`` means it).
+        loop: the event loop ``run_task`` runs on (``None``: the serving one); another
+            loop must be running in its own thread — each call is handed to it.
         mcp: the MCP inbound profile (`toolnexus.serve.MCPServeConfig`) for ``mcp_tools``.
         mcp_tools: the tools served at ``POST /mcp`` (with ``mcp``).
         on_call: ``{name, source, ms, is_error}`` per MCP call.
 
     Raises:
-        UsageError: ``loop`` is not the running loop, or a bad profile.
+        UsageError: ``loop`` is not running, or a bad profile.
     """
     from .fulfil import CallbackFulfiller
 
-    if loop is not None and loop is not asyncio.get_running_loop():
-        raise UsageError("start_a2a_server: loop must be the running event loop (or None)")
+    if loop is not None and loop is not asyncio.get_running_loop() and not loop.is_running():
+        raise UsageError("start_a2a_server: loop must be a running event loop (or None)")
     mcp_app = None
     if mcp is not None and mcp is not False:
         mcp_app = _mcp_app(list(mcp_tools or []), mcp, on_call, None, None)
     profile = a2a if a2a is not None and a2a is not False else None
     served = _build(
-        CallbackFulfiller(run_task) if profile is not None else None,
+        CallbackFulfiller(run_task, loop=loop) if profile is not None else None,
         skills=list(skills),
         a2a=profile,
         on_task=on_task,

@@ -24,6 +24,7 @@ its next turn instead (``resumes = False``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, cast
@@ -211,12 +212,14 @@ class CallbackFulfiller:
     streams_text = False
     resumes = False
 
-    def __init__(self, run_task: RunTask) -> None:
+    def __init__(self, run_task: RunTask, *, loop: asyncio.AbstractEventLoop | None = None) -> None:
         if not callable(run_task):
             raise UsageError("start_a2a_server: run_task must be callable")
         from ..stores.runs import InMemoryRunStore
 
         self.run_task = run_task
+        self.loop = loop
+        """Where ``run_task``'s coroutine runs (``None``: the serving loop)."""
         self.runs: RunStore = InMemoryRunStore()  # holds nothing: recovery finds nothing
 
     async def start(
@@ -226,7 +229,16 @@ class CallbackFulfiller:
 
         value = self.run_task(text, context_id)
         if inspect.isawaitable(value):
-            value = await value
+            loop = self.loop
+            if loop is not None and loop is not asyncio.get_running_loop():
+                awaited: Any = value
+
+                async def run() -> Any:
+                    return await awaited
+
+                value = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(run(), loop))
+            else:
+                value = await value
         if value is None:
             return Outcome(status="error", text="run_task returned None")
 

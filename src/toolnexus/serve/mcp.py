@@ -86,6 +86,7 @@ __all__ = [
     "build_mcp_server",
     "exposed_mcp_tools",
     "mcp_app",
+    "serve_mcp_http_request",
 ]
 
 log = logging.getLogger("toolnexus")
@@ -573,3 +574,56 @@ def mcp_app(
     return McpApp(
         server, cfg, auth=auth, max_body_bytes=max_body_bytes, close=close if owned else None
     )
+
+
+async def serve_mcp_http_request(
+    server: Server[Any],
+    method: str,
+    path: str,
+    req_headers: Sequence[tuple[bytes, bytes]],
+    body: bytes,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Serve one streamable-HTTP MCP request on ``server`` through a fresh stateless
+    transport (JSON responses, no SSE) → ``(status, headers, body)`` for the caller to write
+    (the reference's entry point for a host with its own HTTP server; `mcp_app` is the ASGI
+    way). The SDK's stateless manager is started and stopped around the one request.
+    """
+    manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True)
+    target, _, query = path.partition("?")
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method.upper(),
+        "scheme": "http",
+        "path": target,
+        "raw_path": target.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(bytes(k).lower(), bytes(v)) for k, v in req_headers],
+        "client": ("127.0.0.1", 0),
+        "server": ("127.0.0.1", 0),
+    }
+    sent = False
+    status = 500
+    headers: list[tuple[bytes, bytes]] = []
+    chunks: list[bytes] = []
+
+    async def receive() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()  # the request was read whole: nothing more comes
+
+    async def send(message: Any) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+            headers = [(bytes(k), bytes(v)) for k, v in message.get("headers") or ()]
+        elif message["type"] == "http.response.body":
+            chunks.append(bytes(message.get("body") or b""))
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return status, headers, b"".join(chunks)
