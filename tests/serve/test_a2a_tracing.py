@@ -211,3 +211,54 @@ async def test_tracing_false_serves_without_spans(spans: Any) -> None:
     assert done["result"]["status"]["state"] == "completed"
     assert exporter.get_finished_spans() == ()
     del provider
+
+
+def painter_brain(request: RecordedRequest) -> Reply:
+    messages = request.body["messages"]
+    if messages[-1].get("role") == "tool":
+        return text(f"painter: {messages[-1]['content']}")
+    return tool_calls(call("painter_paint", {"task": "a fence"}, id="p1"))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_a2a_sdk_server_receives_the_calls_traceparent(
+    spans: Any, streaming: bool
+) -> None:
+    """Outbound to a real a2a-sdk server: each request carries the CLIENT span's context."""
+    import socket
+    import sys
+    from pathlib import Path
+
+    from toolnexus.serve.server import start
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "helpers"))
+    import a2a_peer
+
+    provider, exporter = spans
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/"
+    inner = a2a_peer.app(url, streaming=streaming)
+    seen: list[str | None] = []
+
+    async def recording(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            found = dict(scope["headers"]).get(b"traceparent")
+            seen.append(found.decode() if found else None)
+        await inner(scope, receive, send)
+
+    served = await start(recording, f"127.0.0.1:{port}")
+    async with served, ScriptedModel(default=painter_brain) as model:
+        toolkit = await create_toolkit(agents=[remote_agent(url, poll_every=5)], builtins=False)
+        client = create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", tracing=provider
+        )
+        async with client:
+            result = await client.run("paint", toolkit)
+    assert result.text == "painter: echo: a fence"
+    outbound = [s for s in of_kind(exporter, SpanKind.CLIENT) if s.name.startswith("a2a ")]
+    assert len(seen) == len(outbound) >= 1
+    sent = {header.rsplit("-", 1)[0] for header in seen if header is not None}
+    assert sent == {f"00-{s.context.trace_id:032x}-{s.context.span_id:016x}" for s in outbound}
+    assert None not in seen
