@@ -41,7 +41,7 @@ from ._types import (
     RunResult,
     Tool,
 )
-from .client_answers import Answering
+from .client_answers import Answering, text_to
 from .errors import ProviderError, RunCancelled, RunTimeout, UsageError
 from .llm.base import Style as ClientStyle
 from .llm.inprocess import InProcessTransport
@@ -510,15 +510,7 @@ class Client(Answering):
         else:
             if self._in_process:
                 raise no_stream_error("ask() without on_text")
-            result = None
-            async for event in self._drive(state, stream=True):
-                if event["type"] == "text":
-                    value = on_text(event["delta"])
-                    if inspect.isawaitable(value):
-                        await value
-                elif event["type"] == "done":
-                    result = event["result"]
-            assert result is not None
+            result = await text_to(on_text, self._drive(state, stream=True))
             finished = Finished(result)  # its halt is saved; parking reloads it
         if self._parks:
             result = await self._park(finished, toolkit, state)
