@@ -96,6 +96,8 @@ class Watcher:
 
     def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
         self._subscribers.discard(queue)
+        if not self._subscribers:
+            self._primed = False  # the next listener starts from what is there then
 
     def ensure_running(self) -> None:
         """Start the poll loop (idempotent); it stops by itself when nothing needs it."""
@@ -169,7 +171,7 @@ class Watcher:
         self._seen = {e.request_id for e in arrived}
         if resolved:
             self._resolved_after = max(h.answered_at for h in resolved)
-        elif not self._resolved_after:
+        elif not self._primed:
             self._resolved_after = now - 5.0
         self._primed = True
         if events:

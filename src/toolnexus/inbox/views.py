@@ -313,11 +313,14 @@ class Views:
 
     # -- answering -------------------------------------------------------------------------
 
-    async def _refusal(self, rid: str) -> Outcome:
-        """Why ``rid`` cannot be answered now: settled or answered (409), or unknown (404)."""
+    async def _refusal(self, rid: str, conflict: AnswerConflict | None = None) -> Outcome:
+        """Why ``rid`` cannot be answered now: settled or answered (409), held by a resume
+        that brought its own answer (409, the store's words), or unknown (404)."""
         record = await self.store.answer_record(rid)
         if record is not None:
             return Outcome(409, f"Already {resolved_text(record)}: your answer changed nothing.")
+        if conflict is not None:
+            return Outcome(409, f"{conflict}: your answer changed nothing.")
         return Outcome(404, f"No request {rid} is waiting.")
 
     async def _halted(self, rid: str, user: InboxUser) -> tuple[Checkpoint | None, Outcome | None]:
@@ -380,8 +383,8 @@ class Views:
                 )
         try:
             await self.store.post_answer(rid, answer, answered_by=user.name)
-        except AnswerConflict:
-            return await self._refusal(rid)
+        except AnswerConflict as exc:
+            return await self._refusal(rid, exc)
         except RequestExpired:
             return Outcome(
                 409, "This request expired before it was answered; nothing was approved."
@@ -400,8 +403,8 @@ class Views:
             return refused or Outcome(404)
         try:
             await self.store.cancel(rid, reason=reason, answered_by=user.name)
-        except AnswerConflict:
-            return await self._refusal(rid)
+        except AnswerConflict as exc:
+            return await self._refusal(rid, exc)
         except UnknownRequest:
             return Outcome(404, f"No request {rid} is waiting.")
         except UsageError as exc:
