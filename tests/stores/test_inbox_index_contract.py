@@ -102,6 +102,9 @@ async def test_the_history_lists_answers_cancels_and_expiries_newest_first(
     assert ids(await store.list_history(text="prod-3")) == ["r3"]
     assert ids(await store.list_history(answered_after=T0 + 1)) == ["r3", "r2"]
     assert ids(await store.list_history(limit=1, offset=1)) == ["r2"]
+    assert ids(await store.list_history(request_id="r1")) == ["r1"]
+    assert await store.list_history(request_id="r4") == []  # still waiting
+    assert await store.list_history(request_id="nope") == []
 
 
 async def test_the_history_follows_the_request_to_done_and_keeps_it_after_the_checkpoint_goes(
@@ -177,6 +180,7 @@ async def test_two_announcers_racing_never_hand_out_one_request_twice(
         ("list_history", {"status": "maybe"}),
         ("list_history", {"answered_by": 3}),
         ("list_history", {"answered_after": float("nan")}),
+        ("list_history", {"request_id": ""}),
         ("take_unannounced", {"limit": "10"}),
     ],
 )

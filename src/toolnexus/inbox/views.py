@@ -122,10 +122,8 @@ class Views:
     # -- reading ---------------------------------------------------------------------------
 
     async def _settled_entry(self, rid: str) -> HistoryEntry | None:
-        for h in await self.index.list_history(text=rid, limit=50):
-            if h.request_id == rid:
-                return h
-        return None
+        found = await self.index.list_history(request_id=rid, limit=1)
+        return found[0] if found else None
 
     async def request_view(self, rid: str) -> RequestView | None:
         """The detail page's data for ``rid``; ``None`` when the store knows no such request.

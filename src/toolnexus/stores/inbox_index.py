@@ -114,12 +114,14 @@ class InboxIndex(Protocol):
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
         """Requests with a recorded answer (or cancel), newest answer first.
 
-        ``answered_after`` (seconds since the epoch) keeps those answered strictly later.
+        ``answered_after`` (seconds since the epoch) keeps those answered strictly later;
+        ``request_id`` keeps that one request (its audit row).
         A host's own claim (T4) shows once it has been applied or settled."""
         ...
 

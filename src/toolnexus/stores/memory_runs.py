@@ -199,9 +199,11 @@ class InMemoryRunStore:
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
+        only = None if request_id is None else check_request_id(request_id)
         who = check_optional_text(answered_by, "answered_by")
         wanted = check_history_status(status)
         of_kind = check_optional_text(kind, "kind")
@@ -210,7 +212,10 @@ class InMemoryRunStore:
         start = check_offset(offset)
         size = check_limit(limit)
         out: list[HistoryEntry] = []
-        for rid, row in self._rows.items():
+        rows = self._rows.items() if only is None else [(only, self._rows.get(only))]
+        for rid, row in rows:
+            if row is None:
+                continue
             record = await self.answer_record(rid)
             info = row.info
             if record is None or info is None:

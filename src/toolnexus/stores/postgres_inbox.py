@@ -16,7 +16,13 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, LiteralString
 
 from ._runrows import answer_record, lapsed_status, pending
-from .checks import check_filters, check_limit, check_optional_text, check_seconds
+from .checks import (
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+)
 from .inbox_index import (
     HistoryEntry,
     check_history_status,
@@ -25,7 +31,7 @@ from .inbox_index import (
     like_pattern,
 )
 from .postgres_runs import PENDING, PENDING_WHERE
-from .postgres_schema import from_bytea
+from .postgres_schema import from_bytea, row_key
 from .requests import PendingEntry, RequestStatus
 
 if TYPE_CHECKING:
@@ -164,10 +170,12 @@ class PostgresInboxIndex:
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
         """Answered, cancelled and expired requests, newest first (see `InboxIndex`)."""
+        only = None if request_id is None else check_request_id(request_id)
         who = check_optional_text(answered_by, "answered_by")
         wanted = check_history_status(status)
         of_kind = check_optional_text(kind, "kind")
@@ -178,6 +186,9 @@ class PostgresInboxIndex:
         now = self._now()
         sql: list[LiteralString] = [_HISTORY]
         args: list[object] = []
+        if only is not None:
+            sql.append(" AND key = %s")
+            args.append(row_key(only))
         if who is not None:
             sql.append(" AND answered_by = %s")
             args.append(who.encode())

@@ -14,7 +14,13 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ._runrows import answer_record, lapsed_status, pending
-from .checks import check_filters, check_limit, check_optional_text, check_seconds
+from .checks import (
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+)
 from .inbox_index import (
     HistoryEntry,
     check_history_status,
@@ -54,15 +60,18 @@ def _count(where: str, args: list[object], conn: sqlite3.Connection) -> dict[str
 
 
 def _history(
-    filters: tuple[str | None, str | None, str | None, str | None, float | None],
+    filters: tuple[str | None, str | None, str | None, str | None, float | None, str | None],
     offset: int,
     limit: int,
     now: float,
     conn: sqlite3.Connection,
 ) -> list[tuple[Any, ...]]:
-    who, status, kind, text, after = filters
+    who, status, kind, text, after, only = filters
     sql = [_HISTORY]
     args: list[object] = []
+    if only is not None:
+        sql.append(" AND request_id = ?")
+        args.append(only)
     if who is not None:
         sql.append(" AND answered_by = ?")
         args.append(who)
@@ -150,6 +159,7 @@ class SqliteInboxIndex:
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
@@ -160,6 +170,7 @@ class SqliteInboxIndex:
             check_optional_text(kind, "kind"),
             check_search(text),
             None if answered_after is None else check_seconds(answered_after, "answered_after"),
+            None if request_id is None else check_request_id(request_id),
         )
         start = check_offset(offset)
         size = check_limit(limit)
