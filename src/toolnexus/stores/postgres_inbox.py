@@ -37,7 +37,7 @@ from .requests import PendingEntry, RequestStatus
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["PostgresInboxIndex", "pending_filters"]
+__all__ = ["PostgresInboxIndex", "history_query", "pending_filters", "unannounced_query"]
 
 # One decode and one fold per row: the four columns joined by U+001F, which a needle
 # holding none cannot match across. ``lower`` is ten times faster here than an ASCII-only
@@ -184,27 +184,8 @@ class PostgresInboxIndex:
         start = check_offset(offset)
         size = check_limit(limit)
         now = self._now()
-        sql: list[LiteralString] = [_HISTORY]
-        args: list[object] = []
-        if only is not None:
-            sql.append(" AND key = %s")
-            args.append(row_key(only))
-        if who is not None:
-            sql.append(" AND answered_by = %s")
-            args.append(who.encode())
-        if wanted is not None:
-            sql.append(_STATUS[wanted])
-            if wanted in ("answered", "claimed"):
-                args.append(now)
-        if of_kind is not None:
-            sql.append(" AND kind = %s")
-            args.append(of_kind.encode())
-        if after is not None:
-            sql.append(" AND answered_at > %s")
-            args.append(after)
-        if needle is not None:
-            sql.append(TEXT_MATCH)
-            args.append(like_pattern(needle))
+        filters = (only, who, wanted, of_kind, needle, after)
+        sql, args = history_query(filters, now)
         sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT %s OFFSET %s")
         rows = await self._rows("".join(sql), [*args, size, start])
         return [_history_entry(row, now, self._where) for row in rows]
@@ -212,17 +193,54 @@ class PostgresInboxIndex:
     async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
         """Pending requests nobody announced yet, now marked announced (see `InboxIndex`)."""
         size = check_limit(limit)
-        sql, args = pending_filters(None, None, None, None, None, self._now(), select=_KEYS)
-        query: LiteralString = (
-            "UPDATE toolnexus_halts SET announced = true WHERE key IN ("
-            + "".join(sql)
-            + " AND NOT announced ORDER BY created_at, request_id LIMIT %s"
-            " FOR UPDATE SKIP LOCKED) AND NOT announced RETURNING request_id, kind, prompt,"
-            " tool, conversation_id, created_at, expires_at"
-        )
+        query, args = unannounced_query(self._now())
         rows = await self._rows(query, [*args, size])
         entries = [_entry(row) for row in rows]
         return sorted(entries, key=lambda e: (e.created_at, e.request_id))
+
+
+def history_query(
+    filters: tuple[str | None, str | None, str | None, str | None, str | None, float | None],
+    now: float,
+) -> tuple[list[LiteralString], list[object]]:
+    """`list_history`'s query without its order and limit: ``filters`` are the request id,
+    who answered, the status, the kind, the search text and the answered-after moment."""
+    only, who, wanted, of_kind, needle, after = filters
+    sql: list[LiteralString] = [_HISTORY]
+    args: list[object] = []
+    if only is not None:
+        sql.append(" AND key = %s")
+        args.append(row_key(only))
+    if who is not None:
+        sql.append(" AND answered_by = %s")
+        args.append(who.encode())
+    if wanted is not None:
+        sql.append(_STATUS[wanted])
+        if wanted in ("answered", "claimed"):
+            args.append(now)
+    if of_kind is not None:
+        sql.append(" AND kind = %s")
+        args.append(of_kind.encode())
+    if after is not None:
+        sql.append(" AND answered_at > %s")
+        args.append(after)
+    if needle is not None:
+        sql.append(TEXT_MATCH)
+        args.append(like_pattern(needle))
+    return sql, args
+
+
+def unannounced_query(now: float) -> tuple[LiteralString, list[object]]:
+    """`take_unannounced`'s statement (its last argument, the limit, to append)."""
+    sql, args = pending_filters(None, None, None, None, None, now, select=_KEYS)
+    query: LiteralString = (
+        "UPDATE toolnexus_halts SET announced = true WHERE key IN ("
+        + "".join(sql)
+        + " AND NOT announced ORDER BY created_at, request_id LIMIT %s"
+        " FOR UPDATE SKIP LOCKED) AND NOT announced RETURNING request_id, kind, prompt,"
+        " tool, conversation_id, created_at, expires_at"
+    )
+    return query, args
 
 
 def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:
