@@ -72,8 +72,9 @@ async def test_the_postgres_inbox_queries_read_their_indexes_at_100000_rows(pg_u
     with pg_connect(pg_url) as conn:
         conn.execute(FILL, {"t0": T0})
         conn.execute(
-            "UPDATE toolnexus_halts SET answered_by = convert_to('u' || (abs(hashtext(key::text)) % 400),"
-            " 'UTF8') WHERE answered_at IS NOT NULL"
+            "UPDATE toolnexus_halts SET answered_by ="
+            " convert_to('u' || (abs(hashtext(key::text)) % 400), 'UTF8')"
+            " WHERE answered_at IS NOT NULL"
         )
         conn.execute("UPDATE toolnexus_halts SET announced = true WHERE random() < 0.98")
         conn.execute("ANALYZE toolnexus_halts")
