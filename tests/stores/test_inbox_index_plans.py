@@ -44,9 +44,9 @@ async def test_the_search_pages_and_counts_stay_on_the_pending_index(filled: Sql
 @pytest.mark.parametrize(
     ("filters", "index"),
     [
-        ((None, None, None, None, None), "halts_history"),
-        (("ana", None, None, None, None), "halts_answerer"),
-        ((None, "done", "approval", None, 5000.0), "halts_history"),
+        ((None, None, None, None, None, None), "halts_history"),
+        (("ana", None, None, None, None, None), "halts_answerer"),
+        ((None, "done", "approval", None, 5000.0, None), "halts_history"),
     ],
 )
 async def test_the_history_reads_its_indexes_newest_first(

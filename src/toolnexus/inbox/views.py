@@ -194,13 +194,13 @@ class Views:
         return _record_json(record)
 
     async def _rows(self, entries: list[PendingEntry]) -> list[ListRow]:
-        async def one(e: PendingEntry) -> ListRow:
-            try:
-                checkpoint = await self.store.load_halt(e.request_id)
-            except CheckpointError:
-                return ListRow(e, "(the checkpoint cannot be read)")
-            if checkpoint is None:
-                return ListRow(e)
+        loaded = await self.index.load_halts([e.request_id for e in entries])
+        rows: list[ListRow] = []
+        for e in entries:
+            checkpoint = loaded.get(e.request_id)
+            if checkpoint is None:  # answered since, or unreadable (its page says why)
+                rows.append(ListRow(e))
+                continue
             _, arguments = halted_call(checkpoint)
             path_raw: Any = (checkpoint.pending.data or {}).get("path")
             path = (
@@ -208,9 +208,8 @@ class Views:
                 if isinstance(path_raw, list)
                 else ()
             )
-            return ListRow(e, arguments, path)
-
-        return list(await asyncio.gather(*(one(e) for e in entries)))
+            rows.append(ListRow(e, arguments, path))
+        return rows
 
     async def _pending(
         self, params: Mapping[str, str]

@@ -11,10 +11,11 @@ inbox processes never hand out one request twice. Text columns are ``BYTEA`` (se
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, LiteralString
 
+from ..loop.checkpoint import Checkpoint
 from ._runrows import answer_record, lapsed_status, pending
 from .checks import (
     check_filters,
@@ -26,9 +27,11 @@ from .checks import (
 from .inbox_index import (
     HistoryEntry,
     check_history_status,
+    check_ids,
     check_offset,
     check_search,
     like_pattern,
+    parsed_halts,
 )
 from .postgres_runs import PENDING, PENDING_WHERE
 from .postgres_schema import from_bytea, row_key
@@ -49,6 +52,10 @@ TEXT_MATCH: LiteralString = (
     " || coalesce(conversation_id, ''::bytea), 'UTF8')) LIKE %s"
 )
 _KEYS: LiteralString = "SELECT key" + PENDING_WHERE
+_LOAD_HALTS: LiteralString = (
+    "SELECT request_id, checkpoint FROM toolnexus_halts WHERE key = ANY(%s)"
+    " AND checkpoint IS NOT NULL"
+)
 _HISTORY: LiteralString = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
     " answered_by, answered_at, digest, settled_at, recorded, lease_until FROM toolnexus_halts"
@@ -189,6 +196,14 @@ class PostgresInboxIndex:
         sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT %s OFFSET %s")
         rows = await self._rows("".join(sql), [*args, size, start])
         return [_history_entry(row, now, self._where) for row in rows]
+
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        """Many checkpoints in one read, by request id (see `InboxIndex.load_halts`)."""
+        ids = check_ids(request_ids)
+        if not ids:
+            return {}
+        rows = await self._rows(_LOAD_HALTS, [[row_key(rid) for rid in ids]])
+        return parsed_halts([(from_bytea(rid), text) for rid, text in rows], self._where)
 
     async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
         """Pending requests nobody announced yet, now marked announced (see `InboxIndex`)."""
