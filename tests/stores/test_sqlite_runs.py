@@ -277,7 +277,14 @@ async def test_a_version_3_file_keeps_its_requests_with_finished_ones_settled(
                 " AND sql IS NOT NULL"
             )
         }
-        assert indexes == {"halts_pending", "halts_queue", "halts_settled"}
+        assert indexes == {
+            "halts_pending",
+            "halts_queue",
+            "halts_settled",
+            "halts_unannounced",
+            "halts_history",
+            "halts_answerer",
+        }
 
 
 STATUSES = ("pending", "answered", "claimed", "done", "expired", "cancelled")

@@ -7,6 +7,7 @@
     toolnexus purge    --store URL --older-than 30d
     toolnexus tools    [--config mcp.json] [--skills DIR] [--json]
     toolnexus worker   --app module:factory
+    toolnexus inbox    --store URL --users FILE [--host H] [--port P]   (the approvals page)
     toolnexus run      [--once PROMPT] ...   (a chat REPL with terminal approvals)
 
 ``python -m toolnexus`` is the same program. The commands that touch a store need no toolkit:

@@ -258,6 +258,43 @@ def build() -> Callable[[list[str] | None], int]:
         return _guarded(lambda: run_worker(app_ref, concurrency))
 
     @app.command()
+    def inbox(
+        store: Annotated[
+            str, typer.Option(help="The run store URL (sqlite:///… or postgresql://…).")
+        ],
+        users: Annotated[str, typer.Option(help="The users file (JSON, see docs/inbox.md).")],
+        host: Annotated[str, typer.Option(help="The address to listen on.")] = "127.0.0.1",
+        port: Annotated[int, typer.Option(help="The port (0 picks a free one).")] = 8700,
+        webhook: Annotated[str | None, typer.Option(help="POSTed once per new request.")] = None,
+        poll_interval: Annotated[float, typer.Option(help="Seconds between store polls.")] = 1.0,
+        secret_file: Annotated[
+            str | None, typer.Option(help="A file holding the session-signing secret.")
+        ] = None,
+        public_url: Annotated[
+            str | None, typer.Option(help="The inbox's address, for links.")
+        ] = None,
+    ) -> int:
+        """Serve the approvals inbox page over a run store (a worker resumes the runs)."""
+        from .inbox import read_secret, run_inbox
+
+        try:
+            secret = read_secret(secret_file)
+        except UsageError as exc:
+            return _fail(str(exc), codes.USAGE)
+        return _guarded(
+            lambda: run_inbox(
+                store,
+                users,
+                host,
+                port,
+                webhook=webhook,
+                poll_interval=poll_interval,
+                secret=secret,
+                public_url=public_url,
+            )
+        )
+
+    @app.command()
     def run(
         once: Annotated[str | None, typer.Option(help="Answer one prompt and exit.")] = None,
         config: Annotated[str | None, typer.Option(help="An mcp.json.")] = None,

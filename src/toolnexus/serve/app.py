@@ -149,6 +149,8 @@ def _build(
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
     tracer: Any = None,
+    inbox: object = None,
+    inbox_store: object = None,
 ) -> ServedApp:
     from .a2a import A2AService
     from .tasks import resolve_task_store
@@ -170,6 +172,12 @@ def _build(
         )
         a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
     app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
+    if inbox is not None and inbox is not False:
+        from .inbox_mount import inbox_for, mount_inbox
+
+        inbox_app, path, close_inbox = inbox_for(inbox, inbox_store)
+        closers.append(close_inbox)
+        app = mount_inbox(app, inbox_app, path)
     return ServedApp(app, service, closers)
 
 
@@ -188,8 +196,10 @@ def serve_app(
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
     tracing: Any = None,
+    inbox: object = None,
 ) -> ServedApp:
-    """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound).
+    """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound; the
+    approvals inbox).
 
     Args:
         toolkit: the tools (and SKILL.md skills, which become the card's skills).
@@ -210,6 +220,9 @@ def serve_app(
         tracing: the A2A SERVER spans (`toolnexus.tracing`): ``None`` traces with the
             client's tracer (none when the client does not trace), ``True`` / a
             ``TracerProvider`` / ``False`` as for ``create_client``.
+        inbox: the approvals inbox below ``/inbox``: an `toolnexus.inbox.InboxApp`, or the
+            options of `toolnexus.inbox.inbox_app` (``users=`` required, ``path=`` to move
+            it) over ``client``'s run store. Its users and sessions guard it, not ``token``.
     """
     from .fulfil import ClientFulfiller
 
@@ -239,6 +252,8 @@ def serve_app(
         lease_s=lease_s,
         recover_every=recover_every,
         tracer=tracer,
+        inbox=inbox,
+        inbox_store=client.run_store if client is not None else None,
     )
 
 
@@ -283,6 +298,7 @@ async def serve_agent_app(
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
     tracing: Any = None,
+    inbox: object = None,
     **runtime_options: Any,
 ) -> ServedApp:
     """The ASGI app that serves an agent tree over A2A: each task runs the entry agent in a
@@ -297,6 +313,7 @@ async def serve_agent_app(
         tracing: the A2A SERVER spans: ``None`` (the ``llm`` option's ``tracing``, else the
             global provider's when the API is installed), ``True``, ``False`` or a
             ``TracerProvider``.
+        inbox: the approvals inbox over the runtime's run store (see `serve_app`).
         runtime_options: ``llm``, ``store``, … for the runtime built from an `Agent`.
     """
     from ..agents.agent import Agent
@@ -342,6 +359,8 @@ async def serve_agent_app(
         lease_s=lease_s,
         recover_every=recover_every,
         tracer=_tracer(tracing, None),
+        inbox=inbox,
+        inbox_store=runtime.run_store,
     )
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from .._types import Message
-from ..errors import LeaseLost, RequestExpired, UnknownRequest
+from ..errors import CheckpointError, LeaseLost, RequestExpired, UnknownRequest
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, expired_decline
 from ._runrows import recorded_digests
@@ -37,6 +38,14 @@ from .checks import (
     is_past,
     load_checkpoint,
     pending_entry,
+)
+from .inbox_index import (
+    HistoryEntry,
+    check_history_status,
+    check_ids,
+    check_offset,
+    check_search,
+    matches_text,
 )
 from .memory import InMemoryConversationStore
 from .requests import (
@@ -71,6 +80,8 @@ class _Row:
     settled_at: float | None = None
     outcome: str | None = None
     queue: str = ""
+    info: PendingEntry | None = None  # the index columns, kept after the row settles
+    announced: bool = False  # handed out by take_unannounced
 
 
 class InMemoryRunStore:
@@ -99,6 +110,7 @@ class InMemoryRunStore:
         else:
             row.checkpoint = text
             row.entry = pending_entry(checkpoint)
+        row.info = row.entry
         row.queue = checkpoint.queue
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
@@ -135,15 +147,135 @@ class InMemoryRunStore:
         newer_than: float | None = None,
         limit: int = 100,
     ) -> list[PendingEntry]:
+        return await self.search_pending(
+            kind=kind,
+            tool=tool,
+            conversation_id=conversation_id,
+            older_than=older_than,
+            newer_than=newer_than,
+            limit=limit,
+        )
+
+    # -- the inbox's queries (`toolnexus.stores.inbox_index.InboxIndex`) -------------------
+
+    async def search_pending(
+        self,
+        *,
+        kind: str | None = None,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        text: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[PendingEntry]:
         filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
+        needle = check_search(text)
+        start = check_offset(offset)
         size = check_limit(limit)
-        now = self._now()
-        out = [
+        picked = filter_entries(self._waiting(needle), *filters, self._now())
+        return picked[start : start + size]
+
+    async def count_pending(
+        self,
+        *,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        text: str | None = None,
+    ) -> dict[str, int]:
+        filters = check_filters(None, tool, conversation_id, older_than, newer_than)
+        needle = check_search(text)
+        counts: dict[str, int] = {}
+        for e in filter_entries(self._waiting(needle), *filters, self._now()):
+            counts[e.kind] = counts.get(e.kind, 0) + 1
+        return counts
+
+    async def list_history(
+        self,
+        *,
+        answered_by: str | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+        text: str | None = None,
+        answered_after: float | None = None,
+        request_id: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        only = None if request_id is None else check_request_id(request_id)
+        who = check_optional_text(answered_by, "answered_by")
+        wanted = check_history_status(status)
+        of_kind = check_optional_text(kind, "kind")
+        needle = check_search(text)
+        after = None if answered_after is None else check_seconds(answered_after, "answered_after")
+        start = check_offset(offset)
+        size = check_limit(limit)
+        out: list[HistoryEntry] = []
+        rows = self._rows.items() if only is None else [(only, self._rows.get(only))]
+        for rid, row in rows:
+            if row is None:
+                continue
+            record = await self.answer_record(rid)
+            info = row.info
+            if record is None or info is None:
+                continue
+            if (
+                (who is not None and record.answered_by != who)
+                or (wanted is not None and record.status != wanted)
+                or (of_kind is not None and info.kind != of_kind)
+                or (after is not None and not record.answered_at > after)
+                or (
+                    needle is not None
+                    and not matches_text(needle, info.prompt, info.tool, rid, info.conversation_id)
+                )
+            ):
+                continue
+            out.append(_history(info, record))
+        out.sort(key=lambda h: (h.answered_at, h.request_id), reverse=True)
+        return out[start : start + size]
+
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        out: dict[str, Checkpoint] = {}
+        for rid in check_ids(request_ids):
+            row = self._rows.get(rid)
+            if row is None or row.checkpoint is None:
+                continue
+            try:
+                out[rid] = load_checkpoint(row.checkpoint, rid, "the memory store")
+            except CheckpointError:
+                continue
+        return out
+
+    async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
+        size = check_limit(limit)
+        fresh = [e for e in self._waiting(None) if not self._rows[e.request_id].announced]
+        fresh.sort(key=lambda e: (e.created_at, e.request_id))
+        for e in fresh[:size]:
+            self._rows[e.request_id].announced = True
+        return fresh[:size]
+
+    def _waiting(self, needle: str | None) -> list[PendingEntry]:
+        """The pending index: rows waiting for a human, matching ``needle`` if given."""
+        return [
             r.entry
             for r in self._rows.values()
-            if r.entry is not None and r.checkpoint is not None and self._status(r) == "pending"
+            if r.entry is not None
+            and r.checkpoint is not None
+            and self._status(r) == "pending"
+            and (
+                needle is None
+                or matches_text(
+                    needle,
+                    r.entry.prompt,
+                    r.entry.tool,
+                    r.entry.request_id,
+                    r.entry.conversation_id,
+                )
+            )
         ]
-        return filter_entries(out, *filters, now)[:size]
 
     # -- answering: T2, T3, T11 ------------------------------------------------------------
 
@@ -275,7 +407,7 @@ class InMemoryRunStore:
         text = encode_checkpoint(checkpoint)
         row = self._held(claim)
         row.checkpoint = text
-        row.entry = pending_entry(checkpoint)
+        row.entry = row.info = pending_entry(checkpoint)
         row.queue = checkpoint.queue
         row.recorded = True  # the answer has been applied: it is the one this run goes on with
         if row.answered_at is None:
@@ -445,6 +577,23 @@ class InMemoryRunStore:
     def _signal_queued(self) -> None:
         if self._queued is not None:
             self._queued.set()
+
+
+def _history(info: PendingEntry, record: AnswerRecord) -> HistoryEntry:
+    return HistoryEntry(
+        request_id=record.request_id,
+        kind=info.kind,
+        prompt=info.prompt,
+        tool=info.tool,
+        conversation_id=info.conversation_id,
+        created_at=info.created_at,
+        status=record.status,
+        answer=record.answer,
+        answered_by=record.answered_by,
+        answered_at=record.answered_at,
+        digest=record.digest,
+        settled_at=record.settled_at,
+    )
 
 
 class InMemoryStore(InMemoryRunStore):

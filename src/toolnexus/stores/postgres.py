@@ -55,6 +55,7 @@ from .checks import (
     encode_answer,
     encode_outcome,
 )
+from .postgres_inbox import PostgresInboxIndex, pending_filters
 from .postgres_runs import CHANNEL, Listener
 from .postgres_schema import from_bytea as _s
 from .postgres_schema import migrate
@@ -114,7 +115,7 @@ def _import() -> tuple[Any, Any]:
     return psycopg, psycopg_pool
 
 
-class PostgresStore:
+class PostgresStore(PostgresInboxIndex):
     """A `ConversationStore`, `RunStore`, `AnswerChannel` and `RuntimeStore` in PostgreSQL.
 
     Example:
@@ -321,25 +322,9 @@ class PostgresStore:
             kind, tool, conversation_id, older_than, newer_than
         )
         size = check_limit(limit)
-        now = self._now()
-        sql: list[LiteralString] = [runs.PENDING]
-        args: list[object] = [now]
-        if kind is not None:
-            sql.append(" AND kind = %s")
-            args.append(kind.encode())
-        if tool is not None:
-            sql.append(" AND tool = %s")
-            args.append(tool.encode())
-        if conversation_id is not None:
-            sql.append(" AND conversation_id = %s")
-            args.append(conversation_id.encode())
-        # The same float arithmetic as the in-memory store, so ages agree to the last bit.
-        if older_than is not None:
-            sql.append(" AND %s - created_at >= %s")
-            args += (now, older_than)
-        if newer_than is not None:
-            sql.append(" AND %s - created_at <= %s")
-            args += (now, newer_than)
+        sql, args = pending_filters(
+            kind, tool, conversation_id, older_than, newer_than, self._now()
+        )
         sql.append(" ORDER BY created_at, request_id LIMIT %s")
         args.append(size)
         async with self._connection() as conn:

@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHANNEL",
+    "PENDING",
+    "PENDING_WHERE",
     "Listener",
     "answer_of",
     "cancel",
@@ -206,12 +208,14 @@ _ANSWER = (
 )
 # A pending row always has its checkpoint and no recorded answer (T1, T9), so only a claim
 # needs those tested: one condition per status keeps the planner's row estimate right.
-PENDING: LiteralString = (
-    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
+PENDING_WHERE: LiteralString = (
     " FROM toolnexus_halts WHERE (status = 'pending' OR (status = 'claimed' AND NOT recorded"
     " AND checkpoint IS NOT NULL AND lease_until <= %s))"
 )
 """The pending index (T1, T9, T10), for `PostgresStore.list_pending` to add its filters to."""
+PENDING: LiteralString = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at" + PENDING_WHERE
+)
 
 
 def _unknown(request_id: str) -> UnknownRequest:

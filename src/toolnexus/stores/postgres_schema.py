@@ -45,6 +45,9 @@ Versions:
     5 ``a2a_tasks``: ``toolnexus_a2a_tasks``, the A2A tasks of a served agent, keyed by the
       sha256 of the task id, with ``context_key`` (sha256 of the context id), ``state`` and
       ``updated_at`` for ListTasks and follow-ups, and the task's JSON as ``body``.
+    7 ``inbox``: ``announced`` on ``toolnexus_halts`` (an inbox announced the request; rows
+      saved before count as announced) and the inbox's partial indexes: the unannounced
+      waiting rows, and the answered rows by ``answered_at`` and by ``answered_by``.
 """
 
 from __future__ import annotations
@@ -208,6 +211,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX toolnexus_a2a_tasks_context ON toolnexus_a2a_tasks"
             " (context_key, updated_at)",
             "CREATE INDEX toolnexus_a2a_tasks_updated ON toolnexus_a2a_tasks (updated_at)",
+        ),
+    ),
+    Migration(
+        version=7,
+        name="inbox",
+        statements=(
+            # Whether an inbox has announced the request (`InboxIndex.take_unannounced`);
+            # requests saved before count as announced (no flood from a first inbox).
+            "ALTER TABLE toolnexus_halts ADD COLUMN announced BOOLEAN NOT NULL DEFAULT true",
+            "ALTER TABLE toolnexus_halts ALTER COLUMN announced SET DEFAULT false",
+            "CREATE INDEX toolnexus_halts_unannounced ON toolnexus_halts (created_at)"
+            " WHERE NOT announced AND status IN ('pending', 'claimed')",
+            # The audit, newest answer first; and by person.
+            "CREATE INDEX toolnexus_halts_history ON toolnexus_halts (answered_at)"
+            " WHERE answered_at IS NOT NULL",
+            "CREATE INDEX toolnexus_halts_answerer ON toolnexus_halts (answered_by, answered_at)"
+            " WHERE answered_at IS NOT NULL",
         ),
     ),
 )

@@ -65,6 +65,7 @@ from ..errors import StoreError, UsageError
 from ._codec import check_id, decode_messages, encode_messages
 from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
 from .checks import check_seconds
+from .sqlite_inbox import SqliteInboxIndex
 from .sqlite_runstore import SqliteRunStore
 from .sqlite_schema import MIGRATIONS, immediate, migrate, wal_pages
 from .sqlite_watch import AnswerWatch
@@ -120,7 +121,7 @@ _READY = (
 _PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 11, 13, 14, 26
 
 
-class SqliteStore(SqliteRunStore):
+class SqliteStore(SqliteRunStore, SqliteInboxIndex):
     """A `ConversationStore`, `RunStore`, `AnswerChannel` and `RuntimeStore` in one SQLite file.
 
     The durable default. Any number of processes may open the same file: claims are

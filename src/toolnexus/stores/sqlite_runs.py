@@ -38,6 +38,7 @@ from ._runrows import (
     stored_digest,
 )
 from .checks import conflict, encode_answer, is_past
+from .inbox_index import like_pattern
 from .requests import EXPIRED_BY
 from .sqlite_schema import immediate
 from .sqlite_watch import AnswerRow, AnswerWatch, answer_row
@@ -53,6 +54,7 @@ __all__ = [
     "expire",
     "list_pending",
     "load_halt",
+    "pending_filters",
     "post_answer",
     "purge",
     "release",
@@ -169,10 +171,20 @@ _CANCEL = (
 _PURGE = "DELETE FROM halts WHERE status IN ('done', 'expired', 'cancelled') AND settled_at <= ?"
 # What waits for a human: pending, or a claim made with its own answer that ran out (T10).
 # The same terms as the partial index ``halts_pending``, which holds every filter column.
-_PENDING = (
-    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
-    " FROM halts WHERE recorded = 0 AND status IN ('pending', 'claimed')"
+_PENDING_COLUMNS = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at FROM halts"
+)
+PENDING_WHERE = (
+    " WHERE recorded = 0 AND status IN ('pending', 'claimed')"
     " AND checkpoint IS NOT NULL AND (status = 'pending' OR lease_until <= ?)"
+)
+"""What waits for a human, with the caller's clock as its one argument."""
+# The inbox's search (`toolnexus.stores.inbox_index`): LIKE folds ASCII case, as the
+# pattern does; the four columns are joined by U+001F, which a needle holding none cannot
+# match across.
+TEXT_MATCH = (
+    " AND (coalesce(prompt, '') || char(31) || coalesce(tool, '') || char(31) || request_id"
+    " || char(31) || coalesce(conversation_id, '')) LIKE ? ESCAPE '\\'"
 )
 
 
@@ -211,17 +223,17 @@ def load_halt(request_id: str, conn: sqlite3.Connection) -> object:
     return None if found is None else found[0]
 
 
-def list_pending(
+def pending_filters(
     kind: str | None,
     tool: str | None,
     conversation_id: str | None,
     older_than: float | None,
     newer_than: float | None,
-    limit: int,
     now: float,
-    conn: sqlite3.Connection,
-) -> list[tuple[Any, ...]]:
-    sql = [_PENDING]
+    text: str | None = None,
+) -> tuple[str, list[object]]:
+    """The pending index's ``WHERE`` (`_PENDING`'s, then each filter given) and its args."""
+    sql = [PENDING_WHERE]
     args: list[object] = [now]
     for column, value in (("kind", kind), ("tool", tool), ("conversation_id", conversation_id)):
         if value is not None:
@@ -234,9 +246,28 @@ def list_pending(
     if newer_than is not None:
         sql.append(" AND ? - created_at <= ?")
         args += (now, newer_than)
-    sql.append(" ORDER BY created_at, request_id LIMIT ?")
-    args.append(limit)
-    return conn.execute("".join(sql), args).fetchall()
+    if text is not None:
+        sql.append(TEXT_MATCH)
+        args.append(like_pattern(text))
+    return "".join(sql), args
+
+
+def list_pending(
+    kind: str | None,
+    tool: str | None,
+    conversation_id: str | None,
+    older_than: float | None,
+    newer_than: float | None,
+    limit: int,
+    now: float,
+    conn: sqlite3.Connection,
+    *,
+    text: str | None = None,
+    offset: int = 0,
+) -> list[tuple[Any, ...]]:
+    where, args = pending_filters(kind, tool, conversation_id, older_than, newer_than, now, text)
+    sql = f"{_PENDING_COLUMNS}{where} ORDER BY created_at, request_id LIMIT ? OFFSET ?"
+    return conn.execute(sql, [*args, limit, offset]).fetchall()
 
 
 # -- answering: T2, T3, T11 (on the worker, which wakes the parked runs) ------------------

@@ -38,6 +38,9 @@ Versions:
       and the settled rows by ``settled_at`` (``purge``).
     5 ``a2a_tasks``: the A2A tasks of a served agent (`toolnexus.serve.tasks_sql`), one row per
       task id: its JSON, its context id and state (ListTasks filters), ``updated_at``.
+    6 ``inbox``: ``halts.announced`` (an inbox has announced the request; rows saved before
+      count as announced) and the inbox's partial indexes: the unannounced waiting rows, and
+      the answered rows by ``answered_at`` and by ``answered_by`` (the audit).
 """
 
 from __future__ import annotations
@@ -226,6 +229,25 @@ MIGRATIONS: tuple[Migration, ...] = (
             ")",
             "CREATE INDEX a2a_tasks_context ON a2a_tasks (context_id, updated_at)",
             "CREATE INDEX a2a_tasks_updated ON a2a_tasks (updated_at)",
+        ),
+    ),
+    Migration(
+        version=6,
+        name="inbox",
+        statements=(
+            # Whether an inbox has announced the request (`InboxIndex.take_unannounced`).
+            # Requests saved before are taken as announced: a first inbox does not notify
+            # the whole backlog.
+            "ALTER TABLE halts ADD COLUMN announced INTEGER NOT NULL DEFAULT 0",
+            "UPDATE halts SET announced = 1",
+            "CREATE INDEX halts_unannounced ON halts (created_at, request_id)"
+            " WHERE announced = 0 AND recorded = 0 AND status IN ('pending', 'claimed')"
+            " AND checkpoint IS NOT NULL",
+            # The audit, newest answer first; and by person.
+            "CREATE INDEX halts_history ON halts (answered_at, request_id)"
+            " WHERE answered_at IS NOT NULL",
+            "CREATE INDEX halts_answerer ON halts (answered_by, answered_at, request_id)"
+            " WHERE answered_at IS NOT NULL",
         ),
     ),
 )

@@ -1,0 +1,73 @@
+"""``toolnexus inbox --store URL --users FILE``: the approvals inbox on its own server."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+
+import typer
+
+from . import codes
+from .stores import open_store
+
+__all__ = ["read_secret", "run_inbox"]
+
+
+def read_secret(path: str | None) -> bytes | None:
+    """The session-signing secret kept in ``path`` (surrounding whitespace dropped).
+
+    Raises:
+        UsageError: the file cannot be read or is empty.
+    """
+    from pathlib import Path
+
+    from ..errors import UsageError
+
+    if path is None:
+        return None
+    try:
+        secret = Path(path).read_bytes().strip()
+    except OSError as exc:
+        raise UsageError(f"cannot read --secret-file {path!r}: {exc}") from exc
+    if not secret:
+        raise UsageError(f"--secret-file {path!r} is empty")
+    return secret
+
+
+async def run_inbox(
+    store_url: str,
+    users: str,
+    host: str,
+    port: int,
+    *,
+    webhook: str | None = None,
+    poll_interval: float = 1.0,
+    secret: bytes | None = None,
+    public_url: str | None = None,
+) -> int:
+    """Serve the inbox over the store at ``store_url`` until SIGINT/SIGTERM."""
+    from ..inbox import inbox_app
+    from ..serve.server import start
+
+    async with open_store(store_url) as store:
+        app = inbox_app(
+            store,
+            users=users,
+            webhook=webhook,
+            poll_interval=poll_interval,
+            secret=secret,
+            public_url=public_url,
+        )
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        host_part = f"[{host}]" if ":" in host else host
+        served = await start(app, f"{host_part}:{port}", on_stop=app.aclose)
+        typer.echo(f"inbox: {served.url}/", err=False)
+        try:
+            await app.start()
+            await stop.wait()
+        finally:
+            await served.stop()
+    return codes.OK

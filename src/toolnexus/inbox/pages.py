@@ -1,0 +1,268 @@
+"""The list, history and login pages (the detail page is `toolnexus.inbox.detail`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from ..stores.inbox_index import HISTORY_STATUSES, HistoryEntry
+from ..stores.requests import AnswerRecord, PendingEntry
+from .detail import decision_of, note_of
+from .html import (
+    Markup,
+    age_text,
+    attrs,
+    el,
+    esc,
+    expiry_markup,
+    href,
+    iso,
+    quote_id,
+    truncate,
+    void,
+)
+
+__all__ = ["ListRow", "history_body", "list_body", "login_body"]
+
+PROMPT_LIMIT = 200
+ARGS_LIMIT = 160
+
+
+@dataclass(frozen=True, slots=True)
+class ListRow:
+    """One pending request as the list shows it."""
+
+    entry: PendingEntry
+    arguments: str = ""
+    path: tuple[str, ...] = ()
+
+
+def _record(h: HistoryEntry) -> AnswerRecord:
+    return AnswerRecord(
+        h.request_id, h.answer, h.answered_at, h.answered_by, h.digest, h.status, h.settled_at
+    )
+
+
+def history_decision(h: HistoryEntry) -> str:
+    """The decision of a history row (see `toolnexus.inbox.detail.decision_of`)."""
+    return decision_of(_record(h))
+
+
+def history_reason(h: HistoryEntry) -> str:
+    """The reason given with a history row's decline or cancel."""
+    return note_of(_record(h))
+
+
+def _labelled(label: str, target: str, control: Markup) -> str:
+    return el("label", label, for_=target) + control
+
+
+def _text_input(name: str, fid: str, value: str, kind: str = "text", hint: str = "") -> Markup:
+    return void("input", type=kind, name=name, id=fid, value=value, placeholder=hint or None)
+
+
+def _filters(params: Mapping[str, str], base: str, kinds: Sequence[str]) -> Markup:
+    options = ['<option value="">any</option>'] + [
+        el("option", k, value=k, selected=params.get("kind") == k) for k in kinds
+    ]
+    controls = [
+        _labelled(
+            "Search", "filter-q", _text_input("q", "filter-q", params.get("q", ""), "search")
+        ),
+        _labelled(
+            "Kind",
+            "filter-kind",
+            el("select", Markup("".join(options)), name="kind", id="filter-kind"),
+        ),
+        _labelled(
+            "Tool", "filter-tool", _text_input("tool", "filter-tool", params.get("tool", ""))
+        ),
+        _labelled(
+            "Conversation",
+            "filter-conversation",
+            _text_input("conversation", "filter-conversation", params.get("conversation", "")),
+        ),
+        _labelled(
+            "Older than",
+            "filter-age",
+            _text_input("age", "filter-age", params.get("age", ""), hint="15m"),
+        ),
+        '<button type="submit">Filter</button>',
+    ]
+    return el("form", Markup("".join(controls)), id="filters", method="get", action=href(base))
+
+
+def _paging(base: str, path: str, params: Mapping[str, str], page: int, more: bool) -> Markup:
+    links: list[str] = []
+    if page > 1:
+        back = href(base, path, **{**params, "page": page - 1})
+        links.append(el("a", "Previous", rel="prev", href=back))
+    links.append(f'<span id="page">page {page}</span>')
+    if more:
+        ahead = href(base, path, **{**params, "page": page + 1})
+        links.append(el("a", "Next", rel="next", href=ahead))
+    return Markup(f'<nav class="paging">{" ".join(links)}</nav>')
+
+
+def _kind_tabs(base: str, counts: Mapping[str, int], params: Mapping[str, str]) -> Markup:
+    rest = {k: v for k, v in params.items() if k not in ("kind", "page")}
+    every = el("span", sum(counts.values()), class_="count")
+    tabs = [el("a", "all ", every, href=href(base, **rest), data_kind="")]
+    for k in sorted(counts):
+        current = params.get("kind") == k
+        tabs.append(
+            el(
+                "a",
+                f"{k} ",
+                el("span", counts[k], class_="count"),
+                href=href(base, **{**rest, "kind": k}),
+                data_kind=k,
+                aria_current="page" if current else None,
+            )
+        )
+    return el("nav", Markup(" ".join(tabs)), id="kinds")
+
+
+def _list_row(row: ListRow, base: str, now: float) -> str:
+    e = row.entry
+    prompt, _ = truncate(e.prompt, PROMPT_LIMIT)
+    args, cut = truncate(row.arguments, ARGS_LIMIT)
+    link = href(base, f"requests/{quote_id(e.request_id)}")
+    cells = [
+        el("td", e.kind, class_="kind"),
+        el(
+            "td", el("a", prompt or e.request_id, class_="request-link", href=link), class_="prompt"
+        ),
+        el("td", e.tool, class_="tool"),
+        el("td", el("code", args, class_="arguments truncated" if cut else "arguments")),
+        el("td", e.conversation_id or "–", class_="conversation"),
+        el("td", " / ".join(row.path) or "–", class_="agent-path"),
+        el(
+            "td", el("time", age_text(now - e.created_at), datetime=iso(e.created_at)), class_="age"
+        ),
+        el("td", expiry_markup(e.expires_at, now)),
+    ]
+    return el("tr", Markup("".join(cells)), data_request_id=e.request_id, data_kind=e.kind)
+
+
+def list_body(
+    rows: Sequence[ListRow],
+    *,
+    base: str,
+    counts: Mapping[str, int],
+    params: Mapping[str, str],
+    page: int,
+    more: bool,
+    total: int,
+) -> Markup:
+    """The list page's ``<main>``: the kinds with their counts, the filters, the table."""
+    now = time.time()
+    body: list[str] = [
+        '<main id="pending">',
+        _kind_tabs(base, counts, params),
+        _filters(params, base, sorted(counts)),
+        f'<p>Waiting: <span id="total">{total}</span></p>',
+        '<p id="live" hidden>New requests arrived: <a href="">reload</a></p>',
+    ]
+    if not rows:
+        body.append('<p id="empty">Nothing is waiting.</p>')
+    body.append(
+        '<table id="requests"><thead><tr><th>Kind</th><th>Prompt</th><th>Tool</th>'
+        "<th>Arguments</th><th>Conversation</th><th>Agent</th><th>Age</th><th>Expires</th>"
+        "</tr></thead><tbody>"
+    )
+    body += [_list_row(row, base, now) for row in rows]
+    body.append("</tbody></table>")
+    body.append(_paging(base, "", params, page, more))
+    body.append("</main>")
+    return Markup("".join(body))
+
+
+def _history_filters(params: Mapping[str, str], base: str) -> Markup:
+    statuses = ['<option value="">any</option>'] + [
+        el("option", s, value=s, selected=params.get("status") == s)
+        for s in sorted(HISTORY_STATUSES)
+    ]
+    status = el("select", Markup("".join(statuses)), name="status", id="filter-status")
+    controls = [
+        _labelled("Person", "filter-by", _text_input("by", "filter-by", params.get("by", ""))),
+        _labelled("Status", "filter-status", status),
+        _labelled(
+            "Kind", "filter-hkind", _text_input("kind", "filter-hkind", params.get("kind", ""))
+        ),
+        _labelled(
+            "Search", "filter-hq", _text_input("q", "filter-hq", params.get("q", ""), "search")
+        ),
+        '<button type="submit">Filter</button>',
+    ]
+    form = el(
+        "form",
+        Markup("".join(controls)),
+        id="history-filters",
+        method="get",
+        action=href(base, "history"),
+    )
+    exports = {k: v for k, v in params.items() if k != "page"}
+    links = el(
+        "p",
+        "Export: ",
+        el("a", "JSON lines", id="export-jsonl", href=href(base, "history.jsonl", **exports)),
+        " ",
+        el("a", "CSV", id="export-csv", href=href(base, "history.csv", **exports)),
+        class_="export",
+    )
+    return Markup(form + links)
+
+
+def _history_row(h: HistoryEntry, base: str) -> str:
+    prompt, _ = truncate(h.prompt, PROMPT_LIMIT)
+    link = href(base, f"requests/{quote_id(h.request_id)}")
+    cells = [
+        el("td", el("time", iso(h.answered_at), datetime=iso(h.answered_at))),
+        el("td", h.answered_by or "–", class_="answered-by"),
+        el("td", history_decision(h), class_="decision"),
+        el("td", history_reason(h), class_="reason"),
+        el("td", h.kind, class_="kind"),
+        el("td", h.tool, class_="tool"),
+        el("td", el("a", prompt or h.request_id, href=link), class_="prompt"),
+        el("td", h.status, class_="status"),
+        el("td", el("code", h.digest[:12], class_="digest", title=h.digest)),
+    ]
+    return el("tr", Markup("".join(cells)), data_request_id=h.request_id, data_status=h.status)
+
+
+def history_body(
+    entries: Sequence[HistoryEntry],
+    *,
+    base: str,
+    params: Mapping[str, str],
+    page: int,
+    more: bool,
+) -> Markup:
+    """The history page's ``<main>``: filters, the export links, the table."""
+    body: list[str] = [
+        '<main id="audit">',
+        _history_filters(params, base),
+        '<table id="history"><thead><tr><th>When</th><th>Who</th><th>Decision</th>'
+        "<th>Reason</th><th>Kind</th><th>Tool</th><th>Prompt</th><th>Status</th><th>Digest</th>"
+        "</tr></thead><tbody>",
+    ]
+    body += [_history_row(h, base) for h in entries]
+    body.append("</tbody></table>")
+    body.append(_paging(base, "history", params, page, more))
+    body.append("</main>")
+    return Markup("".join(body))
+
+
+def login_body(*, base: str, csrf: str, error: str = "") -> Markup:
+    """The login form: the user's token, posted once; the session cookie follows."""
+    problem = f'<p class="error" id="error" role="alert">{esc(error)}</p>' if error else ""
+    return Markup(
+        f'<main id="login">{problem}<form method="post" id="login-form"'
+        f"{attrs(action=href(base, 'login'))}>"
+        f'<input type="hidden" name="csrf"{attrs(value=csrf)}>'
+        '<label for="token">Token</label>'
+        '<input type="password" name="token" id="token" autocomplete="current-password" required>'
+        '<button type="submit">Sign in</button></form></main>'
+    )

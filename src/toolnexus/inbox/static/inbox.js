@@ -1,0 +1,92 @@
+// toolnexus inbox: optional live updates. Every action works without this script.
+(function () {
+  "use strict";
+  var base = document.body.getAttribute("data-base") || "/";
+
+  function tick() {
+    var now = Date.now();
+    document.querySelectorAll("time.expires[datetime]").forEach(function (el) {
+      var left = (Date.parse(el.getAttribute("datetime")) - now) / 1000;
+      if (isNaN(left)) { return; }
+      if (left <= 0) {
+        el.textContent = "expired";
+        el.classList.add("expired");
+        return;
+      }
+      var s = Math.floor(left), text;
+      if (s < 60) { text = s + "s"; }
+      else if (s < 3600) { text = Math.floor(s / 60) + "m " + (s % 60) + "s"; }
+      else if (s < 86400) { text = Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m"; }
+      else { text = Math.floor(s / 86400) + "d"; }
+      el.textContent = "in " + text;
+    });
+  }
+
+  function banner(text) {
+    var main = document.getElementById("request");
+    if (!main || document.getElementById("banner")) { return; }
+    var p = document.createElement("p");
+    p.id = "banner";
+    p.setAttribute("role", "status");
+    p.textContent = text;
+    main.insertBefore(p, main.firstChild);
+    document.querySelectorAll("#answer-form button, #cancel-form button").forEach(function (b) {
+      b.disabled = true;
+    });
+  }
+
+  function follow() {
+    var section = document.getElementById("run-status");
+    var main = document.getElementById("request");
+    if (!section || !main || !section.hasAttribute("data-follow")) { return; }
+    var id = main.getAttribute("data-request-id");
+    var url = base + "requests/" + encodeURIComponent(id) + "/status";
+    var timer = setInterval(function () {
+      fetch(url, { headers: { accept: "application/json" }, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (s) {
+          if (s && s.status !== section.getAttribute("data-status")) {
+            clearInterval(timer);
+            window.location.reload();
+          }
+        })
+        .catch(function () {});
+    }, 1500);
+  }
+
+  function live() {
+    if (!window.EventSource) { return; }
+    var source = new EventSource(base + "events");
+    source.addEventListener("arrived", function () {
+      var note = document.getElementById("live");
+      if (note) { note.hidden = false; }
+    });
+    source.addEventListener("resolved", function (ev) {
+      var data = JSON.parse(ev.data);
+      document.querySelectorAll("tr[data-request-id]").forEach(function (row) {
+        if (row.getAttribute("data-request-id") === data.id) { row.classList.add("resolved"); }
+      });
+      var main = document.getElementById("request");
+      if (main && main.getAttribute("data-request-id") === data.id &&
+          main.getAttribute("data-status") === "pending") {
+        var who = data.answered_by ? " by " + data.answered_by : "";
+        banner(data.status + who + ": this request was resolved elsewhere. Reload to see how.");
+      }
+    });
+    source.addEventListener("counts", function (ev) {
+      var counts = JSON.parse(ev.data), total = 0;
+      Object.keys(counts).forEach(function (k) { total += counts[k]; });
+      document.querySelectorAll("#kinds a[data-kind]").forEach(function (a) {
+        var k = a.getAttribute("data-kind"), span = a.querySelector(".count");
+        if (span) { span.textContent = k ? (counts[k] || 0) : total; }
+      });
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    tick();
+    setInterval(tick, 1000);
+    follow();
+    live();
+  });
+})();

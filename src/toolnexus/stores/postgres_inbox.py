@@ -1,0 +1,280 @@
+"""The PostgreSQL store's inbox queries (`toolnexus.stores.inbox_index.InboxIndex`).
+
+Read through the partial indexes of migration 7: ``toolnexus_halts_pending`` for the waiting
+rows and their counts, ``toolnexus_halts_history`` / ``toolnexus_halts_answerer`` for the
+audit newest first, ``toolnexus_halts_unannounced`` for the rows no inbox announced yet. The
+announcing step is one ``UPDATE … WHERE key IN (SELECT … FOR UPDATE SKIP LOCKED)``, so two
+inbox processes never hand out one request twice. Text columns are ``BYTEA`` (see
+`toolnexus.stores.postgres_schema`): the search decodes them and folds case with ``lower``
+(ASCII as `toolnexus.stores.inbox_index.matches_text` does; other letters as the locale).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, LiteralString
+
+from ..loop.checkpoint import Checkpoint
+from ._runrows import answer_record, lapsed_status, pending
+from .checks import (
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+)
+from .inbox_index import (
+    HistoryEntry,
+    check_history_status,
+    check_ids,
+    check_offset,
+    check_search,
+    like_pattern,
+    parsed_halts,
+)
+from .postgres_runs import PENDING, PENDING_WHERE
+from .postgres_schema import from_bytea, row_key
+from .requests import PendingEntry, RequestStatus
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+
+__all__ = ["PostgresInboxIndex", "history_query", "pending_filters", "unannounced_query"]
+
+# One decode and one fold per row: the four columns joined by U+001F, which a needle
+# holding none cannot match across. ``lower`` is ten times faster here than an ASCII-only
+# ``translate``; it folds ASCII as the other stores do (and, in a non-C locale, other letters
+# too: the one place the backends may differ).
+TEXT_MATCH: LiteralString = (
+    " AND lower(convert_from(coalesce(prompt, ''::bytea) || '\\x1f'::bytea"
+    " || coalesce(tool, ''::bytea) || '\\x1f'::bytea || request_id || '\\x1f'::bytea"
+    " || coalesce(conversation_id, ''::bytea), 'UTF8')) LIKE %s"
+)
+_KEYS: LiteralString = "SELECT key" + PENDING_WHERE
+_LOAD_HALTS: LiteralString = (
+    "SELECT request_id, checkpoint FROM toolnexus_halts WHERE key = ANY(%s)"
+    " AND checkpoint IS NOT NULL"
+)
+_HISTORY: LiteralString = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
+    " answered_by, answered_at, digest, settled_at, recorded, lease_until FROM toolnexus_halts"
+    " WHERE answered_at IS NOT NULL AND answer IS NOT NULL"
+    " AND (status IN ('answered', 'done', 'expired', 'cancelled')"
+    " OR (status = 'claimed' AND recorded))"
+)
+_STATUS: dict[str, LiteralString] = {
+    "answered": " AND (status = 'answered' OR (status = 'claimed' AND lease_until <= %s))",
+    "claimed": " AND status = 'claimed' AND lease_until > %s",
+    "done": " AND status = 'done'",
+    "expired": " AND status = 'expired'",
+    "cancelled": " AND status = 'cancelled'",
+}
+
+
+def pending_filters(
+    kind: str | None,
+    tool: str | None,
+    conversation_id: str | None,
+    older_than: float | None,
+    newer_than: float | None,
+    now: float,
+    text: str | None = None,
+    *,
+    select: LiteralString = PENDING,
+) -> tuple[list[LiteralString], list[object]]:
+    """The pending index's query (``select``: `PENDING`, or another column list ending in
+    `PENDING_WHERE`; then each filter given) and its arguments."""
+    sql: list[LiteralString] = [select]
+    args: list[object] = [now]
+    if kind is not None:
+        sql.append(" AND kind = %s")
+        args.append(kind.encode())
+    if tool is not None:
+        sql.append(" AND tool = %s")
+        args.append(tool.encode())
+    if conversation_id is not None:
+        sql.append(" AND conversation_id = %s")
+        args.append(conversation_id.encode())
+    # The same float arithmetic as the in-memory store, so ages agree to the last bit.
+    if older_than is not None:
+        sql.append(" AND %s - created_at >= %s")
+        args += (now, older_than)
+    if newer_than is not None:
+        sql.append(" AND %s - created_at <= %s")
+        args += (now, newer_than)
+    if text is not None:
+        sql.append(TEXT_MATCH)
+        args.append(like_pattern(text))
+    return sql, args
+
+
+def _entry(row: tuple[Any, ...]) -> PendingEntry:
+    return pending(*(from_bytea(value) for value in row))
+
+
+class PostgresInboxIndex:
+    """The `InboxIndex` methods of `PostgresStore` (a mixin)."""
+
+    __slots__ = ()
+
+    _where: str
+    _now: Callable[[], float]
+
+    def _connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
+        """A pooled autocommit connection (`PostgresStore` provides it)."""
+        raise NotImplementedError
+
+    async def _rows(self, sql: LiteralString, args: list[object]) -> list[tuple[Any, ...]]:
+        async with self._connection() as conn:
+            cur = await conn.execute(sql, args)
+            return await cur.fetchall()
+
+    async def search_pending(
+        self,
+        *,
+        kind: str | None = None,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        text: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[PendingEntry]:
+        """`RunStore.list_pending` with a text search and an offset (see `InboxIndex`)."""
+        filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
+        needle = check_search(text)
+        start = check_offset(offset)
+        size = check_limit(limit)
+        sql, args = pending_filters(*filters, self._now(), needle)
+        sql.append(" ORDER BY created_at, request_id LIMIT %s OFFSET %s")
+        return [_entry(row) for row in await self._rows("".join(sql), [*args, size, start])]
+
+    async def count_pending(
+        self,
+        *,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        text: str | None = None,
+    ) -> dict[str, int]:
+        """How many requests wait, per kind (see `InboxIndex.count_pending`)."""
+        filters = check_filters(None, tool, conversation_id, older_than, newer_than)
+        needle = check_search(text)
+        sql, args = pending_filters(*filters, self._now(), needle)
+        inner = "".join(sql)
+        query: LiteralString = "SELECT kind, count(*) FROM (" + inner + ") AS w GROUP BY kind"
+        rows = await self._rows(query, args)
+        return {str(from_bytea(kind)): int(n) for kind, n in rows}
+
+    async def list_history(
+        self,
+        *,
+        answered_by: str | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+        text: str | None = None,
+        answered_after: float | None = None,
+        request_id: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Answered, cancelled and expired requests, newest first (see `InboxIndex`)."""
+        only = None if request_id is None else check_request_id(request_id)
+        who = check_optional_text(answered_by, "answered_by")
+        wanted = check_history_status(status)
+        of_kind = check_optional_text(kind, "kind")
+        needle = check_search(text)
+        after = None if answered_after is None else check_seconds(answered_after, "answered_after")
+        start = check_offset(offset)
+        size = check_limit(limit)
+        now = self._now()
+        filters = (only, who, wanted, of_kind, needle, after)
+        sql, args = history_query(filters, now)
+        sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT %s OFFSET %s")
+        rows = await self._rows("".join(sql), [*args, size, start])
+        return [_history_entry(row, now, self._where) for row in rows]
+
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        """Many checkpoints in one read, by request id (see `InboxIndex.load_halts`)."""
+        ids = check_ids(request_ids)
+        if not ids:
+            return {}
+        rows = await self._rows(_LOAD_HALTS, [[row_key(rid) for rid in ids]])
+        return parsed_halts([(from_bytea(rid), text) for rid, text in rows], self._where)
+
+    async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
+        """Pending requests nobody announced yet, now marked announced (see `InboxIndex`)."""
+        size = check_limit(limit)
+        query, args = unannounced_query(self._now())
+        rows = await self._rows(query, [*args, size])
+        entries = [_entry(row) for row in rows]
+        return sorted(entries, key=lambda e: (e.created_at, e.request_id))
+
+
+def history_query(
+    filters: tuple[str | None, str | None, str | None, str | None, str | None, float | None],
+    now: float,
+) -> tuple[list[LiteralString], list[object]]:
+    """`list_history`'s query without its order and limit: ``filters`` are the request id,
+    who answered, the status, the kind, the search text and the answered-after moment."""
+    only, who, wanted, of_kind, needle, after = filters
+    sql: list[LiteralString] = [_HISTORY]
+    args: list[object] = []
+    if only is not None:
+        sql.append(" AND key = %s")
+        args.append(row_key(only))
+    if who is not None:
+        sql.append(" AND answered_by = %s")
+        args.append(who.encode())
+    if wanted is not None:
+        sql.append(_STATUS[wanted])
+        if wanted in ("answered", "claimed"):
+            args.append(now)
+    if of_kind is not None:
+        sql.append(" AND kind = %s")
+        args.append(of_kind.encode())
+    if after is not None:
+        sql.append(" AND answered_at > %s")
+        args.append(after)
+    if needle is not None:
+        sql.append(TEXT_MATCH)
+        args.append(like_pattern(needle))
+    return sql, args
+
+
+def unannounced_query(now: float) -> tuple[LiteralString, list[object]]:
+    """`take_unannounced`'s statement (its last argument, the limit, to append)."""
+    sql, args = pending_filters(None, None, None, None, None, now, select=_KEYS)
+    query: LiteralString = (
+        "UPDATE toolnexus_halts SET announced = true WHERE key IN ("
+        + "".join(sql)
+        + " AND NOT announced ORDER BY created_at, request_id LIMIT %s"
+        " FOR UPDATE SKIP LOCKED) AND NOT announced RETURNING request_id, kind, prompt,"
+        " tool, conversation_id, created_at, expires_at"
+    )
+    return query, args
+
+
+def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:
+    rid, kind, prompt, tool, conversation_id, created_at, status, text = row[:8]
+    who, answered_at, digest, settled_at, recorded, lease_until = row[8:]
+    rid = from_bytea(rid)
+    record = answer_record(rid, text, answered_at, from_bytea(who), digest, where)
+    current: RequestStatus = lapsed_status(status, recorded, lease_until, now)  # pyright: ignore[reportAssignmentType]
+    return HistoryEntry(
+        request_id=rid,
+        kind=from_bytea(kind) or "",
+        prompt=from_bytea(prompt) or "",
+        tool=from_bytea(tool) or "",
+        conversation_id=from_bytea(conversation_id),
+        created_at=float(created_at or 0.0),
+        status=current,
+        answer=record.answer,
+        answered_by=record.answered_by,
+        answered_at=record.answered_at,
+        digest=record.digest,
+        settled_at=float(settled_at) if isinstance(settled_at, int | float) else None,
+    )

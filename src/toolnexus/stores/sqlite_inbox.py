@@ -1,0 +1,223 @@
+"""The SQLite store's inbox queries (`toolnexus.stores.inbox_index.InboxIndex`).
+
+Scans, so they run on the worker thread (``_call``), each one job. They read the ``halts``
+table through its partial indexes (migration 6): ``halts_pending`` for the waiting rows and
+their counts, ``halts_history`` / ``halts_answerer`` for the audit newest first, and
+``halts_unannounced`` for the rows no inbox has announced yet.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+from ..loop.checkpoint import Checkpoint
+from ._runrows import answer_record, lapsed_status, pending
+from .checks import (
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+)
+from .inbox_index import (
+    HistoryEntry,
+    check_history_status,
+    check_ids,
+    check_offset,
+    check_search,
+    like_pattern,
+    parsed_halts,
+)
+from .requests import PendingEntry, RequestStatus
+from .sqlite_runs import TEXT_MATCH, list_pending, pending_filters
+from .sqlite_schema import immediate
+
+__all__ = ["SqliteInboxIndex"]
+
+T = TypeVar("T")
+
+_HISTORY = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
+    " answered_by, answered_at, digest, settled_at, recorded, lease_until FROM halts"
+    " WHERE answered_at IS NOT NULL AND answer IS NOT NULL"
+    " AND (status IN ('answered', 'done', 'expired', 'cancelled')"
+    " OR (status = 'claimed' AND recorded = 1))"
+)
+# A status filter, with the lapse of T10 applied by the caller's clock.
+_STATUS = {
+    "answered": " AND (status = 'answered' OR (status = 'claimed' AND lease_until <= ?))",
+    "claimed": " AND status = 'claimed' AND lease_until > ?",
+    "done": " AND status = 'done'",
+    "expired": " AND status = 'expired'",
+    "cancelled": " AND status = 'cancelled'",
+}
+_MARK = "UPDATE halts SET announced = 1 WHERE request_id = ?"
+
+
+def _count(where: str, args: list[object], conn: sqlite3.Connection) -> dict[str, int]:
+    sql = f"SELECT kind, count(*) FROM halts{where} GROUP BY kind"
+    return {str(kind): int(n) for kind, n in conn.execute(sql, args).fetchall()}
+
+
+def _history(
+    filters: tuple[str | None, str | None, str | None, str | None, float | None, str | None],
+    offset: int,
+    limit: int,
+    now: float,
+    conn: sqlite3.Connection,
+) -> list[tuple[Any, ...]]:
+    who, status, kind, text, after, only = filters
+    sql = [_HISTORY]
+    args: list[object] = []
+    if only is not None:
+        sql.append(" AND request_id = ?")
+        args.append(only)
+    if who is not None:
+        sql.append(" AND answered_by = ?")
+        args.append(who)
+    if status is not None:
+        sql.append(_STATUS[status])
+        if status in ("answered", "claimed"):
+            args.append(now)
+    if kind is not None:
+        sql.append(" AND kind = ?")
+        args.append(kind)
+    if after is not None:
+        sql.append(" AND answered_at > ?")
+        args.append(after)
+    if text is not None:
+        sql.append(TEXT_MATCH)
+        args.append(like_pattern(text))
+    sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT ? OFFSET ?")
+    return conn.execute("".join(sql), [*args, limit, offset]).fetchall()
+
+
+def _load_halts(ids: list[str], conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    marks = ", ".join("?" * len(ids))
+    sql = f"SELECT request_id, checkpoint FROM halts WHERE request_id IN ({marks})"
+    return conn.execute(sql, ids).fetchall()
+
+
+def _take_unannounced(limit: int, now: float, conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    where, args = pending_filters(None, None, None, None, None, now)
+    sql = (
+        "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
+        f" FROM halts{where} AND announced = 0 ORDER BY created_at, request_id LIMIT ?"
+    )
+    with immediate(conn):
+        rows = conn.execute(sql, [*args, limit]).fetchall()
+        conn.executemany(_MARK, [(row[0],) for row in rows])
+    return rows
+
+
+class SqliteInboxIndex:
+    """The `InboxIndex` methods of `SqliteStore` (a mixin, as `SqliteRunStore` is)."""
+
+    __slots__ = ()
+
+    _path: str
+    _now: Callable[[], float]
+
+    async def _call(self, job: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``job`` on the worker (`SqliteStore` provides it)."""
+        raise NotImplementedError
+
+    async def search_pending(
+        self,
+        *,
+        kind: str | None = None,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        text: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[PendingEntry]:
+        """`RunStore.list_pending` with a text search and an offset (see `InboxIndex`)."""
+        filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
+        needle = check_search(text)
+        start = check_offset(offset)
+        size = check_limit(limit)
+        job = partial(list_pending, *filters, size, self._now(), text=needle, offset=start)
+        return [pending(*row) for row in await self._call(job)]
+
+    async def count_pending(
+        self,
+        *,
+        tool: str | None = None,
+        conversation_id: str | None = None,
+        older_than: float | None = None,
+        newer_than: float | None = None,
+        text: str | None = None,
+    ) -> dict[str, int]:
+        """How many requests wait, per kind (see `InboxIndex.count_pending`)."""
+        filters = check_filters(None, tool, conversation_id, older_than, newer_than)
+        needle = check_search(text)
+        where, args = pending_filters(*filters, self._now(), needle)
+        return await self._call(partial(_count, where, args))
+
+    async def list_history(
+        self,
+        *,
+        answered_by: str | None = None,
+        status: str | None = None,
+        kind: str | None = None,
+        text: str | None = None,
+        answered_after: float | None = None,
+        request_id: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> list[HistoryEntry]:
+        """Answered, cancelled and expired requests, newest first (see `InboxIndex`)."""
+        filters = (
+            check_optional_text(answered_by, "answered_by"),
+            check_history_status(status),
+            check_optional_text(kind, "kind"),
+            check_search(text),
+            None if answered_after is None else check_seconds(answered_after, "answered_after"),
+            None if request_id is None else check_request_id(request_id),
+        )
+        start = check_offset(offset)
+        size = check_limit(limit)
+        now = self._now()
+        rows = await self._call(partial(_history, filters, start, size, now))
+        return [_history_entry(row, now, self._path) for row in rows]
+
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        """Many checkpoints in one read, by request id (see `InboxIndex.load_halts`)."""
+        ids = check_ids(request_ids)
+        if not ids:
+            return {}
+        rows = await self._call(partial(_load_halts, ids))
+        return parsed_halts(rows, self._path)
+
+    async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
+        """Pending requests nobody announced yet, now marked announced (see `InboxIndex`)."""
+        size = check_limit(limit)
+        rows = await self._call(partial(_take_unannounced, size, self._now()))
+        return [pending(*row) for row in rows]
+
+
+def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:
+    rid, kind, prompt, tool, conversation_id, created_at, status, text = row[:8]
+    who, answered_at, digest, settled_at, recorded, lease_until = row[8:]
+    record = answer_record(rid, text, answered_at, who, digest, where)
+    current: RequestStatus = lapsed_status(status, recorded, lease_until, now)  # pyright: ignore[reportAssignmentType]
+    return HistoryEntry(
+        request_id=rid,
+        kind=kind or "",
+        prompt=prompt or "",
+        tool=tool or "",
+        conversation_id=conversation_id,
+        created_at=float(created_at or 0.0),
+        status=current,
+        answer=record.answer,
+        answered_by=record.answered_by,
+        answered_at=record.answered_at,
+        digest=record.digest,
+        settled_at=float(settled_at) if isinstance(settled_at, int | float) else None,
+    )
