@@ -18,6 +18,7 @@ from .._compat import warn_once
 from ..errors import ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
+from ..llm.model_halt import ModelSuspended, answering
 from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
 from ..llm.transport import attempt_within
@@ -163,10 +164,12 @@ class ModelCalls:
         self._emit(event)
 
     async def call_model(self, state: RunState) -> ModelTurn:
-        """One non-streaming model call of the loop (hooks, then `send`)."""
+        """One non-streaming model call of the loop (hooks, then `send`); the call after a
+        halt at the model carries its Answer (`toolnexus.llm.model_halt`)."""
         body = await self._prepare(state, stream=False)
         parts = transcript_parts(state.messages)
-        return await self.send(
+        answer, state.model_answer = state.model_answer, None
+        call = self.send(
             body,
             cancel=state.cancel,
             deadline=state.deadline,
@@ -174,6 +177,10 @@ class ModelCalls:
             span=state.span,
             parts=parts,
         )
+        if answer is None:
+            return await call
+        with answering(answer):  # the coroutine runs in this context when awaited
+            return await call
 
     async def send(
         self,
@@ -212,6 +219,10 @@ class ModelCalls:
                     timeout_ms=cfg.timeout_ms,
                 )
             reply = cfg.dialect.parse_reply(payload)
+        except ModelSuspended:
+            if tracing is not None:
+                tracing.end_chat(chat, None, None)
+            raise  # a question, not a failed call: no ``llm`` error event
         except BaseException as exc:
             self.emit_llm_error(started, exc, parts, _model_of(body))
             if tracing is not None:

@@ -57,10 +57,13 @@ def call_digest(name: str, arguments: str) -> str:
 
 
 def halted_call(checkpoint: Checkpoint) -> tuple[str, str]:
-    """``(tool name, raw arguments)`` of the call the checkpoint's pending Request belongs to."""
+    """``(tool name, raw arguments)`` of the call the checkpoint's pending Request belongs to
+    (``("", "{}")`` for a halt at the model call, which has no tool call)."""
     for slot in checkpoint.outstanding:
         if slot.request is not None and slot.request.id == checkpoint.pending.id:
             return slot.name, slot.arguments
+    if not checkpoint.outstanding:
+        return "", "{}"
     first = checkpoint.outstanding[0]
     return first.name, first.arguments
 
@@ -151,13 +154,11 @@ def encode_checkpoint(checkpoint: object) -> str:
     """The checkpoint's JSON text, as every store keeps it.
 
     Raises:
-        UsageError: not a `Checkpoint`, one with no outstanding call or no usable request
-            id, or one holding text that is not valid Unicode.
+        UsageError: not a `Checkpoint`, one with no usable request id, or one holding text
+            that is not valid Unicode. (No outstanding call is a halt at the model call.)
     """
     if not isinstance(checkpoint, Checkpoint):
         raise UsageError(f"save_halt takes a Checkpoint, got {type(checkpoint).__name__}")
-    if not checkpoint.outstanding:
-        raise UsageError("the checkpoint has no outstanding tool calls: there is nothing to resume")
     check_request_id(checkpoint.pending.id)
     try:
         text = checkpoint.dumps()
