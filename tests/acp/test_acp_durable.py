@@ -224,9 +224,7 @@ async def test_after_a_restart_the_resume_sends_the_prompt_again_and_the_agent_a
             asked_again = await client.resume(None, Answer(id=halted.pending.id, ok=True))
             assert asked_again.status == "pending"  # the old answer is not applied to it
             assert asked_again.pending is not None
-            assert [e.request_id for e in await client.list_pending()] == [
-                asked_again.pending.id
-            ]
+            assert [e.request_id for e in await client.list_pending()] == [asked_again.pending.id]
             done = await client.resume(None, Answer(id=asked_again.pending.id, ok=True))
     finally:
         await asyncio.to_thread(second.close)
