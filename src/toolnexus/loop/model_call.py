@@ -21,7 +21,7 @@ from ..llm.base import ModelTurn, SSEEvent
 from ..llm.model_halt import ModelSuspended, answering
 from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
-from ..llm.transport import attempt_within
+from ..llm.transport import attempt_timeout, attempt_within
 from . import transcript as tx
 from .hooks import call_callback, llm_change
 from .state import EngineConfig, RunState, TranscriptDialect
@@ -251,7 +251,9 @@ class ModelCalls:
         url, headers = cfg.url, cfg.headers
 
         async def open_stream() -> tuple[AsyncIterator[SSEEvent], SSEEvent | None]:
-            events = transport.stream(url, headers, body, timeout=None)
+            # A host's synchronous transport gets what is left of timeout_ms for its open().
+            timeout = attempt_timeout(transport, state.deadline)
+            events = transport.stream(url, headers, body, timeout=timeout)
             try:
                 first = await anext(events)
             except StopAsyncIteration:
