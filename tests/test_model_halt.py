@@ -94,3 +94,41 @@ async def test_an_agent_whose_model_asks_suspends_and_its_runtime_resumes_it() -
     assert result.runtime is not None
     done = await result.runtime.resume(Answer(id=result.pending.id, ok=True))
     assert (done.status, done.text, done.turns) == ("done", "told ok=True", 1)
+
+
+def same_again(request: dict[str, Any]) -> dict[str, Any]:
+    return {"pending": Request(id="pnd-same", kind="approval", prompt="Again?")}
+
+
+async def test_a_model_that_asks_an_answered_question_again_is_a_bad_response(
+    tmp_path: Any,
+) -> None:
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    async with create_in_process_client(model="m", generate=same_again, store=store) as client:
+        halted = await client.run("hello")
+        assert halted.pending is not None
+        with pytest.raises(BadResponse, match="asked pnd-same again after it was answered"):
+            await client.resume(None, Answer(id="pnd-same", ok=True))
+        # Nothing was settled: the recorded answer still waits for a resumer.
+        assert await client.list_pending() == []
+        with pytest.raises(BadResponse, match="again"):
+            await client.resume(None, "pnd-same")
+    async with create_in_process_client(
+        model="m", generate=same_again, wait_for=lambda r: Answer(id=r.id, ok=True)
+    ) as inline:
+        with pytest.raises(BadResponse, match="again after it was answered"):
+            await inline.run("hello")
+
+
+async def test_a_model_that_asks_without_end_is_stopped() -> None:
+    asked = iter(range(10_000))
+
+    def endless(request: dict[str, Any]) -> dict[str, Any]:
+        return {"pending": Request(id=f"pnd-{next(asked)}", kind="input", prompt="More?")}
+
+    async with create_in_process_client(
+        model="m", generate=endless, wait_for=lambda r: Answer(id=r.id, ok=True)
+    ) as client:
+        with pytest.raises(BadResponse, match="more than 64 questions in one call"):
+            await client.run("hello")
+    assert next(asked) == 65

@@ -326,6 +326,7 @@ class Engine(ModelCalls):
         """
         if not slots:  # a halt at the model call: the model gets the answer on its next call
             state.model_answer = answer
+            state.model_asked.append(request.id)
             return
         targets = [s for s in slots if s.request is not None and s.request.id == request.id]
         for position, slot in enumerate(targets):
@@ -476,6 +477,7 @@ class Engine(ModelCalls):
                     except ModelSuspended as halt:
                         # The model itself asks (an ACP agent's permission): no tool call.
                         request = self._stamp(halt.request, None)
+                        self.model_question(state, request)
                         if stream:
                             yield {"type": "pending", "request": request}
                         if state.wait_for is None:
@@ -483,6 +485,7 @@ class Engine(ModelCalls):
                             return
                         state.turn_slots = ()
                         state.model_answer = await self.ask(state, request)
+                        state.model_asked.append(request.id)
                         continue
                     slots = self._take_turn(state, turn)
                     text = turn.text

@@ -15,13 +15,14 @@ from functools import partial
 from typing import Any
 
 from .._compat import warn_once
-from ..errors import ProviderError, TransportError
+from ..errors import BadResponse, ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
 from ..llm.model_halt import ModelSuspended, answering
 from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
 from ..llm.transport import attempt_timeout, attempt_within
+from ..suspension import Request
 from . import transcript as tx
 from .hooks import call_callback, llm_change
 from .state import EngineConfig, RunState, TranscriptDialect
@@ -32,6 +33,7 @@ log = logging.getLogger("toolnexus")
 
 Event = dict[str, Any]
 _STRIPPED_PARAMS = ("messages", "tools", "stream")
+MAX_MODEL_QUESTIONS = 64  # questions one model call may ask (a model halt's rounds)
 
 
 class ModelCalls:
@@ -178,9 +180,27 @@ class ModelCalls:
             parts=parts,
         )
         if answer is None:
-            return await call
-        with answering(answer):  # the coroutine runs in this context when awaited
-            return await call
+            turn = await call
+        else:
+            with answering(answer):  # the coroutine runs in this context when awaited
+                turn = await call
+        state.model_asked.clear()
+        return turn
+
+    def model_question(self, state: RunState, request: Request) -> None:
+        """Check a question the model call asked (`toolnexus.llm.model_halt`): a model that
+        asks again what was answered, or asks without end, is a broken model source.
+
+        Raises:
+            BadResponse: ``request`` repeats an answered one, or the call asked more than
+                `MAX_MODEL_QUESTIONS` questions.
+        """
+        if request.id in state.model_asked:
+            raise BadResponse(f"the model asked {request.id} again after it was answered")
+        if len(state.model_asked) >= MAX_MODEL_QUESTIONS:
+            raise BadResponse(
+                f"the model asked more than {MAX_MODEL_QUESTIONS} questions in one call"
+            )
 
     async def send(
         self,
