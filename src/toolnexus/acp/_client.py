@@ -32,16 +32,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import os
 import queue
-import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from .._compat import warn_stderr
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, UsageError
 from ..suspension import Answer, Request, WaitFor, new_request_id, suspension_result
@@ -51,8 +50,6 @@ __all__ = ["ACPClient", "ACPOptions", "load_acp"]
 
 HANDSHAKE_TIMEOUT = 30.0
 DEFAULT_PERMISSION_PROMPT = "ACP agent requests permission"
-
-log = logging.getLogger("toolnexus")
 
 
 @dataclass(slots=True)
@@ -416,8 +413,7 @@ class ACPClient:
                 f"acp: no session here holds request {answer.id} (the agent that asked is "
                 "gone); sending the prompt again"
             )
-            log.warning("toolnexus: %s", note)
-            print(f"[toolnexus] {note}", file=sys.stderr)
+            warn_stderr(note)
         return None
 
     # -- pending requests ----------------------------------------------------------------
