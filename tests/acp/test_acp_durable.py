@@ -13,7 +13,7 @@ import pytest
 
 from toolnexus import Answer, Client, Request, create_in_process_client
 from toolnexus.acp import ACPClient, ACPError, ACPOptions, load_acp
-from toolnexus.errors import AnswerConflict, AnswerMismatch, UnknownRequest
+from toolnexus.errors import AnswerConflict, AnswerMismatch, ResumeError, UnknownRequest
 
 AGENT = str(Path(__file__).parents[1] / "helpers" / "acp_agent.py")
 
@@ -192,8 +192,9 @@ async def test_a_resume_on_a_client_whose_agent_is_gone_fails_and_the_run_stays_
         halted = await client.run("write a.txt")
         assert halted.pending is not None
         await asyncio.to_thread(first.close)
-        with pytest.raises(ACPError, match="is gone"):
+        with pytest.raises(ACPError, match="is gone") as gone:
             await client.resume(None, Answer(id=halted.pending.id, ok=True))
+        assert isinstance(gone.value, ResumeError)  # COMPAT §9: the resume fails
     # Nothing was lost: the recorded answer waits for a resumer with a live agent, which
     # (another process, for all the agent knows) sends the prompt again.
     second = await asyncio.to_thread(load_acp, options())

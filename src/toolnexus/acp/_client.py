@@ -44,7 +44,7 @@ from .._compat import warn_stderr
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, UsageError
 from ..suspension import Answer, Request, WaitFor, new_request_id, suspension_result
-from ._wire import ACPError, ACPPermissionTimeoutError, Connection, result_of
+from ._wire import ACPError, ACPPermissionTimeoutError, ACPSessionGone, Connection, result_of
 
 __all__ = ["ACPClient", "ACPOptions", "load_acp"]
 
@@ -358,7 +358,8 @@ class ACPClient:
 
         Raises:
             ACPError: the agent answered an error, went away, or the turn timed out
-                (`ACPPermissionTimeoutError`).
+                (`ACPPermissionTimeoutError`); an answer for an agent that is gone is
+                `ACPSessionGone` (also a `ResumeError`).
             UsageError: ``request["answer"]`` is not an `Answer` (or its wire dict).
         """
         return self._generate(request, None)
@@ -405,7 +406,7 @@ class ACPClient:
             self._abandon(parked)
         if answer is not None:
             if self._closed or not self._conn.alive():
-                raise ACPError(
+                raise ACPSessionGone(
                     f"acp: the agent that asked {answer.id} is gone (the client is closed); "
                     "nothing was sent"
                 )
