@@ -391,18 +391,18 @@ class ACPClient:
         """The parked model turn ``answer`` answers, the outcome sent; ``None``: start a new
         turn. A parked turn the call does not answer is cancelled at the agent first (its run
         went another way: cancelled, or resumed elsewhere)."""
-        with self._state:
-            parked = self._parked
+        with self._state:  # taken atomically: two resumes never both reply to one turn
+            parked, self._parked = self._parked, None
+            if parked is not None and parked.asked is not None:
+                self._held.pop(parked.asked[2].id, None)
         if parked is not None and parked.asked is not None:
             if answer is not None and parked.asked[2].id == answer.id and self.is_alive():
-                self._unpark(answer.id)
                 try:
                     self._reply(parked, answer)
                 except BaseException:
                     self._abandon(parked)
                     raise
                 return parked
-            self._unpark(parked.asked[2].id)
             self._abandon(parked)
         if answer is not None:
             if self._closed or not self._conn.alive():
