@@ -129,6 +129,7 @@ PUBLIC_NAMES = [
     "create_in_process_client",
     "create_toolkit",
     "define_tool",
+    "edited_arguments_problem",
     "elicitation_to_request",
     "encode_part",
     "estimate_tokens",

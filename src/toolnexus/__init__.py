@@ -61,6 +61,7 @@ from .llm.base import Transport
 from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
 from .llm.transport import AiohttpTransport, LegacyTransport
 from .loop.checkpoint import Checkpoint
+from .loop.edits import edited_arguments_problem
 from .loop.hooks import Hooks
 from .observability import MetricEvent, Metrics, OnMetric
 from .stores.base import ConversationStore
@@ -316,6 +317,7 @@ __all__ = [
     "create_in_process_client",
     "create_toolkit",
     "define_tool",
+    "edited_arguments_problem",
     "elicitation_to_request",
     "encode_part",
     "estimate_tokens",

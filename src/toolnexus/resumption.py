@@ -35,10 +35,11 @@ from typing import Any
 from ._types import RunResult
 from .errors import AnswerConflict, LeaseLost, ResumeError
 from .loop.checkpoint import Checkpoint
+from .loop.edits import check_tool_edit
 from .loop.engine import Engine, RunState, Slot
 from .loop.guards import check_echo, check_relay_payload, check_tools
 from .stores.base import ConversationStore
-from .stores.checks import call_digest, halted_call, halted_request
+from .stores.checks import answer_digests, halted_request
 from .stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, Claim, RunStore
 from .suspension import Answer, Request, expired_decline, is_expired
 
@@ -161,13 +162,12 @@ class Resumption:
             if claim is None:
                 if is_expired(request):
                     effective, answered_by = expired_decline(rid), EXPIRED_BY
-                name, arguments = halted_call(checkpoint)
                 try:
                     claim = await self.runs.claim(
                         rid,
                         effective,
                         answered_by=answered_by,
-                        digest=call_digest(name, arguments),
+                        digest=answer_digests(checkpoint, effective)[0],
                         lease_s=self.lease_s,
                     )
                 except AnswerConflict as refused:
@@ -240,6 +240,8 @@ class Resumption:
             AnswerMismatch: the answer does not echo the halted request.
             ResumeError: a halted tool is missing, an ``ok`` relay answer lacks an output, or
                 the checkpoint belongs to another conversation than ``conversation_id``.
+            InvalidAnswer: the answer approves edited arguments that fail the halted tool's
+                input schema (`toolnexus.loop.edits`).
         """
         rid = answer.id
         request = halted_request(checkpoint, rid)
@@ -252,6 +254,9 @@ class Resumption:
             )
         check_tools(checkpoint, state.by_name)
         check_relay_payload(checkpoint, answer, state.by_name)
+        for slot in checkpoint.outstanding:
+            if slot.request is not None and slot.request.id == rid:
+                check_tool_edit(state.by_name.get(slot.name), slot.name, slot.request, answer)
         return request
 
     async def settle(

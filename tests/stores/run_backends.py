@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from halt_support import T0
-from pg_support import pg_connect
 
+from pg_support import pg_connect
 from toolnexus.stores.runs import InMemoryRunStore
 from toolnexus.stores.sqlite import SqliteStore
 from toolnexus.suspension import Answer

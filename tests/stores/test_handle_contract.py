@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_support import pg_connect
 
+from pg_support import pg_connect
 from toolnexus.agents.persistence import RuntimeStore, as_runtime_store
 from toolnexus.errors import StoreError, UsageError
 from toolnexus.stores.sqlite import SqliteStore

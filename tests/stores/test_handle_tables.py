@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from pg_support import pg_connect
-
 from toolnexus._types import Message
 from toolnexus.agents.persistence import RuntimeStore, as_runtime_store
 from toolnexus.stores._handlerows import LEGACY_PREFIX

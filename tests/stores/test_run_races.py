@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pg_support import pg_connect
 
+from pg_support import pg_connect
 from toolnexus._types import empty_usage
 from toolnexus.errors import AnswerConflict
 from toolnexus.loop.checkpoint import Checkpoint, Outstanding

@@ -15,6 +15,13 @@ Version history:
     3: a halt at the model call (`toolnexus.llm.model_halt`): ``outstanding`` is empty, since
        the halted turn has no tool call yet. Only such a checkpoint is written as version 3.
 
+Optional fields added since, without a version bump (a reader ignores keys it does not know,
+and each has a default when absent): ``queue``, ``trace``, and ``input_schema`` on an
+outstanding call suspended on an ``approval`` — the halted tool's input schema (``true``: any
+object, ``false``: no edits), so that edited arguments can be checked where no toolkit is loaded
+(`toolnexus.loop.edits`). A checkpoint without it still loads; its edits are then checked
+when the run resumes.
+
 Reading is strict: a checkpoint comes back from a store or a transcript that people and other
 programs can edit, so `Checkpoint.loads` / `Checkpoint.from_json` turn anything malformed —
 invalid JSON, absurd nesting, a wrong type or impossible value in any field — into a
@@ -161,6 +168,10 @@ class Outstanding:
     state: SlotState
     result: ToolResult | None = None
     request: Request | None = None
+    input_schema: dict[str, Any] | bool | None = None
+    """The tool's input schema, kept for a call suspended on an approval so that edited
+    arguments can be checked without the toolkit (``True``: any object; ``False``: the call
+    takes no edits; ``None``: unknown — a checkpoint written before it was kept)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -173,6 +184,8 @@ class Outstanding:
             out["result"] = result_to_json(self.result)
         if self.request is not None:
             out["request"] = self.request.to_dict()
+        if self.input_schema is not None:
+            out["input_schema"] = _json_safe(self.input_schema)
         return out
 
     @classmethod
@@ -192,6 +205,9 @@ class Outstanding:
         arguments = d.get("arguments")
         if not (arguments is None or isinstance(arguments, str)):
             raise CheckpointError("checkpoint: an outstanding call's arguments are not a string")
+        schema = d.get("input_schema")
+        if not (schema is None or isinstance(schema, dict | bool)):
+            raise CheckpointError("checkpoint: an outstanding call's input_schema is malformed")
         request = None
         raw = d.get("request")
         if raw is not None:
@@ -206,6 +222,7 @@ class Outstanding:
             state=state,
             result=result_from_json(d["result"]) if d.get("result") is not None else None,
             request=request,
+            input_schema=cast("dict[str, Any] | bool | None", schema),
         )
 
 

@@ -44,6 +44,7 @@ from ..suspension import (
     pending_of,
 )
 from ..tools.validation import parse_arguments, validate_arguments
+from . import edits
 from . import transcript as tx
 from .checkpoint import Checkpoint, Outstanding
 from .execute import coerce_result, invoke_tool, unknown_tool_result
@@ -261,6 +262,9 @@ class Engine(ModelCalls):
         """Resolve a suspended call with ``answer``: the one rule for inline and durable paths.
 
         ``ok`` ⇒ re-execute once with ``ctx.answer``; ``!ok`` ⇒ ``declined/expired: <prompt>``.
+        An approval answered with edited arguments (`toolnexus.loop.edits`) re-executes with
+        them: the slot's arguments and the transcript's call become the edited ones first
+        (`InvalidAnswer` when they fail the tool's schema — nothing runs).
         Relay tools map the answer themselves (their output, or ``relay declined for …``).
         A retry that suspends again with the *same* question becomes ``unresolved: <prompt>``
         — the loop never asks twice for one request. A retry that asks a *new* question (an MCP
@@ -275,6 +279,11 @@ class Engine(ModelCalls):
             if not answer.ok and (tool is None or not tool.handles_declines):
                 result = ToolResult(f"declined/expired: {request.prompt}", True)
                 break
+            edit = edits.check_tool_edit(tool, slot.name, request, answer)
+            if edit is not None:  # approved with edited arguments: they are what runs
+                slot.args = dict(edit)
+                slot.arguments = edits.encode_arguments(edit)
+                edits.rewrite_call(state.messages, slot.id, slot.arguments)
             retry = await self._run(state, slot, answer)
             follow = pending_of(retry)
             if follow is None:
@@ -619,6 +628,7 @@ class Engine(ModelCalls):
                 state=s.state,
                 result=s.result,
                 request=s.request,
+                input_schema=_edit_schema(state, s),
             )
             for s in slots
         ]
@@ -681,6 +691,16 @@ class Engine(ModelCalls):
             pending=pending,
             expired=state.expired,
         )
+
+
+def _edit_schema(state: RunState, slot: Slot) -> Any:
+    """What the checkpoint keeps to check edited arguments of a call halted on an approval
+    (`toolnexus.loop.edits`); ``None`` for every other call."""
+    request = slot.request
+    if request is None or request.kind != edits.APPROVAL:
+        return None
+    tool = state.by_name.get(slot.name)
+    return edits.edit_schema(tool) if tool is not None else None
 
 
 async def _ready(value: Any) -> Any:

@@ -16,7 +16,9 @@ from ..errors import StoreError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, parse_timestamp
 from .checks import (
+    answer_digests,
     call_digest,
+    carries_edit,
     encode_checkpoint,
     halted_call,
     load_checkpoint,
@@ -29,7 +31,9 @@ __all__ = [
     "halt_row",
     "lapsed_status",
     "load_checkpoint",
+    "needs_checkpoint",
     "pending",
+    "recorded_digests",
     "request_record",
     "stored_digest",
 ]
@@ -90,6 +94,31 @@ def stored_digest(text: object, request_id: str, where: str) -> str:
     if text is None:
         return ""
     return call_digest(*halted_call(load_checkpoint(text, request_id, where)))
+
+
+def needs_checkpoint(answer: Answer, digest: str | None) -> bool:
+    """Whether recording ``answer`` reads the stored checkpoint (`recorded_digests`)."""
+    return digest is None or carries_edit(answer)
+
+
+def recorded_digests(
+    text: object, request_id: str, where: str, answer: Answer, digest: str | None
+) -> tuple[str, str]:
+    """The digests T2/T3 record: ``(for answer, for the expired decline instead)``.
+
+    A ``digest`` the caller passed is recorded as it is; otherwise the stored checkpoint's
+    (``text``, read when `needs_checkpoint`) `answer_digests`: what ``answer`` approves — the
+    edited arguments when it edits — and the halted call as it is. An edit is checked either
+    way.
+
+    Raises:
+        CheckpointError: the stored checkpoint is needed and cannot be read.
+        InvalidAnswer: the answer's edited arguments are invalid; nothing may be recorded.
+    """
+    if not needs_checkpoint(answer, digest) or text is None:
+        return digest or "", digest or ""
+    approved, halted = answer_digests(load_checkpoint(text, request_id, where), answer)
+    return (digest, digest) if digest is not None else (approved, halted)
 
 
 def answer_record(

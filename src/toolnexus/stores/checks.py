@@ -21,13 +21,16 @@ from ..errors import (
     InvalidAnswer,
     UsageError,
 )
-from ..loop.checkpoint import Checkpoint
+from ..loop.checkpoint import Checkpoint, Outstanding
+from ..loop.edits import EDIT_KEY, check_edit, encode_arguments
 from ..suspension import Answer, answer_problem, format_timestamp, parse_timestamp
 from .requests import PendingEntry, RequestStatus
 
 __all__ = [
+    "answer_digests",
     "call_digest",
     "cancelled_answer",
+    "carries_edit",
     "check_answer",
     "check_filters",
     "check_limit",
@@ -59,13 +62,44 @@ def call_digest(name: str, arguments: str) -> str:
 def halted_call(checkpoint: Checkpoint) -> tuple[str, str]:
     """``(tool name, raw arguments)`` of the call the checkpoint's pending Request belongs to
     (``("", "{}")`` for a halt at the model call, which has no tool call)."""
+    slot = _halted_slot(checkpoint)
+    return ("", "{}") if slot is None else (slot.name, slot.arguments)
+
+
+def _halted_slot(checkpoint: Checkpoint) -> Outstanding | None:
     for slot in checkpoint.outstanding:
         if slot.request is not None and slot.request.id == checkpoint.pending.id:
-            return slot.name, slot.arguments
-    if not checkpoint.outstanding:
-        return "", "{}"
-    first = checkpoint.outstanding[0]
-    return first.name, first.arguments
+            return slot
+    return checkpoint.outstanding[0] if checkpoint.outstanding else None
+
+
+def carries_edit(answer: Answer) -> bool:
+    """Whether ``answer`` may approve edited arguments (``ok`` with ``data.arguments``): then
+    recording it needs the stored checkpoint (`answer_digests`)."""
+    return answer.ok and isinstance(answer.data, dict) and EDIT_KEY in answer.data
+
+
+def answer_digests(checkpoint: Checkpoint, answer: Answer) -> tuple[str, str]:
+    """``(what answer approves, the halted call as it is)``: the digests an answer records.
+
+    They differ only when ``answer`` approves the pending ``approval`` with edited arguments
+    (`toolnexus.loop.edits`): then what is approved is the call with those arguments. A halt
+    at the model call has no call to edit: its answer is recorded as it is.
+
+    Raises:
+        InvalidAnswer: the edited arguments are not a JSON object or fail the halted tool's
+            input schema (as the checkpoint keeps it); nothing may be recorded.
+    """
+    slot = _halted_slot(checkpoint)
+    if slot is None:
+        halted = call_digest(*halted_call(checkpoint))
+        return halted, halted
+    halted = call_digest(slot.name, slot.arguments)
+    request = halted_request(checkpoint, answer.id)
+    edit = check_edit(slot.name, slot.input_schema, request, answer)
+    if edit is None:
+        return halted, halted
+    return call_digest(slot.name, encode_arguments(edit)), halted
 
 
 def pending_entry(checkpoint: Checkpoint, status: RequestStatus = "pending") -> PendingEntry:

@@ -18,6 +18,7 @@ from .._types import Message
 from ..errors import LeaseLost, RequestExpired, UnknownRequest
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, expired_decline
+from ._runrows import recorded_digests
 from .checks import (
     call_digest,
     cancelled_answer,
@@ -161,17 +162,15 @@ class InMemoryRunStore:
         tag = check_optional_text(digest, "digest")
         row = self._halted(rid)
         self._refuse_unless_pending(rid, row)
-        if tag is None:
-            assert row.checkpoint is not None
-            stored = load_checkpoint(row.checkpoint, rid, "the memory store")
-            tag = call_digest(*halted_call(stored))
+        # An invalid edit raises here: nothing is recorded.
+        approved, halted = recorded_digests(row.checkpoint, rid, "the memory store", reply, tag)
         if row.entry is not None and is_past(row.entry.expires_at, self._now()):
-            self._record(rid, row, encode_answer(expired_decline(rid)), EXPIRED_BY, tag)
+            self._record(rid, row, encode_answer(expired_decline(rid)), EXPIRED_BY, halted)
             raise RequestExpired(
                 f'request "{rid}" expired before it was answered; it was settled with the '
                 "expired decline"
             )
-        self._record(rid, row, text, who, tag)
+        self._record(rid, row, text, who, approved)
         record = await self.answer_record(rid)
         assert record is not None
         return record

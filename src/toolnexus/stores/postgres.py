@@ -367,11 +367,14 @@ class PostgresStore:
             RequestExpired: past its ``expiresAt``; the expired decline was recorded instead.
         """
         rid = check_request_id(request_id)
-        text = encode_answer(check_answer(answer, rid))
+        reply = check_answer(answer, rid)
+        text = encode_answer(reply)
         who = check_optional_text(answered_by, "answered_by")
         tag = check_optional_text(digest, "digest")
         async with self._connection() as conn:
-            return await runs.post_answer(conn, rid, text, who, tag, self._now(), self._where)
+            return await runs.post_answer(
+                conn, rid, text, reply, who, tag, self._now(), self._where
+            )
 
     async def expire(self, request_id: str) -> AnswerRecord:
         """T3: record the expired decline for a pending request (answered by `EXPIRED_BY`).

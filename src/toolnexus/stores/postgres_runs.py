@@ -14,7 +14,8 @@ autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of
 - Answering (T2) is one guarded ``UPDATE`` when the row carries the halted call's digest and
   deadline (copied from the checkpoint at save_halt, migration 5): it records the answer of a
   request that is waiting and not expired, and changes nothing otherwise. Then — and for T3,
-  T11 and rows saved before migration 5 — the answering path reads the row ``FOR UPDATE``,
+  T11, rows saved before migration 5 and an answer that may carry edited arguments (checked
+  against the stored checkpoint) — the answering path reads the row ``FOR UPDATE``,
   decides in Python (the digest of the stored call, a passed ``expiresAt``) and writes it in
   one short transaction: the order of refusals is the reference's (unknown, conflict,
   expiry).
@@ -40,8 +41,23 @@ from typing import TYPE_CHECKING, Any, Final, LiteralString
 
 from ..errors import CheckpointError, LeaseLost, RequestExpired, UnknownRequest
 from ..suspension import Answer, expired_decline
-from ._runrows import HaltRow, answer_record, lapsed_status, request_record, stored_digest
-from .checks import cancelled_answer, conflict, encode_answer, is_past, load_checkpoint
+from ._runrows import (
+    HaltRow,
+    answer_record,
+    lapsed_status,
+    needs_checkpoint,
+    recorded_digests,
+    request_record,
+    stored_digest,
+)
+from .checks import (
+    cancelled_answer,
+    carries_edit,
+    conflict,
+    encode_answer,
+    is_past,
+    load_checkpoint,
+)
 from .postgres_schema import from_bytea, row_key, to_bytea
 from .requests import EXPIRED_BY, AnswerRecord, Claim
 
@@ -250,18 +266,24 @@ async def post_answer(
     conn: AsyncConnection[Any],
     request_id: str,
     text: str,
+    reply: Answer,
     answered_by: str | None,
     digest: str | None,
     now: float,
     where: str,
 ) -> AnswerRecord:
-    """T2, or T3 past ``expiresAt``: record the answer (``text``, already encoded).
+    """T2, or T3 past ``expiresAt``: record the answer (``reply``, checked, encoded as
+    ``text``). An answer that may carry edited arguments takes the reading path: they are
+    checked against the stored checkpoint under the row lock.
 
     Raises:
         UnknownRequest, AnswerConflict: see `_lock_waiting`; nothing changed.
-        CheckpointError: ``digest`` is ``None`` and the stored checkpoint cannot be read.
+        InvalidAnswer: the edited arguments are invalid; nothing changed.
+        CheckpointError: the stored checkpoint is needed (no ``digest``, or an edit) and
+            cannot be read.
         RequestExpired: the expired decline was recorded (and committed) instead.
     """
+    edit = carries_edit(reply)
     values = {
         "key": row_key(request_id),
         "answer": text,
@@ -272,26 +294,29 @@ async def post_answer(
     }
     import psycopg
 
-    try:
-        cur = await conn.execute(_RECORD_WAITING, values)
-        recorded = await cur.fetchone()
-    except psycopg.DataError:  # the stored checkpoint is not JSON: nothing was written
-        recorded = None
+    recorded = None
+    if not edit:
+        try:
+            cur = await conn.execute(_RECORD_WAITING, values)
+            recorded = await cur.fetchone()
+        except psycopg.DataError:  # the stored checkpoint is not JSON: nothing was written
+            recorded = None
     if recorded is not None:
         found = answer_record(request_id, text, now, answered_by, recorded[0], where)
         return replace(found, status="answered")
     # Nothing recorded. Unknown, or answered / claimed / settled first (a lost race): one
-    # read says so. Still waiting (expired, unreadable, or saved before migration 5): decide
-    # and write under the row lock.
+    # read says so. Still waiting (an edit to check, expired, unreadable, or saved before
+    # migration 5): decide and write under the row lock.
     await _lock_waiting(conn, request_id, now, want_checkpoint=False, lock=False)
     async with conn.transaction():
         expires_at, stored = await _lock_waiting(
-            conn, request_id, now, want_checkpoint=digest is None
+            conn, request_id, now, want_checkpoint=needs_checkpoint(reply, digest)
         )
-        tag = digest if digest is not None else stored_digest(stored, request_id, where)
+        approved, halted = recorded_digests(stored, request_id, where, reply, digest)
         expired = is_past(expires_at, now)
         if expired:
             text, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
+        tag = halted if expired else approved
         await _record(conn, request_id, text, answered_by, tag, now)
     if expired:
         raise RequestExpired(

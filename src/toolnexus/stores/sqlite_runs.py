@@ -29,7 +29,14 @@ from typing import Any, NamedTuple, TypeVar
 
 from ..errors import AnswerConflict, LeaseLost, UnknownRequest
 from ..suspension import Answer, expired_decline
-from ._runrows import HaltRow, answer_record, lapsed_status, stored_digest
+from ._runrows import (
+    HaltRow,
+    answer_record,
+    lapsed_status,
+    needs_checkpoint,
+    recorded_digests,
+    stored_digest,
+)
 from .checks import conflict, encode_answer, is_past
 from .requests import EXPIRED_BY
 from .sqlite_schema import immediate
@@ -240,6 +247,7 @@ def post_answer(
     where: str,
     request_id: str,
     answer: str,
+    reply: Answer,
     answered_by: str | None,
     digest: str | None,
     now: float,
@@ -247,18 +255,24 @@ def post_answer(
 ) -> tuple[AnswerRow, bool]:
     """T2, or T3 past the deadline: the recorded row, and whether it was the expired decline.
 
+    ``answer`` is ``reply`` (checked by `check_answer`) encoded; its edited arguments are
+    checked here, against the stored checkpoint, inside the transaction.
+
     Raises:
         UnknownRequest, AnswerConflict: see `RunStore.post_answer`; nothing was written.
-        CheckpointError: ``digest`` is None and the stored checkpoint cannot be read.
+        InvalidAnswer: the edited arguments are invalid; nothing was written.
+        CheckpointError: the stored checkpoint is needed (no ``digest``, or an edit) and
+            cannot be read.
     """
     with immediate(conn):
         state = _halted(conn, request_id, now)
-        if digest is None:
-            digest = stored_digest(load_halt(request_id, conn), request_id, where)
+        stored = load_halt(request_id, conn) if needs_checkpoint(reply, digest) else None
+        approved, halted = recorded_digests(stored, request_id, where, reply, digest)
         expired = is_past(state.expires_at, now)
         if expired:
             answer, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
-        conn.execute(_RECORD, (answer, answered_by, digest, now, request_id))
+        tag = halted if expired else approved
+        conn.execute(_RECORD, (answer, answered_by, tag, now, request_id))
         found = _recorded(conn, request_id)
     watch.wake(conn, request_id)
     watch.wake_queued()

@@ -145,13 +145,15 @@ class SqliteRunStore:
             RequestExpired: past its ``expiresAt``; the expired decline was recorded instead.
         """
         rid = check_request_id(request_id)
-        text = encode_answer(check_answer(answer, rid))
+        reply = check_answer(answer, rid)
+        text = encode_answer(reply)
         job = partial(
             sqlite_runs.post_answer,
             self._watch(),
             self._path,
             rid,
             text,
+            reply,
             check_optional_text(answered_by, "answered_by"),
             check_optional_text(digest, "digest"),
             self._now(),
