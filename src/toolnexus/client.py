@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ._compat import UsageTypeError, no_stream_error
 from ._error_body import (
@@ -59,7 +59,7 @@ from .suspension import WaitFor
 from .toolkit import Toolkit
 
 if TYPE_CHECKING:
-    from .factory import create_client, create_in_process_client
+    from .factory import ClientOptions, create_client, create_in_process_client
     from .llm.urllib_transport import HttpTransport, UrllibTransport
     from .translate import TranslateResult
 
@@ -173,22 +173,26 @@ class Client(Answering):
         self,
         config: EngineConfig | None = None,
         *,
-        store: Any = None,
         in_process: Any = False,
         owns_store: bool = False,
-        **options: Any,
+        **options: Unpack[ClientOptions],
     ) -> None:
         if config is None:
-            from .factory import setup_client
+            from .factory import known_options, setup_client
 
+            unknown = sorted(set(options) - known_options())
+            if unknown:
+                raise UsageTypeError(f"toolnexus: unknown client option(s): {', '.join(unknown)}")
+            if "model" not in options:
+                raise UsageTypeError("toolnexus: a client needs `model` (the model name sent)")
             generate = None if in_process is False or in_process is None else in_process
             config, store, in_process, owns_store, given = setup_client(
-                store=store, in_process=generate, **options
+                in_process=generate, **options
             )
-        elif options:
+        elif extra := sorted(set(options) - {"store"}):
             raise UsageError(
                 "Client takes either an EngineConfig or create_client options, not both "
-                f"(got {', '.join(sorted(options))})"
+                f"(got {', '.join(extra)})"
             )
         elif not isinstance(config, EngineConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UsageTypeError(
@@ -196,6 +200,7 @@ class Client(Answering):
                 f"{type(config).__name__}"
             )
         else:
+            store = options.get("store")
             given = _options_of(config, store)
         if not isinstance(store, ConversationStore):
             raise UsageError(f"store must be a ConversationStore, got {type(store).__name__}")

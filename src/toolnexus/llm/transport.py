@@ -41,6 +41,7 @@ __all__ = [
     "AiohttpTransport",
     "LegacyTransport",
     "as_transport",
+    "attempt_timeout",
     "attempt_within",
     "with_content_type",
 ]
@@ -475,12 +476,20 @@ def attempt_within(
     in seconds; every other transport gets ``None`` (the deadline is enforced above it)."""
     if deadline is None or not getattr(transport, "takes_deadline", False):
         return functools.partial(transport.post, url, headers, body, timeout=None)
-    loop = asyncio.get_running_loop()
 
     def attempt() -> Awaitable[dict[str, Any]]:
-        return transport.post(url, headers, body, timeout=max(deadline - loop.time(), 0.001))
+        return transport.post(url, headers, body, timeout=attempt_timeout(transport, deadline))
 
     return attempt
+
+
+def attempt_timeout(transport: Transport, deadline: float | None) -> float | None:
+    """The ``timeout`` of one attempt (a post, or a stream's ``open``) started now: what is
+    left of ``deadline`` (loop time), in seconds, for a transport that ``takes_deadline``;
+    ``None`` otherwise (the deadline is enforced above the transport)."""
+    if deadline is None or not getattr(transport, "takes_deadline", False):
+        return None
+    return max(deadline - asyncio.get_running_loop().time(), 0.001)
 
 
 def as_transport(obj: object | None) -> Transport:

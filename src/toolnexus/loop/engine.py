@@ -31,6 +31,7 @@ from ..errors import AnswerMismatch, CallbackError
 from ..llm.abort import run_abortable
 from ..llm.base import ModelTurn
 from ..llm.convert import normalize_history
+from ..llm.model_halt import ModelSuspended
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -211,13 +212,13 @@ class Engine(ModelCalls):
             return coerce_result(cast(object, change["result"]))
         return result
 
-    def _stamp(self, request: Request, slot: Slot) -> Request:
+    def _stamp(self, request: Request, slot: Slot | None) -> Request:
         """Give a suspension its deadline and, for relay calls, the provider call id."""
         changes: dict[str, Any] = {}
         ttl = self.cfg.pending_ttl
         if request.expiresAt is None and ttl is not None:
             changes["expiresAt"] = format_timestamp(datetime.now(UTC) + timedelta(seconds=ttl))
-        if is_relay_request(request):
+        if slot is not None and is_relay_request(request):
             calls: list[Any] = list((request.data or {})[RELAY_CALLS_KEY])
             stamped: list[Any] = []
             for call in calls:
@@ -332,6 +333,10 @@ class Engine(ModelCalls):
         path. Relay calls get the host's output spliced (``results[]`` by call id, or the
         single-call ``output`` shorthand for the first one).
         """
+        if not slots:  # a halt at the model call: the model gets the answer on its next call
+            state.model_answer = answer
+            state.model_asked.append(request.id)
+            return
         targets = [s for s in slots if s.request is not None and s.request.id == request.id]
         for position, slot in enumerate(targets):
             tool = state.by_name.get(slot.name)
@@ -467,16 +472,30 @@ class Engine(ModelCalls):
                     if stop is not None:
                         yield self._finished(state, Finished(stop))
                         return
-                    if stream:
-                        turn: ModelTurn | None = None
-                        async for item in self.stream_model(state):
-                            if isinstance(item, ModelTurn):
-                                turn = item
-                            else:
-                                yield item
-                        assert turn is not None
-                    else:
-                        turn = await self.call_model(state)
+                    try:
+                        if stream:
+                            turn: ModelTurn | None = None
+                            async for item in self.stream_model(state):
+                                if isinstance(item, ModelTurn):
+                                    turn = item
+                                else:
+                                    yield item
+                            assert turn is not None
+                        else:
+                            turn = await self.call_model(state)
+                    except ModelSuspended as halt:
+                        # The model itself asks (an ACP agent's permission): no tool call.
+                        request = self._stamp(halt.request, None)
+                        self.model_question(state, request)
+                        if stream:
+                            yield {"type": "pending", "request": request}
+                        if state.wait_for is None:
+                            yield self._finished(state, self._halt_at_model(state, request))
+                            return
+                        state.turn_slots = ()
+                        state.model_answer = await self.ask(state, request)
+                        state.model_asked.append(request.id)
+                        continue
                     slots = self._take_turn(state, turn)
                     text = turn.text
                     del turn  # its raw reply: not kept while the calls run (and maybe park)
@@ -641,6 +660,13 @@ class Engine(ModelCalls):
         message[tx.HALT_KEY] = checkpoint.halt_note()
         state.messages.append(message)
         state.records.append(tx.record(halted, placeholder))
+        result = self._done(state, request.prompt, "pending", None, pending=request)
+        return Finished(result, checkpoint)
+
+    def _halt_at_model(self, state: RunState, request: Request) -> Finished:
+        """The model call stopped on ``request``: a checkpoint with no outstanding call (the
+        transcript ends where the model was asked; nothing is appended)."""
+        checkpoint = self.snapshot(state, [], request)
         result = self._done(state, request.prompt, "pending", None, pending=request)
         return Finished(result, checkpoint)
 

@@ -15,12 +15,14 @@ from functools import partial
 from typing import Any
 
 from .._compat import warn_once
-from ..errors import ProviderError, TransportError
+from ..errors import BadResponse, ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
+from ..llm.model_halt import ModelSuspended, answering
 from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
-from ..llm.transport import attempt_within
+from ..llm.transport import attempt_timeout, attempt_within
+from ..suspension import Request
 from . import transcript as tx
 from .hooks import call_callback, llm_change
 from .state import EngineConfig, RunState, TranscriptDialect
@@ -31,6 +33,7 @@ log = logging.getLogger("toolnexus")
 
 Event = dict[str, Any]
 _STRIPPED_PARAMS = ("messages", "tools", "stream")
+MAX_MODEL_QUESTIONS = 64  # questions one model call may ask (a model halt's rounds)
 
 
 class ModelCalls:
@@ -163,10 +166,12 @@ class ModelCalls:
         self._emit(event)
 
     async def call_model(self, state: RunState) -> ModelTurn:
-        """One non-streaming model call of the loop (hooks, then `send`)."""
+        """One non-streaming model call of the loop (hooks, then `send`); the call after a
+        halt at the model carries its Answer (`toolnexus.llm.model_halt`)."""
         body = await self._prepare(state, stream=False)
         parts = transcript_parts(state.messages)
-        return await self.send(
+        answer, state.model_answer = state.model_answer, None
+        call = self.send(
             body,
             cancel=state.cancel,
             deadline=state.deadline,
@@ -174,6 +179,28 @@ class ModelCalls:
             span=state.span,
             parts=parts,
         )
+        if answer is None:
+            turn = await call
+        else:
+            with answering(answer):  # the coroutine runs in this context when awaited
+                turn = await call
+        state.model_asked.clear()
+        return turn
+
+    def model_question(self, state: RunState, request: Request) -> None:
+        """Check a question the model call asked (`toolnexus.llm.model_halt`): a model that
+        asks again what was answered, or asks without end, is a broken model source.
+
+        Raises:
+            BadResponse: ``request`` repeats an answered one, or the call asked more than
+                `MAX_MODEL_QUESTIONS` questions.
+        """
+        if request.id in state.model_asked:
+            raise BadResponse(f"the model asked {request.id} again after it was answered")
+        if len(state.model_asked) >= MAX_MODEL_QUESTIONS:
+            raise BadResponse(
+                f"the model asked more than {MAX_MODEL_QUESTIONS} questions in one call"
+            )
 
     async def send(
         self,
@@ -212,6 +239,10 @@ class ModelCalls:
                     timeout_ms=cfg.timeout_ms,
                 )
             reply = cfg.dialect.parse_reply(payload)
+        except ModelSuspended:
+            if tracing is not None:
+                tracing.end_chat(chat, None, None)
+            raise  # a question, not a failed call: no ``llm`` error event
         except BaseException as exc:
             self.emit_llm_error(started, exc, parts, _model_of(body))
             if tracing is not None:
@@ -240,7 +271,9 @@ class ModelCalls:
         url, headers = cfg.url, cfg.headers
 
         async def open_stream() -> tuple[AsyncIterator[SSEEvent], SSEEvent | None]:
-            events = transport.stream(url, headers, body, timeout=None)
+            # A host's synchronous transport gets what is left of timeout_ms for its open().
+            timeout = attempt_timeout(transport, state.deadline)
+            events = transport.stream(url, headers, body, timeout=timeout)
             try:
                 first = await anext(events)
             except StopAsyncIteration:
