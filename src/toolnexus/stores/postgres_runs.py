@@ -31,7 +31,10 @@ racing entry points (T2 and T4) that read is part of the statement itself — a 
 only when the write matched nothing, ``FOR SHARE``: under READ COMMITTED a locking read waits
 for a concurrent writer of the row and returns the version it committed, where a plain read
 would return the statement's snapshot, from before the winner's write. So a lost race costs
-the loser one round trip, as the bare ``UPDATE … WHERE status = 'pending'`` does.
+the loser one round trip, as the bare ``UPDATE … WHERE status = 'pending'`` does. The price: a
+refused answer's statement takes a row lock, so it commits a transaction (with
+``synchronous_commit`` on, a WAL flush) where a plain read would not; a refused claim locked
+the row already (``ON CONFLICT DO UPDATE`` locks the row it does not update).
 """
 
 from __future__ import annotations
