@@ -58,14 +58,16 @@ class Statements:
         monkeypatch.setattr(psycopg.AsyncConnection, "execute", execute)
 
 
-async def blocked_on_a_row_lock(
-    watch: psycopg.AsyncConnection[Any], task: asyncio.Task[Any]
+async def blocked_on(
+    watch: psycopg.AsyncConnection[Any],
+    holder: psycopg.AsyncConnection[Any],
+    task: asyncio.Task[Any],
 ) -> None:
-    """Until another backend waits for a row lock (or ``task`` ended without waiting)."""
+    """Until a backend waits for a lock ``holder`` holds (or ``task`` ended without waiting)."""
     while not task.done():
         cur = await watch.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-            " AND query LIKE 'WITH %%toolnexus_halts%%'"
+            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+            (holder.info.backend_pid,),
         )
         row = await cur.fetchone()
         if row is not None and row[0] > 0:
@@ -96,7 +98,7 @@ async def race_against_a_write_in_flight(
         async with held.transaction():
             await held.execute(WINNER, winner)
             losing = asyncio.create_task(loser())
-            await asyncio.wait_for(blocked_on_a_row_lock(watch, losing), 10)
+            await asyncio.wait_for(blocked_on(watch, held, losing), 10)
             assert not losing.done()
         with pytest.raises(AnswerConflict) as refused:
             await asyncio.wait_for(losing, 10)
