@@ -480,8 +480,8 @@ class Client(Answering):
             A `RunResult`; ``status`` is ``done``, ``pending`` (a tool suspended and there is
             no ``wait_for``) or ``incomplete`` (``max_turns`` ran out).
         """
-        # `_final` and `Engine.complete`, inlined: a run parked on a human keeps one coroutine
-        # frame fewer (parked runs are mostly frames; bench/bench_durable.py pins the figure).
+        # [parked-run memory] `_final` and `Engine.complete`, inlined: a run parked on a human
+        # keeps one coroutine frame fewer (see `toolnexus.loop.engine`).
         state = self._state(prompt, toolkit, history, cancel)
         with _Observed(self, state, None):
             finished: object = None
@@ -640,8 +640,8 @@ def _options_of(config: EngineConfig, store: Any) -> dict[str, Any]:
 class _Observed:
     """Emits a run's ``run`` metric event when the block around it ends, however it ends.
 
-    A small object rather than a ``try`` in a helper coroutine: it is what every parked run
-    keeps while it waits.
+    A small object rather than a ``try`` in a helper coroutine [parked-run memory]: it is what
+    every parked run keeps while it waits.
     """
 
     __slots__ = ("client", "started", "state")

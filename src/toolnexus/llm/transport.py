@@ -51,8 +51,12 @@ _JSON = "application/json"
 T = TypeVar("T")
 
 
-# ``json.dumps`` with these options would build a new encoder on every request.
-_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+# ``json.dumps`` with these options would build a new encoder on every request. No circular
+# check: it costs a dict insert and delete per container, per request, so its cost grew with
+# the transcript (the last body of a 20-turn run: 60 -> 48 us on the OpenAI wire, 110 -> 67 us
+# on the Anthropic wire, whose blocks are more containers); a circular body (a hand-made
+# ``request_params`` value) still fails, as a RecursionError, which `_encode` reports alike.
+_BODY_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, check_circular=False)
 
 
 def _encode(body: dict[str, Any]) -> bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -67,6 +67,17 @@ class ModelCalls:
             if change.model is not None:
                 model = change.model  # this turn only
         body = await self.finish_body(self._build_body(state, wire_tools, stream, model))
+        return self._sent(state, body, model)
+
+    def _plain_body(self, state: RunState, stream: bool) -> dict[str, Any]:
+        """`_prepare` for a client without a ``before_llm`` hook or a ``body_transform``:
+        nothing to await."""
+        cfg = self.cfg
+        body = self._with_params(self._build_body(state, state.wire_tools, stream, cfg.model))
+        return self._sent(state, body, cfg.model)
+
+    @staticmethod
+    def _sent(state: RunState, body: dict[str, Any], model: str) -> dict[str, Any]:
         sent = body.get("model")
         state.sent_model = sent if isinstance(sent, str) else model
         return body
@@ -74,6 +85,15 @@ class ModelCalls:
     async def finish_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """The last touches of every request body: ``request_params``, then ``body_transform``
         (the loop's calls and ``translate`` alike)."""
+        cfg = self.cfg
+        body = self._with_params(body)
+        if cfg.body_transform is not None:
+            changed = await call_callback("body_transform", cfg.body_transform, body)
+            if isinstance(changed, dict):
+                body = changed  # pyright: ignore[reportUnknownVariableType]
+        return body
+
+    def _with_params(self, body: dict[str, Any]) -> dict[str, Any]:
         cfg = self.cfg
         if cfg.request_params:
             for key, value in cfg.request_params.items():
@@ -84,10 +104,6 @@ class ModelCalls:
                     )
                     continue
                 body[key] = value
-        if cfg.body_transform is not None:
-            changed = await call_callback("body_transform", cfg.body_transform, body)
-            if isinstance(changed, dict):
-                body = changed  # pyright: ignore[reportUnknownVariableType]
         return body
 
     def _build_body(
@@ -106,9 +122,9 @@ class ModelCalls:
         bodies = state.bodies
         if bodies is None:
             bodies = self._new_transcript()
-            # Kept from the second turn on: the first turn's rendering is cheap to redo, and a
-            # run in its first call (thousands at once, and a run that goes on to park) does
-            # not hold a rendering cache.
+            # [parked-run memory] kept from the second turn on: the first turn's rendering is
+            # cheap to redo, and a run in its first call (thousands at once, and a run that
+            # goes on to park) does not hold a rendering cache.
             if state.turns:
                 state.bodies = bodies
         return bodies.build_body(
@@ -165,20 +181,29 @@ class ModelCalls:
             event["parts"] = parts
         self._emit(event)
 
-    async def call_model(self, state: RunState) -> ModelTurn:
+    def call_model(self, state: RunState) -> Awaitable[ModelTurn]:
         """One non-streaming model call of the loop (hooks, then `send`); the call after a
-        halt at the model carries its Answer (`toolnexus.llm.model_halt`)."""
+        halt at the model carries its Answer (`toolnexus.llm.model_halt`).
+
+        Not a coroutine itself [parked-run memory] (see `toolnexus.loop.engine`): without a
+        ``before_llm`` hook, a ``body_transform`` or a model question in play, the body is
+        built here and the caller awaits `send` directly, one frame fewer for every run in
+        its model call.
+        """
+        cfg = self.cfg
+        if (
+            cfg.hooks.before_llm is not None
+            or cfg.body_transform is not None
+            or state.model_answer is not None
+            or state.model_asked
+        ):
+            return self._call_model_full(state)
+        return self._send_turn(state, self._plain_body(state, stream=False))
+
+    async def _call_model_full(self, state: RunState) -> ModelTurn:
         body = await self._prepare(state, stream=False)
-        parts = transcript_parts(state.messages)
         answer, state.model_answer = state.model_answer, None
-        call = self.send(
-            body,
-            cancel=state.cancel,
-            deadline=state.deadline,
-            turn=state.turns,
-            span=state.span,
-            parts=parts,
-        )
+        call = self._send_turn(state, body)
         if answer is None:
             turn = await call
         else:
@@ -186,6 +211,17 @@ class ModelCalls:
                 turn = await call
         state.model_asked.clear()
         return turn
+
+    def _send_turn(self, state: RunState, body: dict[str, Any]) -> Awaitable[ModelTurn]:
+        parts = transcript_parts(state.messages)
+        return self.send(
+            body,
+            cancel=state.cancel,
+            deadline=state.deadline,
+            turn=state.turns,
+            span=state.span,
+            parts=parts,
+        )
 
     def model_question(self, state: RunState, request: Request) -> None:
         """Check a question the model call asked (`toolnexus.llm.model_halt`): a model that
@@ -222,9 +258,9 @@ class ModelCalls:
         started = time.perf_counter()
         try:
             if cancel is None and deadline is None:
-                # Nothing can abort the call: the first attempt is awaited right here and the
-                # retry loop is entered only after a failure, so that a run in flight holds
-                # no more than it needs (thousands may be in flight at once).
+                # [parked-run memory] nothing can abort the call: the first attempt is awaited
+                # right here and the retry loop is entered only after a failure, so that a
+                # run in flight holds no more than it needs (thousands may be in flight).
                 try:
                     payload = await cfg.transport.post(cfg.url, cfg.headers, body, timeout=None)
                 except (ProviderError, TransportError) as error:

@@ -321,7 +321,8 @@ def conflict(
             f'request "{request_id}" is being answered right now{who}: '
             f"another resume claimed it{until}"
         )
-    return AnswerConflict(text, answered_by=answered_by)
+    known = status if isinstance(status, str) and status else None
+    return AnswerConflict(text, answered_by=answered_by, status=known)
 
 
 def _checked_text(text: str, what: str) -> str:
