@@ -15,19 +15,17 @@ from __future__ import annotations
 import asyncio
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bench_runstore import make_checkpoint  # the sibling script (bench/ is on sys.path)
+
 from toolnexus.inbox import inbox_app
 from toolnexus.stores.sqlite import SqliteStore
 from toolnexus.suspension import Answer
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_runstore import make_checkpoint  # noqa: E402
 
 PENDING = 10_000
 ANSWERED = 2_000
@@ -100,15 +98,26 @@ async def timed(call: Callable[[], Awaitable[object]]) -> tuple[float, float]:
 async def bench(name: str, store: Any) -> None:
     t0 = time.perf_counter()
     await fill(store)
-    print(f"{name}: filled {PENDING} pending + {ANSWERED} answered in {time.perf_counter() - t0:.1f} s")
+    took = time.perf_counter() - t0
+    print(f"{name}: filled {PENDING} pending + {ANSWERED} answered in {took:.1f} s")
     app = inbox_app(store, users={"bench": TOKEN})
     pages: list[tuple[str, str, str, Callable[[], Awaitable[object]]]] = [
         ("list, page 1", "/", "", lambda: floor_list(store, {})),
         ("list, page 100", "/", "page=100", lambda: floor_list(store, {}, offset=4950)),
-        ("list, kind filter", "/", "kind=question", lambda: floor_list(store, {"kind": "question"})),
+        (
+            "list, kind filter",
+            "/",
+            "kind=question",
+            lambda: floor_list(store, {"kind": "question"}),
+        ),
         ("list, text search", "/", "q=env-3", lambda: floor_list(store, {"text": "env-3"})),
         ("history, page 1", "/history", "", lambda: store.list_history(limit=51)),
-        ("history, by person", "/history", "by=user2", lambda: store.list_history(answered_by="user2", limit=51)),
+        (
+            "history, by person",
+            "/history",
+            "by=user2",
+            lambda: store.list_history(answered_by="user2", limit=51),
+        ),
     ]
     print(f"  {'page':<20} {'p50 ms':>8} {'p99 ms':>8}   {'floor p50':>9} {'floor p99':>9}")
     for label, path, query, floor in pages:

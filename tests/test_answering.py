@@ -387,3 +387,49 @@ async def test_a_worker_stops_promptly_while_it_waits_for_the_queue() -> None:
         async with asyncio.timeout(5):
             async with client.worker(tk, poll_interval=30):
                 await asyncio.sleep(0)
+
+
+async def test_resume_claim_streams_the_resumed_runs_text_to_on_text() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    script = [tool_calls(call("gate", {}, id="c1")), text("shipped to the moon")]
+    async with ScriptedModel(script) as model:
+        async with create_client(base_url=model.openai_base_url, model="m", api_key="k") as client:
+            request = await halted_run(client, tk)
+            await client.answer(request.id, Answer(request.id, True))
+            claim = await client.run_store.take(request.id)
+            assert claim is not None
+            deltas: list[str] = []
+
+            async def on_text(delta: str) -> None:  # async callbacks are awaited
+                deltas.append(delta)
+
+            done = await client.resume_claim(tk, claim, on_text=on_text)
+            transcript = await client.conversation_store.get("conv-1")
+            record = await client.run_store.answer_record(request.id)
+    assert done.text == "shipped to the moon"
+    assert len(deltas) == 3  # the model's three deltas, as they arrived
+    assert "".join(deltas) == done.text
+    assert ledger.runs["gate"] == 2
+    assert transcript is not None
+    assert transcript[-1] == {"role": "assistant", "content": "shipped to the moon"}
+    assert record is not None
+    assert record.status == "done"
+
+
+async def test_resume_claim_with_on_text_on_an_in_process_client_gives_the_claim_back() -> None:
+    from toolnexus import create_in_process_client
+
+    replies: list[Any] = [{"toolCalls": [{"id": "k1", "name": "gate", "arguments": {}}]}]
+    tk = await create_toolkit(extra_tools=[gate_tool(Ledger())], builtins=False)
+    async with create_in_process_client(model="local", generate=lambda r: replies[0]) as client:
+        result = await client.run("go", tk)
+        assert result.pending is not None
+        rid = result.pending.id
+        await client.answer(rid, Answer(rid, True))
+        claim = await client.run_store.take(rid)
+        assert claim is not None
+        with pytest.raises(NotImplementedError, match="does not support streaming"):
+            await client.resume_claim(tk, claim, on_text=print)
+        retaken = await client.run_store.take(rid)
+    assert retaken is not None  # refused before anything ran: the request is takeable again

@@ -283,7 +283,7 @@ def test_the_helpers_describe_parts_without_their_data() -> None:
     assert content.describe_part(p) == f"image (image/png, {len(PNG)} bytes)"
     assert (
         content.placeholder_text(p, "openai")
-        == f"[unsupported image (image/png, {len(PNG)} bytes)]"
+        == f"[unsupported image part (image/png, {len(PNG)} bytes)]"
     )
     assert tn.estimate_tokens(tn.text("x" * 41)) == 10
     assert tn.estimate_tokens(tn.text("")) == 1

@@ -19,7 +19,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ._compat import UsageTypeError, no_stream_error
 from ._error_body import (
@@ -41,7 +41,7 @@ from ._types import (
     RunResult,
     Tool,
 )
-from .client_answers import Answering
+from .client_answers import Answering, text_to
 from .errors import ProviderError, RunCancelled, RunTimeout, UsageError
 from .llm.base import Style as ClientStyle
 from .llm.inprocess import InProcessTransport
@@ -59,7 +59,7 @@ from .suspension import WaitFor
 from .toolkit import Toolkit
 
 if TYPE_CHECKING:
-    from .factory import create_client, create_in_process_client
+    from .factory import ClientOptions, create_client, create_in_process_client
     from .llm.urllib_transport import HttpTransport, UrllibTransport
     from .translate import TranslateResult
 
@@ -173,22 +173,26 @@ class Client(Answering):
         self,
         config: EngineConfig | None = None,
         *,
-        store: Any = None,
         in_process: Any = False,
         owns_store: bool = False,
-        **options: Any,
+        **options: Unpack[ClientOptions],
     ) -> None:
         if config is None:
-            from .factory import setup_client
+            from .factory import known_options, setup_client
 
+            unknown = sorted(set(options) - known_options())
+            if unknown:
+                raise UsageTypeError(f"toolnexus: unknown client option(s): {', '.join(unknown)}")
+            if "model" not in options:
+                raise UsageTypeError("toolnexus: a client needs `model` (the model name sent)")
             generate = None if in_process is False or in_process is None else in_process
             config, store, in_process, owns_store, given = setup_client(
-                store=store, in_process=generate, **options
+                in_process=generate, **options
             )
-        elif options:
+        elif extra := sorted(set(options) - {"store"}):
             raise UsageError(
                 "Client takes either an EngineConfig or create_client options, not both "
-                f"(got {', '.join(sorted(options))})"
+                f"(got {', '.join(extra)})"
             )
         elif not isinstance(config, EngineConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UsageTypeError(
@@ -196,6 +200,7 @@ class Client(Answering):
                 f"{type(config).__name__}"
             )
         else:
+            store = options.get("store")
             given = _options_of(config, store)
         if not isinstance(store, ConversationStore):
             raise UsageError(f"store must be a ConversationStore, got {type(store).__name__}")
@@ -475,8 +480,8 @@ class Client(Answering):
             A `RunResult`; ``status`` is ``done``, ``pending`` (a tool suspended and there is
             no ``wait_for``) or ``incomplete`` (``max_turns`` ran out).
         """
-        # `_final` and `Engine.complete`, inlined: a run parked on a human keeps one coroutine
-        # frame fewer (parked runs are mostly frames; bench/bench_durable.py pins the figure).
+        # [parked-run memory] `_final` and `Engine.complete`, inlined: a run parked on a human
+        # keeps one coroutine frame fewer (see `toolnexus.loop.engine`).
         state = self._state(prompt, toolkit, history, cancel)
         with _Observed(self, state, None):
             finished: object = None
@@ -510,15 +515,7 @@ class Client(Answering):
         else:
             if self._in_process:
                 raise no_stream_error("ask() without on_text")
-            result = None
-            async for event in self._drive(state, stream=True):
-                if event["type"] == "text":
-                    value = on_text(event["delta"])
-                    if inspect.isawaitable(value):
-                        await value
-                elif event["type"] == "done":
-                    result = event["result"]
-            assert result is not None
+            result = await text_to(on_text, self._drive(state, stream=True))
             finished = Finished(result)  # its halt is saved; parking reloads it
         if self._parks:
             result = await self._park(finished, toolkit, state)
@@ -643,8 +640,8 @@ def _options_of(config: EngineConfig, store: Any) -> dict[str, Any]:
 class _Observed:
     """Emits a run's ``run`` metric event when the block around it ends, however it ends.
 
-    A small object rather than a ``try`` in a helper coroutine: it is what every parked run
-    keeps while it waits.
+    A small object rather than a ``try`` in a helper coroutine [parked-run memory]: it is what
+    every parked run keeps while it waits.
     """
 
     __slots__ = ("client", "started", "state")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from .resumption import Resumed, Resumption
     from .worker import Worker
 
-__all__ = ["Answering", "History"]
+__all__ = ["Answering", "History", "text_to"]
 
 History = (
     Sequence[Message] | Callable[[], Awaitable[list[Message] | None]] | None
@@ -216,16 +217,22 @@ class Answering:
         *,
         resumption: Resumption | None = None,
         cancel: asyncio.Event | None = None,
+        on_text: Callable[[str], Any] | None = None,
     ) -> RunResult:
         """Resume the run of a request taken from the store (`RunStore.take`): a worker's step.
 
-        ``resumption`` overrides the client's (a worker's holds failed claims).
+        ``resumption`` overrides the client's (a worker's holds failed claims). ``on_text``
+        receives the resumed run's text deltas as they stream (as in ``ask``); a `RunResult`
+        is still returned.
 
         Raises:
             UnknownRequest: the store holds no checkpoint for it (the claim is abandoned).
             ResumeError: a guard failed (the claim is abandoned).
         """
         using = resumption or self.resumption
+        if on_text is not None and self._in_process:
+            await using.abandon(claim)
+            raise no_stream_error("resume_claim() without on_text")
         checkpoint = claim.checkpoint
         if checkpoint is None:
             checkpoint = await self._runs.load_halt(claim.request_id)
@@ -235,7 +242,9 @@ class Answering:
         resumed = await self._begin(
             toolkit, checkpoint, claim.answer, claim=claim, cancel=cancel, resumption=using
         )
-        return await self._continue(resumed, toolkit, using)
+        if on_text is None:
+            return await self._continue(resumed, toolkit, using)
+        return await text_to(on_text, self._continue_stream(resumed, using))
 
     async def run_with_answer(
         self,
@@ -531,6 +540,22 @@ class Answering:
     def _refuse_streaming_in_process(self, instead: str) -> None:
         if self._in_process:
             raise no_stream_error(instead)
+
+
+async def text_to(
+    on_text: Callable[[str], Any], events: AsyncIterator[dict[str, Any]]
+) -> RunResult:
+    """Feed a run's ``text`` deltas to ``on_text`` (sync or async) → the run's `RunResult`."""
+    result: RunResult | None = None
+    async for event in events:
+        if event["type"] == "text":
+            value = on_text(event["delta"])
+            if inspect.isawaitable(value):
+                await value
+        elif event["type"] == "done":
+            result = event["result"]
+    assert result is not None
+    return result
 
 
 def _cancelled_text(record: AnswerRecord) -> str:

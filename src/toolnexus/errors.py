@@ -144,11 +144,18 @@ class InvalidAnswer(UsageError, ResumeError):
 
 
 class AnswerConflict(ResumeError):
-    """The Request was already answered; ``answered_by`` names who won, when known."""
+    """The Request was already answered; ``answered_by`` names who won, when known.
 
-    def __init__(self, message: str, *, answered_by: str | None = None) -> None:
+    ``status`` is the request's status as the store saw it when it refused (``answered``,
+    ``claimed``, ``done``, ``expired`` or ``cancelled``), when known.
+    """
+
+    def __init__(
+        self, message: str, *, answered_by: str | None = None, status: str | None = None
+    ) -> None:
         super().__init__(message)
         self.answered_by = answered_by
+        self.status = status
 
 
 class LeaseLost(AnswerConflict):

@@ -4,7 +4,7 @@ host function standing in for the model."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from ._compat import UsageTypeError
 from .errors import UsageError
@@ -25,7 +25,51 @@ from .tracing import tracing_for
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["ClientSetup", "create_client", "create_in_process_client", "setup_client"]
+__all__ = [
+    "ClientOptions",
+    "ClientSetup",
+    "create_client",
+    "create_in_process_client",
+    "known_options",
+    "setup_client",
+]
+
+
+class ClientOptions(TypedDict, total=False):
+    """The keyword options of `create_client`, ``Client(**options)`` and (less the wire ones)
+    `create_in_process_client` — one list, documented at `create_client`. ``model`` is
+    required, and ``base_url`` too unless the model is in-process."""
+
+    base_url: str
+    style: Literal["openai", "anthropic"]
+    model: str
+    api_key: str | None
+    headers: Mapping[str, str] | None
+    system_prompt: str | None
+    max_turns: int
+    hooks: Any
+    retries: int
+    retry_base_ms: int
+    retryable_statuses: Iterable[int] | None
+    timeout_ms: float | None
+    store: Any
+    on_metric: Callable[[dict[str, Any]], Any] | None
+    wait_for: WaitFor | None
+    request_params: Mapping[str, Any] | None
+    body_transform: Callable[[dict[str, Any]], Any] | None
+    http_transport: Any
+    on_error: OnError | None
+    on_unsupported_part: Literal["error", "text"] | None
+    max_part_bytes: int | None
+    pending_ttl: float | None
+    tracing: Any
+    trace_content: bool
+
+
+def known_options() -> frozenset[str]:
+    """The names `ClientOptions` holds."""
+    return ClientOptions.__optional_keys__ | ClientOptions.__required_keys__
+
 
 ClientSetup = tuple[EngineConfig, Any, bool, bool, dict[str, Any]]
 """What `setup_client` gives `Client.__init__`: the engine configuration, the conversation
@@ -226,33 +270,7 @@ def client_secrets(api_key: str | None, headers: Mapping[str, str]) -> Redactor:
     return secrets
 
 
-def create_client(
-    *,
-    base_url: str,
-    style: Literal["openai", "anthropic"] = "openai",
-    model: str,
-    api_key: str | None = None,
-    headers: Mapping[str, str] | None = None,
-    system_prompt: str | None = None,
-    max_turns: int = 10,
-    hooks: Any = None,
-    retries: int = 2,
-    retry_base_ms: int = 500,
-    retryable_statuses: Iterable[int] | None = None,
-    timeout_ms: float | None = None,
-    store: Any = None,
-    on_metric: Callable[[dict[str, Any]], Any] | None = None,
-    wait_for: WaitFor | None = None,
-    request_params: Mapping[str, Any] | None = None,
-    body_transform: Callable[[dict[str, Any]], Any] | None = None,
-    http_transport: Any = None,
-    on_error: OnError | None = None,
-    on_unsupported_part: Literal["error", "text"] | None = None,
-    max_part_bytes: int | None = None,
-    pending_ttl: float | None = None,
-    tracing: Any = None,
-    trace_content: bool = False,
-) -> Client:
+def create_client(**options: Unpack[ClientOptions]) -> Client:
     """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
 
     ``Client(**options)`` takes the same options and builds the same client.
@@ -294,32 +312,7 @@ def create_client(
     """
     from .client import Client
 
-    return Client(
-        base_url=base_url,
-        style=style,
-        model=model,
-        api_key=api_key,
-        headers=headers,
-        system_prompt=system_prompt,
-        max_turns=max_turns,
-        hooks=hooks,
-        retries=retries,
-        retry_base_ms=retry_base_ms,
-        retryable_statuses=retryable_statuses,
-        timeout_ms=timeout_ms,
-        store=store,
-        on_metric=on_metric,
-        wait_for=wait_for,
-        request_params=request_params,
-        body_transform=body_transform,
-        http_transport=http_transport,
-        on_error=on_error,
-        on_unsupported_part=on_unsupported_part,
-        max_part_bytes=max_part_bytes,
-        pending_ttl=pending_ttl,
-        tracing=tracing,
-        trace_content=trace_content,
-    )
+    return Client(**options)
 
 
 def create_in_process_client(*, model: str, generate: Generate, **options: Any) -> Client:

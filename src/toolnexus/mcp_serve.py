@@ -14,6 +14,7 @@ from .serve.mcp import (
     build_mcp_server,
     exposed_mcp_tools,
     mcp_app,
+    serve_mcp_http_request,
 )
 
 __all__ = [
@@ -25,4 +26,5 @@ __all__ = [
     "build_mcp_server",
     "exposed_mcp_tools",
     "mcp_app",
+    "serve_mcp_http_request",
 ]

@@ -211,9 +211,12 @@ def describe_part(p: ContentPart | Mapping[str, Any]) -> str:
 
 
 def placeholder_text(p: ContentPart | Mapping[str, Any], style: str) -> str:
-    """The text sent instead of a part that cannot be sent in ``style``."""
+    """The text sent instead of a part that cannot be sent in ``style``:
+    ``[unsupported <type> part (<mimeType>, <n> bytes)]`` (COMPAT §6, byte-exact)."""
     del style  # the same text for every style; kept for the reference's signature
-    return f"[unsupported {describe_part(p)}]"
+    return (
+        f"[unsupported {_field(p, 'type')} part ({_field(p, 'mimeType')}, {decoded_len(p)} bytes)]"
+    )
 
 
 def is_part_dict(value: Any) -> bool:

@@ -219,6 +219,8 @@ class Resumption:
             AnswerConflict: ``refused`` (which names who holds or answered the request) for
                 anything else — another answer, a live claim, a settled request.
         """
+        if refused.status not in (None, "answered"):
+            raise refused  # held under a live lease, or settled: nothing here to take
         record = await self.runs.answer_record(request_id)
         if record is not None and record.status == "answered" and record.answer == answer:
             claim = await self.runs.take(request_id, lease_s=self.lease_s)

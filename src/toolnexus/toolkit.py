@@ -165,7 +165,8 @@ class Toolkit:
         """The tool list and the name index that every run over this toolkit shares.
 
         Cached until the tool set changes (`register`), so that a run — thousands of them
-        parked on a human — does not each keep its own copies. Both are read-only.
+        parked on a human — does not each keep its own copies [parked-run memory]. Both are
+        read-only.
         """
         shared = self._shared
         if shared is None:

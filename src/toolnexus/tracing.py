@@ -25,6 +25,19 @@ Message content (prompts, completions, tool arguments and results) is recorded o
 Each engine step calls in here only when its client has a `Tracing`; spans are started with an
 explicit parent (never attached across the run loop's ``yield``), and the tool span is the
 current span while the tool runs, so a tool's own instrumented calls nest under it.
+
+A2A calls cross processes in one trace::
+
+    execute_tool {tool}           the remote agent's tool, in the calling run
+    └── a2a {method}              one per outbound JSON-RPC call (kind CLIENT); its
+        │                         ``traceparent`` header goes with the request
+        └── a2a {method}          the served side (kind SERVER), parented on that header
+            └── invoke_agent      the run the request started (a follow-up's resumed run
+                                  stays under the halted run, as above)
+
+The client span uses the tracer of the run whose tool makes the call (`current_tracing`), else
+the global provider's; the server span the served client's tracer (`tracer_for`). The context
+travels through OpenTelemetry's configured propagator (W3C ``traceparent`` by default).
 """
 
 from __future__ import annotations
@@ -32,7 +45,8 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, MutableMapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -42,9 +56,23 @@ if TYPE_CHECKING:
     from .loop.checkpoint import Checkpoint
     from .suspension import Answer, Request
 
-__all__ = ["Tracing", "parse_traceparent", "tracing_for"]
+__all__ = [
+    "Tracing",
+    "a2a_client_span",
+    "a2a_server_span",
+    "current_tracing",
+    "end_span",
+    "parse_traceparent",
+    "rpc_failed",
+    "rpc_method",
+    "tracer_for",
+    "tracing_for",
+]
 
 _PROVIDERS = {"openai": "openai", "anthropic": "anthropic"}
+
+_CURRENT: ContextVar[Tracing | None] = ContextVar("toolnexus_tracing", default=None)
+"""The `Tracing` of the run whose tool is executing (set by `Tracing.tool`)."""
 
 
 def tracing_for(
@@ -53,6 +81,27 @@ def tracing_for(
     """The client's `Tracing`: ``None`` when ``option`` is ``False``, or when it is ``None`` and
     ``opentelemetry-api`` is not installed. ``option`` may also be a ``TracerProvider`` (any
     object with ``get_tracer``): the spans go there instead of the global provider.
+
+    Raises:
+        ImportError: ``option`` is ``True`` (or a provider) and ``opentelemetry-api`` is
+            missing.
+        UsageError: ``option`` is none of these.
+    """
+    tracer = tracer_for(option)
+    if tracer is None:
+        return None
+    return Tracing(
+        tracer,
+        provider=_PROVIDERS.get(style, style),
+        url=url,
+        model=model,
+        content=content,
+    )
+
+
+def tracer_for(option: object) -> Any:
+    """The OpenTelemetry tracer for a ``tracing=`` option (``None``, ``True``, ``False`` or a
+    ``TracerProvider``): ``None`` for ``False``, and for ``None`` when the API is missing.
 
     Raises:
         ImportError: ``option`` is ``True`` (or a provider) and ``opentelemetry-api`` is
@@ -78,18 +127,109 @@ def tracing_for(
         return None
     from . import __version__
 
-    tracer = (
-        provider("toolnexus", __version__)
-        if callable(provider)
-        else trace.get_tracer("toolnexus", __version__)
+    if callable(provider):
+        return provider("toolnexus", __version__)
+    return trace.get_tracer("toolnexus", __version__)
+
+
+def current_tracing() -> Tracing | None:
+    """The `Tracing` of the run whose tool is executing right now (``None`` outside one, or
+    when that run is not traced)."""
+    return _CURRENT.get()
+
+
+def _rpc_attributes(method: str, url: str, rpc_id: object) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "rpc.system": "jsonrpc",
+        "rpc.method": method,
+        "rpc.jsonrpc.version": "2.0",
+    }
+    if isinstance(rpc_id, str | int) and not isinstance(rpc_id, bool):
+        attributes["rpc.jsonrpc.request_id"] = str(rpc_id)
+    parts = urlsplit(url)
+    if parts.hostname:
+        attributes["server.address"] = parts.hostname
+    if parts.port is not None:
+        attributes["server.port"] = parts.port
+    return attributes
+
+
+@contextlib.contextmanager
+def a2a_client_span(
+    method: str, url: str, headers: MutableMapping[str, str], *, rpc_id: object = None
+) -> Generator[Any]:
+    """The ``a2a {method}`` CLIENT span of one outbound A2A call, under the current span;
+    the trace context is written into ``headers``. Yields ``None`` when nothing traces.
+
+    The calling run's tracer is used (`current_tracing`), else the global provider's."""
+    tracing = _CURRENT.get()
+    tracer = tracing.tracer if tracing is not None else tracer_for(None)
+    if tracer is None:
+        yield None
+        return
+    from opentelemetry import propagate, trace
+
+    span = tracer.start_span(
+        f"a2a {method}",
+        kind=trace.SpanKind.CLIENT,
+        attributes=_rpc_attributes(method, url, rpc_id),
     )
-    return Tracing(
-        tracer,
-        provider=_PROVIDERS.get(style, style),
-        url=url,
-        model=model,
-        content=content,
+    propagate.inject(headers, context=trace.set_span_in_context(span))
+    try:
+        yield span
+    except GeneratorExit:  # a stream closed by its reader once it had what it needed
+        _end_span(span, None)
+        raise
+    except BaseException as exc:
+        _end_span(span, exc)
+        raise
+    _end_span(span, None)
+
+
+def a2a_server_span(tracer: Any, url: str, headers: Mapping[str, str]) -> Any:
+    """The SERVER span of one inbound A2A request (``a2a``; `rpc_method` names it), parented
+    on the trace context its ``headers`` carry — a new trace when they carry none, or a
+    malformed one. Make it current (``trace.use_span``) while the request starts its work, so
+    the runs it starts nest under it; end it with `end_span`."""
+    from opentelemetry import propagate, trace
+
+    return tracer.start_span(
+        "a2a",
+        context=propagate.extract(headers),
+        kind=trace.SpanKind.SERVER,
+        attributes=_rpc_attributes("", url, None),
     )
+
+
+def rpc_method(span: Any, method: str, rpc_id: object) -> None:
+    """Name an inbound A2A span after its JSON-RPC method, once the request is read."""
+    span.update_name(f"a2a {method}")
+    for key, value in _rpc_attributes(method, "", rpc_id).items():
+        span.set_attribute(key, value)
+
+
+def rpc_failed(span: Any, code: int) -> None:
+    """Mark an A2A span failed with the JSON-RPC error code answered."""
+    from opentelemetry import trace
+
+    span.set_attribute("rpc.jsonrpc.error_code", code)
+    span.set_attribute("error.type", str(code))
+    span.set_status(trace.Status(trace.StatusCode.ERROR))
+
+
+def end_span(span: Any, error: BaseException | None = None) -> None:
+    """End an A2A span (failed with ``error`` when given)."""
+    _end_span(span, error)
+
+
+def _end_span(span: Any, error: BaseException | None) -> None:
+    if error is not None:
+        from opentelemetry import trace
+
+        span.set_attribute("error.type", type(error).__qualname__)
+        span.record_exception(error)
+        span.set_status(trace.Status(trace.StatusCode.ERROR, str(error)))
+    span.end()
 
 
 def parse_traceparent(value: str) -> tuple[int, int, int] | None:
@@ -229,12 +369,15 @@ class Tracing:
             kind=self._trace.SpanKind.INTERNAL,
             attributes=attributes,
         )
+        token = _CURRENT.set(self)  # the tool's own A2A calls trace with this tracer
         try:
             with self._trace.use_span(span, end_on_exit=False):
                 yield span
         except BaseException as exc:
             self._end(span, exc)
             raise
+        finally:
+            _CURRENT.reset(token)
 
     def end_tool(self, span: Any, result: ToolResult, source: str, request: Request | None) -> None:
         """End a tool's span: its source, and an error type when it failed."""
@@ -305,11 +448,7 @@ class Tracing:
         )
 
     def _end(self, span: Any, error: BaseException | None) -> None:
-        if error is not None:
-            span.set_attribute("error.type", type(error).__qualname__)
-            span.record_exception(error)
-            span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, str(error)))
-        span.end()
+        _end_span(span, error)
 
 
 def _request_attributes(request: Request) -> dict[str, Any]:

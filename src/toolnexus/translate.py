@@ -19,14 +19,28 @@ from .errors import UsageError
 from .llm.anthropic import map_tool_choice as openai_tool_choice_to_anthropic
 from .llm.anthropic import tools_from_openai as openai_tools_to_anthropic
 from .llm.base import FinishReason, ModelTurn
-from .llm.convert import to_anthropic
+from .llm.convert import (
+    arguments_object,
+    arguments_text,
+    normalize_finish_reason,
+    text_of,
+    to_anthropic,
+)
 
 __all__ = [
     "TranslateResult",
     "TranslatedToolCall",
+    "anthropic_blocks",
+    "args_object",
+    "args_string",
+    "content_text",
+    "finish_reason_for",
+    "has_system_message",
     "openai_messages_to_anthropic",
     "openai_tool_choice_to_anthropic",
     "openai_tools_to_anthropic",
+    "part_to_anthropic",
+    "tool_calls_of",
 ]
 """The public names (``toolnexus.translate`` is also the existing package's module path); the
 helpers below are the client's."""
@@ -179,3 +193,113 @@ def merge_tools(
         seen[name] = tool
         merged.append(tool)
     return merged
+
+
+# -- the existing package's translate helpers (COMPAT §1 "also"), over the same internals ------
+
+
+def finish_reason_for(stop_reason: Any, has_tool_calls: bool = False) -> FinishReason:
+    """A provider's stop reason as the OpenAI ``finish_reason``.
+
+    A tool call (or Anthropic's ``tool_use``) ⇒ ``tool_calls``; ``max_tokens``/``length`` ⇒
+    ``length``; ``refusal``/``content_filter`` ⇒ ``content_filter``; anything else ⇒ ``stop``.
+
+    >>> [finish_reason_for(r) for r in ("end_turn", "tool_use", "max_tokens")]
+    ['stop', 'tool_calls', 'length']
+    """
+    return normalize_finish_reason(stop_reason, has_tool_calls or stop_reason == "tool_use")
+
+
+def args_string(args: Any) -> str:
+    """Tool-call arguments as JSON text: a string as it is (``""`` ⇒ ``{}``), an object
+    serialised compactly.
+
+    >>> args_string({"a": 1}), args_string('{"a": 1}'), args_string(None)
+    ('{"a":1}', '{"a": 1}', '{}')
+    """
+    return arguments_text(args)
+
+
+def args_object(args: Any) -> dict[str, Any]:
+    """Tool-call arguments as an object: a dict as it is, JSON text parsed; anything that is
+    not a JSON object ⇒ ``{}``.
+
+    >>> args_object('{"a": 1}'), args_object("not json"), args_object([1])
+    ({'a': 1}, {}, {})
+    """
+    return arguments_object(args)
+
+
+def content_text(content: Any) -> str:
+    """The text of a message ``content`` (a string, ``None``, or parts whose text parts are
+    joined with no separator); any other shape ⇒ ``""``.
+
+    >>> content_text([{"type": "text", "text": "a"}, {"type": "image_url"}, "b"])
+    'ab'
+    """
+    return text_of(content) or ""
+
+
+def tool_calls_of(message: Any) -> list[dict[str, Any]]:
+    """The OpenAI ``tool_calls`` of an assistant message (``toolCalls`` accepted), dict
+    entries only; ``[]`` when it has none.
+
+    >>> tool_calls_of({"role": "assistant", "tool_calls": [{"id": "c1"}, "junk"]})
+    [{'id': 'c1'}]
+    """
+    if not isinstance(message, dict):
+        return []
+    m = cast(dict[str, Any], message)
+    calls = m.get("tool_calls", m.get("toolCalls"))
+    if not isinstance(calls, list):
+        return []
+    return [cast(dict[str, Any], c) for c in cast(list[Any], calls) if isinstance(c, dict)]
+
+
+def has_system_message(messages: Sequence[Any]) -> bool:
+    """Whether any message is a ``system`` (or ``developer``) message.
+
+    >>> has_system_message([{"role": "user", "content": "hi"}])
+    False
+    """
+    return any(
+        isinstance(m, dict) and cast(dict[str, Any], m).get("role") in ("system", "developer")
+        for m in messages
+    )
+
+
+def part_to_anthropic(part: Any) -> dict[str, Any]:
+    """A content part (a `ContentPart` or its dict) as its Anthropic block.
+
+    Raises:
+        UnsupportedPartError: Anthropic has no block for it (audio, for one).
+        ContentPartError: not a valid content part (its size is not checked here).
+    """
+    from .llm.parts_wire import encode_part
+    from .parts import normalize_parts
+
+    (canonical,) = normalize_parts([part], check_size=False)
+    return encode_part(canonical, "anthropic")
+
+
+def anthropic_blocks(content: Any) -> list[dict[str, Any]]:
+    """A user message's ``content`` as Anthropic blocks, as `openai_messages_to_anthropic`
+    renders it: its text first as one text block (when there is any), then every non-text
+    part as its native block in order; a part Anthropic cannot carry becomes its text
+    placeholder. Items may be `ContentPart`\\s, part dicts, strings or native blocks.
+
+    >>> anthropic_blocks("hi")
+    [{'type': 'text', 'text': 'hi'}]
+    """
+    if isinstance(content, list):
+        from .parts import ContentPart, to_dict
+
+        items = cast(list[Any], content)
+        content = [to_dict(x) if isinstance(x, ContentPart) else x for x in items]
+    rendered, _ = to_anthropic([{"role": "user", "content": content}])
+    if not rendered:
+        return []
+    body: Any = rendered[0]["content"]
+    if isinstance(body, str):
+        return [{"type": "text", "text": body}] if body else []
+    return list(cast(list[dict[str, Any]], body))

@@ -14,7 +14,7 @@ import pytest
 
 from toolnexus import Answer, Request, create_client, create_in_process_client
 from toolnexus.acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
-from toolnexus.errors import AnswerConflict, AnswerMismatch, CallbackError, UsageError
+from toolnexus.errors import AnswerMismatch, CallbackError, UsageError
 from toolnexus.testing import ScriptedModel, call, text, tool_calls
 
 AGENT = str(Path(__file__).parents[1] / "helpers" / "acp_agent.py")
@@ -156,48 +156,48 @@ def test_permission_allow_keeps_the_packages_auto_allow() -> None:
         assert acp.generate(user("write a.txt")) == {"content": "outcome: yes-always"}
 
 
-async def wait_until_pending(acp: ACPClient) -> list[Request]:
-    for _ in range(2000):  # the agent's request arrives on its own thread: poll, bounded
-        if acp.pending():
-            return acp.pending()
-        await asyncio.sleep(0.005)
-    raise AssertionError("no permission request was held")
-
-
-async def test_with_no_wait_for_the_request_is_held_until_answered_longer_than_the_timeout() -> (
-    None
-):
+def test_with_no_wait_for_generate_returns_the_request_and_the_answer_finishes_the_turn() -> None:
     with load_acp(options(permission_timeout=0.3)) as acp:
-        turn = asyncio.ensure_future(acp.agenerate(user("write held.txt")))
-        (held,) = await wait_until_pending(acp)
+        asked = acp.generate(user("write held.txt"))
+        held = asked["pending"]
+        assert isinstance(held, Request)
         assert held.prompt == "Write held.txt"
-        await asyncio.sleep(0.6)  # a human slower than permission_timeout
-        assert not turn.done()
-        with pytest.raises(AnswerMismatch):
-            acp.answer(Answer(id="pnd-unknown", ok=True))
-        acp.answer(Answer(id=held.id, ok=False, reason="declined"))
-        assert await asyncio.wait_for(turn, 10) == {"content": "outcome: no-once"}
-        with pytest.raises(AnswerConflict):
-            acp.answer({"id": held.id, "ok": True})
+        assert acp.pending() == [held]
+        done = acp.generate(
+            {**user("write held.txt"), "answer": Answer(held.id, False, None, "declined")}
+        )
+        assert done == {"content": "outcome: no-once"}
         assert acp.pending() == []
 
 
-async def test_a_held_request_fails_its_turn_when_the_session_closes() -> None:
+@pytest.mark.parametrize("bad", [42, "pnd-x", {"id": "pnd-x"}, {"id": "pnd-x", "ok": "yes"}])
+def test_a_malformed_answer_to_generate_is_a_usage_error_and_the_turn_stays_parked(
+    bad: Any,
+) -> None:
+    with load_acp(options()) as acp:
+        held = acp.generate(user("write a.txt"))["pending"]
+        with pytest.raises(UsageError, match="answer"):
+            acp.generate({**user("write a.txt"), "answer": bad})
+        assert acp.pending() == [held]
+        done = acp.generate({**user("write a.txt"), "answer": {"id": held.id, "ok": True}})
+        assert done == {"content": "outcome: yes-once"}
+
+
+def test_a_new_prompt_cancels_a_parked_turn_it_does_not_answer() -> None:
+    with load_acp(options()) as acp:
+        acp.generate(user("write a.txt"))
+        assert acp.generate(user("echo next")) == {"content": "you said: next"}
+        assert acp.pending() == []
+
+
+def test_closing_the_client_drops_its_parked_turns() -> None:
     acp = load_acp(options())
-    turn = asyncio.ensure_future(acp.agenerate(user("write a.txt")))
-    await wait_until_pending(acp)
-    await asyncio.to_thread(acp.close)
-    with pytest.raises(ACPError):
-        await asyncio.wait_for(turn, 10)
+    held = acp.generate(user("write a.txt"))["pending"]
+    acp.close()
     assert acp.pending() == []
     assert not acp.is_alive()
-
-
-async def test_generate_on_the_loop_thread_refuses_to_hold_a_request() -> None:
-    with load_acp(options()) as acp:
-        with pytest.raises(UsageError, match="would block the event loop"):
-            acp.generate(user("write a.txt"))
-        assert await acp.agenerate(user("echo ok")) == {"content": "you said: ok"}
+    with pytest.raises(ACPError, match="is gone"):
+        acp.generate({**user("write a.txt"), "answer": Answer(id=held.id, ok=True)})
 
 
 async def test_as_a_tool_a_permission_suspends_the_run_and_the_resume_continues_the_turn() -> None:
@@ -212,8 +212,6 @@ async def test_as_a_tool_a_permission_suspends_the_run_and_the_resume_continues_
                 assert halted.pending is not None
                 assert halted.pending.prompt == "Write plan.md"
                 assert [r.prompt for r in acp.pending()] == ["Write plan.md"]
-                with pytest.raises(UsageError, match="resuming the run"):
-                    acp.answer(Answer(id=halted.pending.id, ok=True))
                 done = await client.run_with_answer(
                     [tool], halted.messages, halted.pending, Answer(id=halted.pending.id, ok=True)
                 )

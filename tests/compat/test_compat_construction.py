@@ -139,6 +139,14 @@ def test_the_defaults_compat_lists() -> None:
     assert (client.on_unsupported_part, client.max_part_bytes) == (None, None)
 
 
+@pytest.mark.parametrize("build", [tn.create_client, tn.Client])
+def test_an_unknown_or_missing_option_is_named_in_a_type_error(build: Any) -> None:
+    with pytest.raises(TypeError, match=r"unknown client option\(s\): bogus, timeout$"):
+        build(base_url="http://127.0.0.1:9/v1", model="m", api_key=KEY, bogus=1, timeout=3)
+    with pytest.raises(TypeError, match="needs `model`"):
+        build(base_url="http://127.0.0.1:9/v1", api_key=KEY)
+
+
 def test_giving_an_engine_config_and_options_is_a_usage_error() -> None:
     client = tn.create_client(base_url="http://127.0.0.1:9", model="m", api_key=KEY)
     with pytest.raises(tn.UsageError, match="not both"):

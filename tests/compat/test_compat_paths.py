@@ -1,8 +1,10 @@
 """COMPAT §1: the existing package's module paths, as thin re-exports of the top level.
 
 Each listed module imports, declares ``__all__``, re-exports the same objects as
-``toolnexus.<name>`` and (for the thin modules) leaks nothing else. The names a teammate's area
-adds (content parts, ACP, the agent harness, §10/§11) are not listed here yet.
+``toolnexus.<name>`` and (for the thin modules) leaks nothing else. ``PATHS`` is COMPAT §1's
+table whole — required and "also" names — except the serving/A2A (§11: ``toolnexus.serve``,
+``toolnexus.a2a``, ``toolnexus.mcp_serve``) and classifier (§10) rows, which come with their
+issues.
 """
 
 from __future__ import annotations
@@ -18,7 +20,64 @@ import pytest
 import toolnexus
 import toolnexus.agents
 
-# module -> the names COMPAT §1 lists for it that exist in this build.
+HARNESS = [
+    "Completion",
+    "Loop",
+    "Outcome",
+    "Verdict",
+    "RunOptions",
+    "all_todos_done",
+    "guarded_hooks",
+    "harness",
+    "loop_unsupported",
+    "run_gated",
+]
+LIMITS_AND_STATUSES = [
+    "LIMITS",
+    "LIMIT_MAX_TURNS",
+    "LIMIT_MAX_TOKENS",
+    "LIMIT_MAX_TOOL_CALLS",
+    "LIMIT_MAX_WALL_MS",
+    "LIMIT_MAX_CHILDREN",
+    "LIMIT_MAX_CONCURRENT",
+    "LIMIT_MAX_DEPTH",
+    "LIMIT_COMPLETION",
+    "LIMIT_TIMEOUT",
+    "TASK_STATUSES",
+    "TASK_STATUS_DONE",
+    "TASK_STATUS_PENDING",
+    "TASK_STATUS_INCOMPLETE",
+    "TASK_STATUS_INTERRUPTED",
+    "TASK_STATUS_CLOSED",
+    "TASK_STATUS_TIMEOUT",
+    "TASK_STATUS_ERROR",
+]
+RUNTIME = [
+    "AgentRuntime",
+    "AgentDef",
+    "Budget",
+    "Handle",
+    "HandleView",
+    "InboxItem",
+    "PostResult",
+    "SpawnError",
+    "TaskResult",
+    "Clock",
+    "AsyncioClock",
+]
+SURFACE = [
+    "Agent",
+    "agent",
+    "agent_from_dir",
+    "start_agent",
+    "StartedAgent",
+    "compose_soul",
+    "memory_tool",
+    "BOOTSTRAP_ORDER",
+    "HEARTBEAT_OK",
+]
+
+# module -> every name COMPAT §1 lists for it (required and "also").
 PATHS: dict[str, list[str]] = {
     "toolnexus.types": [
         "Tool",
@@ -74,12 +133,46 @@ PATHS: dict[str, list[str]] = {
         "LIMIT_TIMEOUT",
         "HTTP_DEFAULT_TIMEOUT",
     ],
+    "toolnexus.content": [
+        "ContentPart",
+        "ContentPartError",
+        "UnsupportedPartError",
+        "MEDIA_TYPES",
+        "text",
+        "image",
+        "file",
+        "audio",
+        "part",
+        "encode_part",
+        "estimate_tokens",
+        "summarize",
+        "set_max_part_bytes",
+        "get_max_part_bytes",
+        "validate",
+        "to_dict",
+        "from_dict",
+        "is_part_dict",
+        "normalize_parts",
+        "decoded_len",
+        "describe_part",
+        "placeholder_text",
+        "BinaryReadable",
+        "PartSource",
+    ],
     "toolnexus.translate": [
         "TranslateResult",
         "TranslatedToolCall",
         "openai_messages_to_anthropic",
         "openai_tools_to_anthropic",
         "openai_tool_choice_to_anthropic",
+        "finish_reason_for",
+        "args_string",
+        "args_object",
+        "content_text",
+        "tool_calls_of",
+        "has_system_message",
+        "part_to_anthropic",
+        "anthropic_blocks",
     ],
     "toolnexus.toolkit": ["Toolkit", "create_toolkit"],
     "toolnexus.adapters": ["to_openai", "to_anthropic", "to_gemini"],
@@ -117,38 +210,41 @@ PATHS: dict[str, list[str]] = {
         "SkillProvider",
         "SkillSkipReason",
     ],
+    "toolnexus.acp": [
+        "ACPClient",
+        "ACPOptions",
+        "ACPError",
+        "ACPPermissionTimeoutError",
+        "load_acp",
+    ],
     "toolnexus.builtin": [
         "BuiltinsConfig",
         "builtins_enabled",
         "create_builtin_tools",
         "select_builtins",
+        "builtin_shell",
+        "MEDIA_TYPES",
+        "IGNORE_DIRS",
+        "KILL_GRACE_MS",
+    ],
+    "toolnexus.agents": [
+        *HARNESS,
+        *LIMITS_AND_STATUSES,
+        *RUNTIME,
+        *SURFACE,
+        "compactor",
+        "estimate_tokens",
     ],
     "toolnexus.agents.runtime": [
-        "AgentRuntime",
-        "AgentDef",
-        "Budget",
-        "Handle",
-        "HandleView",
-        "InboxItem",
-        "PostResult",
-        "SpawnError",
-        "TaskResult",
-        "Clock",
-        "AsyncioClock",
+        *RUNTIME,
+        *LIMITS_AND_STATUSES,
+        "DEFAULT_MAX_TURNS",
+        "DEFAULT_MAX_CONCURRENT",
+        "DEFAULT_MAX_DEPTH",
         "HandleState",
     ],
-    "toolnexus.agents.surface": [
-        "Agent",
-        "agent",
-        "agent_from_dir",
-        "start_agent",
-        "StartedAgent",
-        "compose_soul",
-        "memory_tool",
-        "BOOTSTRAP_ORDER",
-        "HEARTBEAT_OK",
-        "HEARTBEAT_PROMPT",
-    ],
+    "toolnexus.agents.surface": [*SURFACE, "HEARTBEAT_PROMPT", "MAX_BOOTSTRAP_FILE_BYTES"],
+    "toolnexus.agents.loop": [*HARNESS, "Guardrail", "LOOP_UNSUPPORTED_FIELDS"],
     "toolnexus.agents.compaction": ["compactor", "estimate_tokens"],
 }
 
@@ -173,6 +269,27 @@ NOT_TOP_LEVEL = {
     "SkillSkipReason",
     "openai_tools_to_anthropic",
     "openai_tool_choice_to_anthropic",
+    "finish_reason_for",
+    "args_string",
+    "args_object",
+    "content_text",
+    "tool_calls_of",
+    "has_system_message",
+    "part_to_anthropic",
+    "anthropic_blocks",
+    "validate",
+    "to_dict",
+    "from_dict",
+    "is_part_dict",
+    "normalize_parts",
+    "decoded_len",
+    "describe_part",
+    "placeholder_text",
+    "BinaryReadable",
+    "PartSource",
+    "builtin_shell",
+    "IGNORE_DIRS",
+    "KILL_GRACE_MS",
 }
 # ``toolnexus.DEFAULT_TIMEOUT`` is the MCP one (COMPAT §4 turns it into 30.0 seconds); the
 # HTTP tool's own is ``toolnexus.http.DEFAULT_TIMEOUT``.
@@ -222,6 +339,47 @@ def test_top_level_gains_the_client_names_the_package_exports() -> None:
     assert isinstance(toolnexus.HTTP_DEFAULT_TIMEOUT, float)
 
 
+TOP_LEVEL_ADDED = [
+    "ACPClient",
+    "ACPError",
+    "ACPOptions",
+    "ACPPermissionTimeoutError",
+    "load_acp",
+    "ContentPart",
+    "ContentPartError",
+    "UnsupportedPartError",
+    "MEDIA_TYPES",
+    "text",
+    "image",
+    "file",
+    "audio",
+    "part",
+    "encode_part",
+    "estimate_tokens",
+    "summarize",
+    "set_max_part_bytes",
+    "get_max_part_bytes",
+]
+
+
+@pytest.mark.parametrize("name", TOP_LEVEL_ADDED)
+def test_top_level_gains_the_acp_and_content_part_names(name: str) -> None:
+    home = "toolnexus.acp" if name.startswith(("ACP", "load_acp")) else "toolnexus.content"
+    assert name in toolnexus.__all__
+    assert getattr(toolnexus, name) is getattr(importlib.import_module(home), name)
+
+
+def test_the_two_names_that_differ_between_the_levels() -> None:
+    import toolnexus.agents.compaction as compaction
+    import toolnexus.agents.loop as loop
+
+    transcript = [{"role": "user", "content": "x" * 400}]
+    assert toolnexus.agents.estimate_tokens is compaction.estimate_tokens
+    assert toolnexus.agents.estimate_tokens(transcript) >= 100  # per transcript
+    assert toolnexus.estimate_tokens(toolnexus.text("x" * 400)) == 100  # per part
+    assert toolnexus.agents.Outcome is loop.Outcome
+
+
 def test_the_units_and_constants_compat_pins() -> None:
     import toolnexus.client as client
     import toolnexus.http as http
@@ -242,6 +400,14 @@ def test_the_units_and_constants_compat_pins() -> None:
     )
     assert client.REDACTED == "«redacted»"
     assert client.MAX_ERROR_BODY == 200
+    import toolnexus.agents.runtime as runtime
+    import toolnexus.agents.surface as surface
+    import toolnexus.builtin as builtin
+
+    assert (runtime.DEFAULT_MAX_TURNS, runtime.DEFAULT_MAX_CONCURRENT) == (6, 8)
+    assert runtime.DEFAULT_MAX_DEPTH == 3
+    assert builtin.KILL_GRACE_MS == 2000
+    assert surface.MAX_BOOTSTRAP_FILE_BYTES == 2 * 1024 * 1024
 
 
 def test_the_error_body_helpers() -> None:
@@ -282,6 +448,60 @@ def test_the_translate_helpers_convert_openai_shapes() -> None:
     assert translate.openai_tool_choice_to_anthropic(
         {"type": "function", "function": {"name": "add"}}
     ) == {"type": "tool", "name": "add"}
+
+
+def test_the_translate_helpers_read_openai_shapes() -> None:
+    import toolnexus.translate as translate
+
+    assert [translate.finish_reason_for(r) for r in ("end_turn", "tool_use", "max_tokens")] == [
+        "stop",
+        "tool_calls",
+        "length",
+    ]
+    assert translate.finish_reason_for("refusal") == "content_filter"
+    assert translate.finish_reason_for("end_turn", True) == "tool_calls"
+    assert translate.args_string({"a": 1}) == '{"a":1}'
+    assert translate.args_string('{"a": 1}') == '{"a": 1}'
+    assert translate.args_string(None) == translate.args_string("") == "{}"
+    assert translate.args_object('{"a": 1}') == {"a": 1}
+    for hostile in ("not json", "[1, 2]", "3", None, 7, '{"a": '):
+        assert translate.args_object(hostile) == {}
+    assert (
+        translate.content_text([{"type": "text", "text": "a"}, {"type": "image_url"}, "b"]) == "ab"
+    )
+    assert translate.content_text(None) == translate.content_text(42) == ""
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    assert translate.tool_calls_of({"role": "assistant", "tool_calls": [*calls, "junk"]}) == calls
+    assert translate.tool_calls_of({"role": "assistant", "toolCalls": calls}) == calls
+    assert translate.tool_calls_of({"role": "assistant", "content": "hi"}) == []
+    assert translate.tool_calls_of("not a message") == []
+    assert translate.has_system_message([{"role": "user"}, {"role": "system", "content": "S"}])
+    assert translate.has_system_message([{"role": "developer", "content": "D"}])
+    assert not translate.has_system_message([{"role": "user", "content": "hi"}, "junk"])
+
+
+def test_the_translate_part_helpers_render_anthropic_blocks() -> None:
+    import toolnexus.translate as translate
+
+    png = toolnexus.image(b"\x89PNG\r\n", mime_type="image/png")
+    block = translate.part_to_anthropic(png)
+    assert block == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0K"},
+    }
+    assert translate.part_to_anthropic(png.to_dict()) == block
+    with pytest.raises(toolnexus.UnsupportedPartError):
+        translate.part_to_anthropic(toolnexus.audio(b"ID3", mime_type="audio/mpeg"))
+    with pytest.raises(toolnexus.ContentPartError):
+        translate.part_to_anthropic({"type": "image"})
+    assert translate.anthropic_blocks("hi") == [{"type": "text", "text": "hi"}]
+    assert translate.anthropic_blocks("") == []
+    content = ["look ", png, {"type": "text", "text": "here"}]
+    blocks = translate.anthropic_blocks(content)
+    assert blocks == [{"type": "text", "text": "look here"}, block]
+    audio = translate.anthropic_blocks([toolnexus.audio(b"ID3", mime_type="audio/mpeg")])
+    assert audio[0]["type"] == "text"
+    assert audio[0]["text"].startswith("[unsupported audio part (audio/mpeg, 3 bytes)]")
 
 
 def test_the_package_ships_py_typed() -> None:

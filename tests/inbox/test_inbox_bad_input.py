@@ -9,7 +9,7 @@ from typing import Any
 
 from inbox_support import TOKENS, halted, make_app, visitor
 
-from toolnexus.suspension import format_timestamp
+from toolnexus.suspension import Answer, format_timestamp
 
 
 def _past() -> str:
@@ -176,7 +176,7 @@ async def test_markup_in_prompts_and_arguments_is_escaped_everywhere(store: Any)
     args = json.dumps({"cmd": evil})
     await store.save_halt(halted("a-1", prompt=evil, arguments=args, tool="shell", user_text=evil))
     await store.save_halt(halted("a-2", prompt="ok"))
-    await store.post_answer("a-2", __import__("toolnexus").Answer("a-2", False), answered_by=evil)
+    await store.post_answer("a-2", Answer("a-2", False), answered_by=evil)
     app = make_app(store)
     async with visitor(app) as v:
         pages = [await v.get("/"), await v.get("/requests/a-1"), await v.get("/history")]
@@ -337,4 +337,17 @@ async def test_edited_arguments_fitting_the_schema_record_the_digest_of_what_was
     assert record is not None
     assert record.answer.data == {"arguments": {"env": "staging", "replicas": 1}}
     assert record.digest == call_digest("deploy", '{"env": "staging", "replicas": 1}')
+    await app.aclose()
+
+
+async def test_a_request_a_host_is_resuming_with_its_own_answer_is_a_409_not_a_404(
+    store: Any,
+) -> None:
+    await store.save_halt(halted("a-1"))
+    await store.claim("a-1", Answer("a-1", True), answered_by="host")
+    app = make_app(store)
+    async with visitor(app) as v:
+        late = await v.answer("a-1", action="decline")
+    assert late.status_code == 409
+    assert "being answered right now by host" in late.text
     await app.aclose()

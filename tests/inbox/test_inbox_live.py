@@ -244,3 +244,11 @@ async def test_the_session_cookie_is_http_only_and_same_site(store: Any) -> None
     assert "httponly" in cookie
     assert "samesite=strict" in cookie
     await app.aclose()
+
+
+async def test_cookies_are_secure_when_told_so_behind_a_tls_proxy(store: Any) -> None:
+    app = make_app(store, secure_cookies=True)
+    async with visitor(app, None) as v:
+        page = await v.get("/login")
+    assert "secure" in page.headers["set-cookie"].lower()
+    await app.aclose()

@@ -192,7 +192,7 @@ async def test_on_unsupported_part_text_sends_a_placeholder_for_an_attached_part
     scripted.add(reply("ok"))
     async with client_for(scripted, "anthropic", on_unsupported_part="text") as client:
         await client.run(["listen", tn.audio(WAV, mime_type="audio/wav")])
-    placeholder = f"[unsupported audio (audio/wav, {len(WAV)} bytes)]"
+    placeholder = f"[unsupported audio part (audio/wav, {len(WAV)} bytes)]"
     assert sent(scripted)[0]["content"] == [
         {"type": "text", "text": "listen"},
         {"type": "text", "text": placeholder},
@@ -312,7 +312,10 @@ async def test_tool_audio_on_anthropic_becomes_a_placeholder_warned_once(
     async with client_for(scripted, "anthropic") as client:
         result = await client.run("listen", [tool])
     assert result.status == "done"
-    placeholder = {"type": "text", "text": f"[unsupported audio (audio/wav, {len(WAV)} bytes)]"}
+    placeholder = {
+        "type": "text",
+        "text": f"[unsupported audio part (audio/wav, {len(WAV)} bytes)]",
+    }
     blocks = sent(scripted, 2)[2]["content"][0]["content"]
     assert blocks == [{"type": "text", "text": "rendered"}, placeholder]
     err = capsys.readouterr().err
@@ -327,7 +330,7 @@ async def test_an_oversize_tool_part_becomes_a_placeholder_with_the_size_warning
     async with client_for(scripted, style, max_part_bytes=10) as client:
         await client.run("go", [snap_tool(tn.image(PNG, mime_type="image/png"))])
     body = json.dumps(scripted.requests[1].body)
-    assert f"[unsupported image (image/png, {len(PNG)} bytes)]" in body
+    assert f"[unsupported image part (image/png, {len(PNG)} bytes)]" in body
     assert B64 not in body
     assert capsys.readouterr().err == (
         f"[toolnexus] content part is {len(PNG)} decoded bytes, over the maxPartBytes limit of "
@@ -420,7 +423,7 @@ async def test_translate_to_anthropic_puts_the_text_first_and_never_fails_on_a_p
     assert sent(scripted)[0]["content"] == [
         {"type": "text", "text": "what is this?"},
         {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": B64}},
-        {"type": "text", "text": f"[unsupported audio (audio/wav, {len(WAV)} bytes)]"},
+        {"type": "text", "text": f"[unsupported audio part (audio/wav, {len(WAV)} bytes)]"},
     ]
 
 
@@ -451,7 +454,7 @@ def test_the_pure_translation_encodes_tool_parts_and_placeholders_audio() -> Non
         "role": "user",
         "content": [
             {"type": "text", "text": "hear "},
-            {"type": "text", "text": f"[unsupported audio (audio/wav, {len(WAV)} bytes)]"},
+            {"type": "text", "text": f"[unsupported audio part (audio/wav, {len(WAV)} bytes)]"},
         ],
     }
     assert rendered[2]["content"][0] == {
@@ -538,7 +541,7 @@ async def test_on_unsupported_part_also_decides_for_a_part_over_the_limit(
         await c.run(["big", tn.image(PNG, mime_type="image/png")])
     assert sent(scripted)[0]["content"][1] == {
         "type": "text",
-        "text": f"[unsupported image (image/png, {len(PNG)} bytes)]",
+        "text": f"[unsupported image part (image/png, {len(PNG)} bytes)]",
     }
     assert (
         "over the maxPartBytes limit of 8 — sent as a text placeholder" in capsys.readouterr().err

@@ -234,7 +234,13 @@ async def test_a_malformed_url_is_a_usage_error(transport: AiohttpTransport, url
         await transport.post(url, {}, {}, timeout=None)
 
 
-@pytest.mark.parametrize("body", [{"x": object()}, {"x": float("nan")}])
+def _circular() -> dict[str, Any]:
+    loop: dict[str, Any] = {"model": "m"}
+    loop["params"] = {"again": [loop]}
+    return loop
+
+
+@pytest.mark.parametrize("body", [{"x": object()}, {"x": float("nan")}, _circular()])
 async def test_an_unserialisable_body_is_a_usage_error(
     transport: AiohttpTransport, body: dict[str, Any]
 ) -> None:

@@ -78,7 +78,7 @@ def test_a_checkpoint_round_trips_through_json_text() -> None:
 def test_the_json_is_versioned_and_names_every_part() -> None:
     data = json.loads(sample().dumps())
     assert data["version"] == 1  # no content parts: still readable by a version-1 reader
-    assert CHECKPOINT_VERSION == 2
+    assert CHECKPOINT_VERSION == 3
     assert set(data) == {
         "version",
         "model",
@@ -109,6 +109,21 @@ def test_a_request_inside_result_metadata_is_stored_as_its_wire_dict() -> None:
     assert data["outstanding"][0]["result"]["metadata"] == {
         "pending": {"id": "req-1", "kind": "approval", "prompt": "Ship it?"}
     }
+
+
+def test_a_halt_at_the_model_call_is_version_3_with_no_outstanding_call() -> None:
+    at_model = sample(outstanding=[])
+    data = json.loads(at_model.dumps())
+    assert data["version"] == 3  # a reader that knows only versions 1-2 refuses it
+    assert data["outstanding"] == []
+    assert Checkpoint.loads(at_model.dumps()).outstanding == []
+
+
+def test_an_empty_outstanding_list_below_version_3_is_refused() -> None:
+    data = json.loads(sample(outstanding=[]).dumps())
+    data["version"] = 2
+    with pytest.raises(CheckpointError, match="no outstanding tool calls"):
+        Checkpoint.loads(json.dumps(data))
 
 
 def test_loads_accepts_bytes() -> None:

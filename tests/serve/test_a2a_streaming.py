@@ -110,3 +110,109 @@ async def test_a_stream_for_an_unknown_task_is_a_plain_json_rpc_error(serve_refu
     async with httpx.AsyncClient() as http:
         r = await http.post(served.url + "/", json=body)
         assert r.json()["error"] == {"code": -32001, "message": "Task not found: nope"}
+
+
+async def test_a_streamed_follow_up_streams_the_resumed_runs_text_as_it_is_produced(
+    serve_refunds: Serve, ledger: Path
+) -> None:
+    served = await serve_refunds()
+    async with sdk_client(served.url, streaming=True) as client:
+        first = await events_of(client, user_message("refund"))
+        second = await events_of(client, user_message("yes", task_id=first[0].task.id))
+    kinds = [e.WhichOneof("payload") for e in second]
+    chunks = [e.artifact_update for e in second if e.HasField("artifact_update")]
+    # the scripted model streams "Result: refunded #42" in three deltas: three chunks of one
+    # artifact (appended after the first), then the empty last chunk — not one whole chunk
+    # at the end
+    assert [p.text for c in chunks for p in c.artifact.parts] == [
+        "Result:",
+        " refund",
+        "ed #42",
+        "",
+    ]
+    assert len({c.artifact.artifact_id for c in chunks}) == 1
+    assert [c.append for c in chunks] == [False] + [True] * (len(chunks) - 1)
+    assert [c.last_chunk for c in chunks] == [False] * (len(chunks) - 1) + [True]
+    assert "".join(p.text for c in chunks for p in c.artifact.parts) == "Result: refunded #42"
+    completed = kinds.index("status_update", kinds.index("artifact_update"))
+    assert second[completed].status_update.status.state == pb.TASK_STATE_COMPLETED
+    assert kinds[-1] == "status_update"
+    assert len(ledger_lines(ledger)) == 1
+
+
+async def _stream(http: httpx.AsyncClient, url: str, params: dict[str, object]) -> list[dict]:
+    """One raw ``message/stream`` call: its SSE results, or the plain JSON-RPC error body."""
+    body = {"jsonrpc": "2.0", "id": 5, "method": "message/stream", "params": params}
+    async with http.stream("POST", url + "/", json=body) as r:
+        if not r.headers["content-type"].startswith("text/event-stream"):
+            return [json.loads(await r.aread())]
+        lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
+    return [json.loads(line[6:]) for line in lines]
+
+
+def _waiting_task(results: list[dict]) -> str:
+    assert results[-1]["result"]["status"]["state"] == "input-required", results
+    return results[0]["result"]["id"]
+
+
+async def test_malformed_streamed_follow_ups_are_refused_and_leave_the_task_waiting(
+    serve_refunds: Serve, ledger: Path
+) -> None:
+    served = await serve_refunds(schema=True)
+    msg = {"role": "user", "messageId": "m1", "kind": "message"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        tid = _waiting_task(
+            await _stream(http, served.url, {"message": {**msg, "parts": [_t("refund")]}})
+        )
+        bad_parts = (
+            [],  # no answer at all
+            [{"kind": "data", "data": {"ok": "yes"}}],  # ok is not a bool
+            [{"kind": "data", "data": {"approved": "sure"}}],  # fails the request's schema
+        )
+        for parts in bad_parts:
+            [refused] = await _stream(
+                http, served.url, {"message": {**msg, "taskId": tid, "parts": parts}}
+            )
+            assert refused["error"]["code"] == -32602, refused
+        task = (await http.post(served.url + "/", json=_get(tid))).json()["result"]
+        assert task["status"]["state"] == "input-required"
+        ok = {"kind": "data", "data": {"approved": True}}
+        done = await _stream(http, served.url, {"message": {**msg, "taskId": tid, "parts": [ok]}})
+        assert done[-1]["result"]["status"]["state"] == "completed"
+        [late] = await _stream(http, served.url, {"message": {**msg, "taskId": tid, "parts": [ok]}})
+        assert late["error"]["data"] == {"reason": "state", "state": "completed"}
+    assert ledger_lines(ledger) == [{"ok": True, "data": {"approved": True}}]
+
+
+async def test_two_racing_streamed_follow_ups_resume_the_run_once(
+    serve_refunds: Serve, ledger: Path
+) -> None:
+    import asyncio
+
+    served = await serve_refunds()
+    msg = {"role": "user", "messageId": "m1", "kind": "message"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        tid = _waiting_task(
+            await _stream(http, served.url, {"message": {**msg, "parts": [_t("refund")]}})
+        )
+        follow = {"message": {**msg, "taskId": tid, "parts": [_t("yes")]}}
+        a, b = await asyncio.gather(
+            _stream(http, served.url, follow), _stream(http, served.url, follow)
+        )
+        task = (await http.post(served.url + "/", json=_get(tid))).json()["result"]
+    streamed = [r for r in (a, b) if "result" in r[0]]
+    refused = [r for r in (a, b) if "error" in r[0]]
+    assert len(streamed) == 1, (a, b)
+    assert len(refused) == 1, (a, b)
+    assert refused[0][0]["error"]["code"] == -32602
+    assert streamed[0][-1]["result"]["status"]["state"] == "completed"
+    assert task["status"]["state"] == "completed"
+    assert len(ledger_lines(ledger)) == 1
+
+
+def _t(value: str) -> dict[str, str]:
+    return {"kind": "text", "text": value}
+
+
+def _get(tid: str) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": tid}}

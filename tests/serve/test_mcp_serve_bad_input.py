@@ -152,7 +152,8 @@ async def test_an_oversized_body_is_refused_before_parsing(url):
     async with aiohttp.ClientSession() as s:
         for headers in (_headers(), _headers("tools/call", "add")):
             status, _, text = await _post(s, url, padded, headers)
-            assert (status, text) == (413, "request body too large")
+            assert status == 413
+            assert _rpc(text)["error"]["message"] == "Request body too large (limit 4096 bytes)"
         status, _, _ = await _post(
             s, url, _call("add", {"a": 1, "b": 2}), _headers("tools/call", "add")
         )
@@ -189,9 +190,13 @@ async def test_a_bearer_token_is_required_when_configured():
             extra = {"Authorization": auth} if auth is not None else {}
             sent = _headers("tools/call", "add", **extra)
             status, headers, text = await _post(s, url, body, sent)
-            assert (status, text) == (401, "unauthorized"), auth
-            assert headers["WWW-Authenticate"] == "Bearer"
+            assert status == 401, auth
+            assert _rpc(text)["error"]["message"] == (
+                "Unauthorized: a valid bearer token is required"
+            )
+            assert headers["WWW-Authenticate"].startswith('Bearer realm="toolnexus"')
             assert TOKEN not in text
+            assert TOKEN not in headers["WWW-Authenticate"]
         for scheme in ("Bearer", "bearer"):
             good = _headers("tools/call", "add", Authorization=f"{scheme} {TOKEN}")
             status, _, text = await _post(s, url, body, good)

@@ -237,6 +237,31 @@ async def test_an_answer_recorded_by_an_operator_is_applied_on_the_next_retry():
     assert (record.status, record.answered_by) == ("done", "ops")
 
 
+async def test_an_operator_cannot_edit_the_arguments_of_a_clients_call():
+    from toolnexus import InvalidAnswer, edited_arguments_problem
+
+    executions.clear()
+    store = InMemoryRunStore()
+    app = mcp_app(await _toolkit(), store=store)
+    async with serving(app) as url, client(url, MODERN, replying("accept")) as c:
+        first = await _halt(c, "refund", {"order": "E-6"})
+        (entry,) = await store.list_pending()
+        rid = entry.request_id
+        halted = await store.load_halt(rid)
+        assert edited_arguments_problem(halted, {"order": "X"}) == (
+            'the call of tool "refund" takes no edited arguments'
+        )
+        edit = Answer(id=rid, ok=True, data={"arguments": {"order": "X"}})
+        with pytest.raises(InvalidAnswer, match="takes no edited arguments"):
+            await store.post_answer(rid, edit, answered_by="ops")
+        assert await store.answer_record(rid) is None
+        done = await c.session.call_tool(
+            "refund", {"order": "E-6"}, input_responses=accept(), request_state=first.request_state
+        )
+    assert _text(done) == "refunded E-6"
+    assert executions == ["E-6"]
+
+
 async def test_a_cancelled_call_refuses_the_retry_and_stays_cancelled():
     executions.clear()
     store = InMemoryRunStore()

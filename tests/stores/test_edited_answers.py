@@ -14,7 +14,7 @@ from halt_support import ARGS, T0, checkpoint
 from run_backends import Clock
 
 import toolnexus
-from toolnexus.errors import AnswerConflict, InvalidAnswer, RequestExpired
+from toolnexus.errors import AnswerConflict, InvalidAnswer, RequestExpired, UsageError
 from toolnexus.loop.checkpoint import Checkpoint
 from toolnexus.stores.checks import call_digest
 from toolnexus.suspension import Answer
@@ -234,3 +234,24 @@ async def test_an_edited_claim_records_the_edited_digest(store: Any) -> None:
     approved, halted = answer_digests(stored, edit({"env": "staging"}))
     assert approved == digest_of({"env": "staging"})
     assert halted == call_digest("deploy", ARGS)
+
+
+async def test_a_hostile_edit_nested_too_deep_is_refused_and_nothing_is_recorded(
+    store: Any,
+) -> None:
+    await store.save_halt(with_schema(checkpoint()))
+    deep: Any = {"env": "prod"}
+    for _ in range(5000):
+        deep = {"env": "prod", "n": deep}
+    with pytest.raises(UsageError):  # InvalidAnswer is one too
+        await store.post_answer("req-1", edit(deep))
+    await unchanged(store)
+
+
+async def test_a_huge_valid_edit_is_recorded_whole(store: Any) -> None:
+    await store.save_halt(with_schema(checkpoint()))
+    big = {"env": "staging", "n": 1}
+    record = await store.post_answer("req-1", edit(big, note="x" * 200_000))
+    assert record.answer.data is not None
+    assert record.answer.data["note"] == "x" * 200_000
+    assert record.digest == digest_of(big)

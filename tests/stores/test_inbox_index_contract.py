@@ -102,6 +102,9 @@ async def test_the_history_lists_answers_cancels_and_expiries_newest_first(
     assert ids(await store.list_history(text="prod-3")) == ["r3"]
     assert ids(await store.list_history(answered_after=T0 + 1)) == ["r3", "r2"]
     assert ids(await store.list_history(limit=1, offset=1)) == ["r2"]
+    assert ids(await store.list_history(request_id="r1")) == ["r1"]
+    assert await store.list_history(request_id="r4") == []  # still waiting
+    assert await store.list_history(request_id="nope") == []
 
 
 async def test_the_history_follows_the_request_to_done_and_keeps_it_after_the_checkpoint_goes(
@@ -166,6 +169,18 @@ async def test_two_announcers_racing_never_hand_out_one_request_twice(
             await two.aclose()
 
 
+async def test_load_halts_reads_many_checkpoints_and_leaves_out_the_missing_and_the_corrupt(
+    backend: Backend, store: Any, clock: Clock
+) -> None:
+    await waiting(store, clock, 3)
+    await store.cancel("r2")
+    backend.corrupt(store, "r1", "{not a checkpoint")
+    found = await store.load_halts(["r0", "r1", "r2", "nope", "r0"])
+    assert list(found) == ["r0"]
+    assert found["r0"].pending.prompt.startswith("Prompt 0")
+    assert await store.load_halts([]) == {}
+
+
 @pytest.mark.parametrize(
     ("call", "options"),
     [
@@ -177,7 +192,11 @@ async def test_two_announcers_racing_never_hand_out_one_request_twice(
         ("list_history", {"status": "maybe"}),
         ("list_history", {"answered_by": 3}),
         ("list_history", {"answered_after": float("nan")}),
+        ("list_history", {"request_id": ""}),
         ("take_unannounced", {"limit": "10"}),
+        ("load_halts", {"request_ids": "r0"}),
+        ("load_halts", {"request_ids": [""]}),
+        ("load_halts", {"request_ids": ["r0"] * 501}),
     ],
 )
 async def test_bad_arguments_are_a_usage_error_and_change_nothing(

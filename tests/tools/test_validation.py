@@ -1,5 +1,7 @@
 """Argument parsing and JSON-Schema validation of tool calls."""
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -170,6 +172,52 @@ def test_deeply_nested_arguments_are_rejected_not_crashed() -> None:
 )
 def test_an_invalid_schema_disables_validation(schema: Any) -> None:
     assert validate_arguments(make_tool(schema), {"a": "anything"}) is None
+
+
+@pytest.mark.parametrize(
+    ("schema", "value"),
+    [
+        ({"type": "object", "properties": {"a": {"minimum": "x"}}}, {"a": 1}),
+        ({"type": "object", "properties": {"a": {"maxLength": "x"}}}, {"a": "s"}),
+        ({"type": "object", "properties": {"a": {"minItems": None, "maxItems": "x"}}}, {"a": []}),
+        ({"type": "object", "properties": {"a": {"enum": 5}}}, {"a": 1}),
+        ({"type": "object", "required": [["a"]]}, {}),
+    ],
+)
+def test_a_schema_that_breaks_the_small_checker_disables_validation(
+    schema: Any, value: Any
+) -> None:
+    t = make_tool(schema)
+
+    assert validate_arguments(t, value) is None
+    assert validate_arguments(t, value) is None
+
+
+def test_valid_arguments_do_not_import_jsonschema() -> None:
+    # Importing jsonschema costs a process ~60-100 ms: a worker's first resume paid it for
+    # arguments the small checker accepts. Invalid ones still get jsonschema's wording.
+    code = (
+        "import sys\n"
+        "from toolnexus._types import Tool, ToolResult\n"
+        "from toolnexus.tools.validation import validate_arguments\n"
+        "schema = {'type': 'object', 'properties': {'a': {'type': 'number'}},"
+        " 'required': ['a']}\n"
+        "t = Tool(name='t', description='', input_schema=schema, source='native',"
+        " execute=lambda args, ctx=None: ToolResult(''))\n"
+        "assert validate_arguments(t, {'a': 1}) is None\n"
+        "print('jsonschema' in sys.modules)\n"
+        "print(validate_arguments(t, {'a': 'x'}))\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    ).stdout.splitlines()
+
+    assert out == [
+        "False",
+        "invalid arguments for tool \"t\": 'a': 'x' is not of type 'number'",
+        "True",
+    ]
 
 
 def test_a_schema_that_breaks_at_use_disables_validation() -> None:

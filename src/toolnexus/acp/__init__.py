@@ -17,10 +17,18 @@ Errors::
 
     ToolnexusError
      └── ACPError (also a RuntimeError; ``.code`` is the JSON-RPC code, -1 at EOF)
-          └── ACPPermissionTimeoutError (the turn heard nothing for ``permission_timeout`` s)
+          ├── ACPPermissionTimeoutError (the turn heard nothing for ``permission_timeout`` s)
+          └── ACPSessionGone (also a ResumeError: an answer for an agent that is gone)
 """
 
 from ._client import ACPClient, ACPOptions, load_acp
-from ._wire import ACPError, ACPPermissionTimeoutError
+from ._wire import ACPError, ACPPermissionTimeoutError, ACPSessionGone
 
-__all__ = ["ACPClient", "ACPError", "ACPOptions", "ACPPermissionTimeoutError", "load_acp"]
+__all__ = [
+    "ACPClient",
+    "ACPError",
+    "ACPOptions",
+    "ACPPermissionTimeoutError",
+    "ACPSessionGone",
+    "load_acp",
+]

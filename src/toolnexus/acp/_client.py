@@ -14,10 +14,18 @@ The agent is a *model source*: each ``generate(request)`` sends the whole transc
 Permissions go through the suspension primitive (`Request` / `Answer`) instead of the package's
 auto-allow: a ``session/request_permission`` becomes a ``Request(kind="approval")`` whose
 ``data["acp"]`` holds the session, the tool call and the options. ``ACPOptions.wait_for``
-answers it inline; with none, it is held as a pending request (`ACPClient.pending`) for as
-long as the session lives, answered by `ACPClient.answer` — or, through `as_tool`, the tool
-suspends and the run's own resume answers it. ``ACPOptions(permission="allow")`` restores the
+answers it inline. With none, the turn is parked in this process (`ACPClient.pending`) and the
+run halts durably: `generate` returns ``{"pending": Request}`` — the client's halt at the model
+call, its checkpoint saved like any other — and the call that resumes it passes the Answer
+(``request["answer"]``), which goes to the agent and continues the same turn. Through
+`as_tool`, the tool call suspends instead. ``ACPOptions(permission="allow")`` restores the
 package's behaviour (the first ``allow*`` option, at once).
+
+A resume that finds no parked turn for its answer — this process restarted, or it is another
+process, so the agent that asked is gone — sends the transcript again as a new prompt (and
+says so on stderr): the answer is never applied to a question it did not answer, and the agent
+asks anew if it still needs to, which halts the run on a new Request. A resume on a client
+whose child is gone (`close`, a crash) fails with `ACPError` and the stored run is unchanged.
 """
 
 from __future__ import annotations
@@ -32,10 +40,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from .._compat import warn_stderr
 from .._types import Tool, ToolContext, ToolResult
-from ..errors import AnswerConflict, AnswerMismatch, CallbackError, UsageError
+from ..errors import AnswerMismatch, CallbackError, UsageError
 from ..suspension import Answer, Request, WaitFor, new_request_id, suspension_result
-from ._wire import ACPError, ACPPermissionTimeoutError, Connection, result_of
+from ._wire import ACPError, ACPPermissionTimeoutError, ACPSessionGone, Connection, result_of
 
 __all__ = ["ACPClient", "ACPOptions", "load_acp"]
 
@@ -78,9 +87,6 @@ class _Turn:
         self.chunks: list[str] = []
         self.call: Any = None
         self.asked: tuple[Any, list[dict[str, Any]], Request] | None = None  # rpc id, options
-        self.answered = threading.Event()
-        self.answer: Answer | None = None
-        self.via_tool = False
 
 
 class ACPClient:
@@ -105,8 +111,10 @@ class ACPClient:
         self.cwd = os.path.abspath(opts.cwd or os.getcwd())
         self.session_id = ""
         self._turn: _Turn | None = None
-        self._held: dict[str, _Turn] = {}
-        self._answered: set[str] = set()
+        self._held: dict[
+            str, _Turn
+        ] = {}  # request id -> its parked turn (a halted run's or tool's)
+        self._parked: _Turn | None = None  # the model turn a halted run waits on
         self._state = threading.Lock()
         self._busy = threading.Lock()
         self._closed = False
@@ -150,7 +158,7 @@ class ACPClient:
         return self._conn.pid
 
     def close(self) -> None:
-        """Close stdin, terminate, wait 5 s, kill (idempotent). Held requests expire."""
+        """Close stdin, terminate, wait 5 s, kill (idempotent). Parked turns are dropped."""
         with self._state:
             if self._closed:
                 return
@@ -203,10 +211,11 @@ class ACPClient:
         self._conn.respond(rid, {})
 
     def _release_held(self) -> None:
+        """The session is gone: nothing parked can be answered any more."""
         with self._state:
-            held, self._held = list(self._held.values()), {}
+            held, self._held, self._parked = list(self._held.values()), {}, None
         for turn in held:
-            turn.answered.set()  # its waiter finds no answer: the session is gone
+            self._end(turn)  # the session lock it held is free again
 
     # -- a turn --------------------------------------------------------------------------
 
@@ -301,7 +310,6 @@ class ACPClient:
         assert turn.asked is not None
         rid, options, request = turn.asked
         turn.asked = None
-        self._answered.add(request.id)
         if answer.id != request.id:
             self._conn.respond(rid, _CANCELLED)
             raise AnswerMismatch(
@@ -309,41 +317,34 @@ class ACPClient:
             )
         self._conn.respond(rid, outcome_for(answer, options))
 
-    def _run(
-        self, turn: _Turn, loop: asyncio.AbstractEventLoop | None, hold: bool
-    ) -> Request | None:
-        """Drive ``turn`` to its end, answering permissions inline (``wait_for``) or, with
-        ``hold``, holding them until `answer`; without either, return the open request."""
+    def _run(self, turn: _Turn, loop: asyncio.AbstractEventLoop | None) -> Request | None:
+        """Drive ``turn`` to its end, answering permissions inline through ``wait_for``;
+        without one, stop at the first permission and return its request (the turn stays
+        open for the answer)."""
         wait_for = self.options.wait_for
         while (request := self._advance(turn)) is not None:
-            if wait_for is not None:
-                try:
-                    answer = _ask(wait_for, request, loop)
-                except BaseException:
-                    self._reply(turn, Answer(id=request.id, ok=False, reason="cancelled"))
-                    raise
-                self._reply(turn, answer)
-            elif hold:
-                self._reply(turn, self._hold(turn, request))
-            else:
+            if wait_for is None:
                 return request
+            try:
+                answer = _ask(wait_for, request, loop)
+            except BaseException:
+                self._reply(turn, Answer(id=request.id, ok=False, reason="cancelled"))
+                raise
+            self._reply(turn, answer)
         return None
 
-    def _hold(self, turn: _Turn, request: Request) -> Answer:
-        if loop_running_here():
-            self._reply(turn, Answer(id=request.id, ok=False, reason="cancelled"))
-            raise UsageError(
-                "acp: a permission request with no wait_for would block the event loop: call "
-                "agenerate (or generate from a worker thread), or set ACPOptions.wait_for"
-            )
+    def _park(self, turn: _Turn, request: Request, *, model: bool) -> None:
         with self._state:
             self._held[request.id] = turn
-        turn.answered.wait()
+            if model:
+                self._parked = turn
+
+    def _unpark(self, request_id: str) -> _Turn | None:
         with self._state:
-            self._held.pop(request.id, None)
-        if turn.answer is None:
-            raise ACPError(f"acp: the session ended before request {request.id} was answered")
-        return turn.answer
+            turn = self._held.pop(request_id, None)
+            if turn is not None and turn is self._parked:
+                self._parked = None
+            return turn
 
     # -- the model source ----------------------------------------------------------------
 
@@ -351,10 +352,15 @@ class ACPClient:
         """One turn: the transcript in ``request["messages"]`` as one prompt; the agent's
         message chunks as ``{"content": ...}``. Blocking; one turn at a time per session.
 
+        A permission request with no ``wait_for`` parks the turn and returns
+        ``{"pending": Request}``: call again with ``request["answer"]`` (what the client's
+        resume does) to send the agent the outcome and finish the same turn.
+
         Raises:
             ACPError: the agent answered an error, went away, or the turn timed out
-                (`ACPPermissionTimeoutError`).
-            UsageError: a permission with no ``wait_for`` on the event loop's own thread.
+                (`ACPPermissionTimeoutError`); an answer for an agent that is gone is
+                `ACPSessionGone` (also a `ResumeError`).
+            UsageError: ``request["answer"]`` is not an `Answer` (or its wire dict).
         """
         return self._generate(request, None)
 
@@ -366,46 +372,59 @@ class ACPClient:
     def _generate(
         self, request: Mapping[str, Any], loop: asyncio.AbstractEventLoop | None
     ) -> dict[str, Any]:
-        turn = self._begin(prompt_text(request.get("messages") or []))
+        answer = _answer_of(request.get("answer"))
+        turn = self._resumed_turn(answer)
+        if turn is None:
+            turn = self._begin(prompt_text(request.get("messages") or []))
         try:
-            self._run(turn, loop, hold=True)
+            asked = self._run(turn, loop)
         except BaseException:
             self._abandon(turn)
             raise
+        if asked is not None:
+            self._park(turn, asked, model=True)
+            return {"pending": asked}
         self._end(turn)
         return {"content": "".join(turn.chunks)}
+
+    def _resumed_turn(self, answer: Answer | None) -> _Turn | None:
+        """The parked model turn ``answer`` answers, the outcome sent; ``None``: start a new
+        turn. A parked turn the call does not answer is cancelled at the agent first (its run
+        went another way: cancelled, or resumed elsewhere)."""
+        with self._state:  # taken atomically: two resumes never both reply to one turn
+            parked, self._parked = self._parked, None
+            if parked is not None and parked.asked is not None:
+                self._held.pop(parked.asked[2].id, None)
+        if parked is not None and parked.asked is not None:
+            if answer is not None and parked.asked[2].id == answer.id and self.is_alive():
+                try:
+                    self._reply(parked, answer)
+                except BaseException:
+                    self._abandon(parked)
+                    raise
+                return parked
+            self._abandon(parked)
+        if answer is not None:
+            if self._closed or not self._conn.alive():
+                raise ACPSessionGone(
+                    f"acp: the agent that asked {answer.id} is gone (the client is closed); "
+                    "nothing was sent"
+                )
+            note = (
+                f"acp: no session here holds request {answer.id} (the agent that asked is "
+                "gone); sending the prompt again"
+            )
+            warn_stderr(note)
+        return None
 
     # -- pending requests ----------------------------------------------------------------
 
     def pending(self) -> list[Request]:
-        """The permission requests held now (a turn waits on each)."""
+        """The permission requests whose turns are parked now (a halted run's or a
+        suspended tool call's)."""
         with self._state:
             turns = list(self._held.values())
         return [t.asked[2] for t in turns if t.asked is not None]
-
-    def answer(self, answer: Answer | Mapping[str, Any]) -> None:
-        """Answer a held permission request; its turn goes on. Thread-safe.
-
-        Raises:
-            AnswerConflict: that request was already answered.
-            AnswerMismatch: no held request has that id.
-            UsageError: the request belongs to a suspended `as_tool` call (resume the run).
-        """
-        reply = answer if isinstance(answer, Answer) else Answer.from_dict(answer)
-        with self._state:
-            turn = self._held.get(reply.id)
-            if turn is None:
-                if reply.id in self._answered:
-                    raise AnswerConflict(f"acp: request {reply.id} was already answered")
-                raise AnswerMismatch(f"acp: no held permission request has id {reply.id!r}")
-            if turn.via_tool:
-                raise UsageError(
-                    f"acp: request {reply.id} suspended a tool call; answer it by resuming the run"
-                )
-            self._held.pop(reply.id)
-            self._answered.add(reply.id)
-        turn.answer = reply
-        turn.answered.set()
 
     # -- the tool source -----------------------------------------------------------------
 
@@ -418,8 +437,7 @@ class ACPClient:
             loop = asyncio.get_running_loop()
             answer = ctx.answer if ctx is not None else None
             if answer is not None:
-                with self._state:
-                    turn = self._held.pop(answer.id, None)
+                turn = self._unpark(answer.id)
                 if turn is None or not self.is_alive():
                     return ToolResult(
                         f"acp: the session that asked {answer.id} is gone; nothing was sent", True
@@ -432,14 +450,12 @@ class ACPClient:
             else:
                 turn = await asyncio.to_thread(self._begin, str(args.get("prompt", "")), False)
             try:
-                request = await asyncio.to_thread(self._run, turn, loop, False)
+                request = await asyncio.to_thread(self._run, turn, loop)
             except BaseException:
                 await asyncio.to_thread(self._abandon, turn)
                 raise
             if request is not None:
-                turn.via_tool = True
-                with self._state:
-                    self._held[request.id] = turn
+                self._park(turn, request, model=False)
                 return suspension_result(request)
             self._end(turn)
             return ToolResult("".join(turn.chunks))
@@ -575,12 +591,16 @@ def prompt_text(messages: Sequence[Any]) -> str:
     return "\n".join(lines)
 
 
-def loop_running_here() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+def _answer_of(value: Any) -> Answer | None:
+    """``request["answer"]``: an `Answer`, its wire dict, or nothing."""
+    if value is None or isinstance(value, Answer):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return Answer.from_dict(cast(Mapping[str, Any], value))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(f"acp: request['answer'] is not an Answer: {exc}") from exc
+    raise UsageError(f"acp: request['answer'] must be an Answer, got {type(value).__name__}")
 
 
 def _ask(wait_for: WaitFor, request: Request, loop: asyncio.AbstractEventLoop | None) -> Answer:

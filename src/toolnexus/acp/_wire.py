@@ -25,9 +25,17 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-from ..errors import ToolnexusError
+from ..errors import ResumeError, ToolnexusError
 
-__all__ = ["ACPError", "ACPPermissionTimeoutError", "Call", "Connection", "Incoming", "result_of"]
+__all__ = [
+    "ACPError",
+    "ACPPermissionTimeoutError",
+    "ACPSessionGone",
+    "Call",
+    "Connection",
+    "Incoming",
+    "result_of",
+]
 
 log = logging.getLogger("toolnexus.acp")
 
@@ -45,6 +53,11 @@ class ACPError(ToolnexusError, RuntimeError):
     def __init__(self, message: str, code: int | None = None) -> None:
         super().__init__(message)
         self.code = code
+
+
+class ACPSessionGone(ACPError, ResumeError):
+    """An answer came for a turn whose agent is gone (the client closed, the child died):
+    nothing was sent, and the halted run is unchanged (also a `ResumeError`, COMPAT §9)."""
 
 
 class ACPPermissionTimeoutError(ACPError):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import UsageError
@@ -26,50 +26,47 @@ from .types import AgentDef, Budget, TaskResult
 if TYPE_CHECKING:
     from .loop import Loop
 
-__all__ = ["Agent", "agent"]
+__all__ = ["Agent", "AgentSpec", "agent"]
 
 
 class Agent:
     """An agent: what it ``does``, the tools it ``uses``, its soul, team and gates.
 
-    Build with `agent` (which checks the arguments). Every argument is a public attribute;
-    ``uses`` defaults to ``{}``, ``team`` and ``guardrails`` to ``[]``.
+    Build with `agent` (which checks the arguments). Every argument (`AgentSpec`) is a public
+    attribute; ``uses`` defaults to ``{}``, ``team`` and ``guardrails`` to ``[]``, the rest to
+    ``None``.
+
+    Args:
+        name: the agent's name (its tool's name, its handles' prefix).
+        does: what it does (its tool's description; its team's view of it). Required.
+        uses: ``{"tools": [Tool, ...]}``, the tools it may call.
+        soul / soul_file: its system prompt, or a file holding it (``soul`` wins).
+        team: the agents its ``task`` tool may delegate to (none ⇒ no ``task`` tool).
+        budget: its `Budget` (turns, tokens, tool calls, wall time, children).
+        model: the model of its turns (``None``: the runtime's).
+        wait_for: answers its suspensions inline.
+        on_spawn / on_close: called when a handle of it is spawned / closed.
+        hooks: client hooks for its turns; on_metric: its turns' metric sink.
+        guardrails: checks before every tool call (`guarded_hooks`).
+        completion: the `Completion` check that gates every turn (`run_gated`).
     """
 
-    def __init__(
-        self,
-        name: str,
-        *,
-        does: str,
-        uses: Mapping[str, Any] | None = None,
-        soul: str | None = None,
-        soul_file: str | Path | None = None,
-        team: Sequence[Agent] | None = None,
-        budget: Budget | None = None,
-        model: str | None = None,
-        wait_for: WaitFor | None = None,
-        on_spawn: Callable[..., Any] | None = None,
-        on_close: Callable[..., Any] | None = None,
-        hooks: Any = None,
-        on_metric: Callable[[dict[str, Any]], Any] | None = None,
-        guardrails: Sequence[Guardrail] | None = None,
-        completion: Completion | None = None,
-    ) -> None:
+    def __init__(self, name: str, **spec: Unpack[AgentSpec]) -> None:
         self.name = name
-        self.does = does
-        self.uses: dict[str, Any] = dict(uses or {})
-        self.soul = soul
-        self.soul_file = soul_file
-        self.team: list[Agent] = list(team or [])
-        self.budget = budget
-        self.model = model
-        self.wait_for = wait_for
-        self.on_spawn = on_spawn
-        self.on_close = on_close
-        self.hooks = hooks
-        self.on_metric = on_metric
-        self.guardrails: list[Guardrail] = list(guardrails or [])
-        self.completion = completion
+        self.does: str = spec["does"]
+        self.uses: dict[str, Any] = dict(spec.get("uses") or {})
+        self.soul: str | None = spec.get("soul")
+        self.soul_file: str | Path | None = spec.get("soul_file")
+        self.team: list[Agent] = list(spec.get("team") or [])
+        self.budget: Budget | None = spec.get("budget")
+        self.model: str | None = spec.get("model")
+        self.wait_for: WaitFor | None = spec.get("wait_for")
+        self.on_spawn: Callable[..., Any] | None = spec.get("on_spawn")
+        self.on_close: Callable[..., Any] | None = spec.get("on_close")
+        self.hooks: Any = spec.get("hooks")
+        self.on_metric: Callable[[dict[str, Any]], Any] | None = spec.get("on_metric")
+        self.guardrails: list[Guardrail] = list(spec.get("guardrails") or [])
+        self.completion: Completion | None = spec.get("completion")
 
     def __repr__(self) -> str:
         return f"Agent({self.name!r}, team={[a.name for a in self.team]!r})"
@@ -202,24 +199,26 @@ class Agent:
         )
 
 
-def agent(
-    name: str,
-    *,
-    does: str,
-    uses: Mapping[str, Any] | None = None,
-    soul: str | None = None,
-    soul_file: str | Path | None = None,
-    team: Sequence[Agent] | None = None,
-    budget: Budget | None = None,
-    model: str | None = None,
-    wait_for: WaitFor | None = None,
-    on_spawn: Callable[..., Any] | None = None,
-    on_close: Callable[..., Any] | None = None,
-    hooks: Any = None,
-    on_metric: Callable[[dict[str, Any]], Any] | None = None,
-    guardrails: Sequence[Guardrail] | None = None,
-    completion: Completion | None = None,
-) -> Agent:
+class AgentSpec(TypedDict, total=False):
+    """The keyword arguments of `agent` (and of `Agent`): see `Agent` for each."""
+
+    does: Required[str]
+    uses: Mapping[str, Any] | None
+    soul: str | None
+    soul_file: str | Path | None
+    team: Sequence[Agent] | None
+    budget: Budget | None
+    model: str | None
+    wait_for: WaitFor | None
+    on_spawn: Callable[..., Any] | None
+    on_close: Callable[..., Any] | None
+    hooks: Any
+    on_metric: Callable[[dict[str, Any]], Any] | None
+    guardrails: Sequence[Guardrail] | None
+    completion: Completion | None
+
+
+def agent(name: str, **spec: Unpack[AgentSpec]) -> Agent:
     """Define an agent: what it ``does``, the tools it ``uses``, its ``soul`` and ``team``.
 
     ``team`` agents are the only targets of its ``task`` tool (no team ⇒ no ``task`` tool).
@@ -227,6 +226,7 @@ def agent(
     (`guarded_hooks`); ``completion`` gates every turn (`run_gated`). A ``soul`` wins over a
     ``soul_file``.
     """
+    uses = spec.get("uses")
     unknown = sorted(set(uses or {}) - {"tools"})
     if unknown:
         raise UsageError(f"agent {name!r}: unknown uses key(s) {', '.join(unknown)} (known: tools)")
@@ -236,23 +236,7 @@ def agent(
             raise UsageError(
                 f"uses['tools'] must hold toolnexus.Tool values, got {type(t).__name__}"
             )
-    for g in guardrails or []:
+    for g in spec.get("guardrails") or []:
         if not callable(g):
             raise UsageError(f"agent {name!r}: every guardrail must be callable")
-    return Agent(
-        name,
-        does=does,
-        uses=uses,
-        soul=soul,
-        soul_file=soul_file,
-        team=team,
-        budget=budget,
-        model=model,
-        wait_for=wait_for,
-        on_spawn=on_spawn,
-        on_close=on_close,
-        hooks=hooks,
-        on_metric=on_metric,
-        guardrails=guardrails,
-        completion=completion,
-    )
+    return Agent(name, **spec)

@@ -13,23 +13,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from .._types import Tool
 from ..errors import AnswerMismatch, LeaseLost, ResumeError
 from ..loop.checkpoint import Checkpoint
-from ..loop.engine import Engine, RunState
 from ..loop.guards import as_answer
 from ..resumption import Resumption
-from ..stores.runs import Claim, RunStore, conflict
+from ..stores.runs import Claim, conflict
 from ..suspension import Answer, Request
 from .budget import BudgetGuard
-from .clock import Clock
-from .engines import EngineFactory
 from .handle import Handle
-from .types import AgentDef, HandleState, TaskResult
+from .runtime_base import RuntimeBase
+from .types import TaskResult
 
 if TYPE_CHECKING:
     from ..worker import Worker
@@ -43,47 +40,8 @@ class NoSuspendedHandle(ResumeError, RuntimeError):  # merge: move to _compat
     """`resume` found no suspended handle (also a ``RuntimeError``, as the package raises)."""
 
 
-class Resuming:
-    """Resume a suspended tree (the base of `AgentRuntime`, which provides what is declared)."""
-
-    root: Handle
-    registry: dict[str, AgentDef]
-    runtime_id: str
-    clock: Clock
-    _runs: RunStore
-    _resumption: Resumption
-    _engines: EngineFactory
-    _hooks: Any
-    trace: list[str]
-
-    def _move(self, h: Handle, to: HandleState, why: str | None = None) -> None:
-        raise NotImplementedError
-
-    def _def(self, h: Handle) -> AgentDef:
-        raise NotImplementedError
-
-    def _tools_for(self, h: Handle) -> list[Tool]:
-        raise NotImplementedError
-
-    def _conv_id(self, h: Handle) -> str:
-        raise NotImplementedError
-
-    async def _drive(
-        self,
-        h: Handle,
-        engine: Engine,
-        state: RunState,
-        guard: BudgetGuard,
-        resumed: list[Any] | None,
-        fence: Callable[[], Awaitable[Any]] | None = None,
-    ) -> TaskResult:
-        raise NotImplementedError
-
-    async def _settle(self, h: Handle, result: TaskResult) -> None:
-        raise NotImplementedError
-
-    async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
-        raise NotImplementedError
+class Resuming(RuntimeBase):
+    """Resume a suspended tree (a base of `AgentRuntime`)."""
 
     # -- resume -------------------------------------------------------------------------------
 
@@ -207,13 +165,6 @@ class Resuming:
                 await using.abandon(claim)
             raise
         return result
-        outcome: dict[str, Any] = {"status": "done", "text": ""}
-        if result is not None:
-            outcome = {"status": result.status, "text": result.text, "turns": result.turns}
-            if result.pending is not None:
-                outcome["pending"] = result.pending.id
-        await self._runs.complete(claim.request_id, claim, outcome=outcome)
-        return result
 
     async def _resume_level(
         self,
@@ -280,9 +231,6 @@ class Resuming:
         await self._runs.complete(claim.request_id, claim, outcome=_outcome(result))
         return result
 
-    def _handle_of(self, handle_id: str) -> Handle | None:
-        raise NotImplementedError
-
     async def _latest_checkpoint(self, h: Handle, request_id: str) -> Checkpoint:
         """``h``'s halted turn as last recorded: the run store's row when it is this handle's
         (it is written first, fenced, by `_record`), else the handle's own copy.
@@ -331,9 +279,6 @@ class Resuming:
         if changed:
             await self._persist(*changed)
             await self._index(changed[-1])
-
-    async def _index(self, top: Handle) -> None:
-        raise NotImplementedError
 
     async def resume_handle(self, h: Handle, answer: Answer) -> TaskResult:
         """Resume ``h``'s halted turn with ``answer`` inline (retry-with-answer from its

@@ -12,7 +12,8 @@ import logging
 from typing import TYPE_CHECKING, cast
 
 from .handle import Handle
-from .types import AgentDef, CloseReason, HandleState, InboxItem, TaskResult
+from .runtime_base import RuntimeBase
+from .types import CloseReason, InboxItem, TaskResult
 
 if TYPE_CHECKING:
     from .runtime import AgentRuntime
@@ -22,29 +23,8 @@ __all__ = ["Stopping", "stamp_totals"]
 log = logging.getLogger("toolnexus.agents")
 
 
-class Stopping:
-    """Interrupt and close handles (the base of `AgentRuntime`, which provides what is
-    declared)."""
-
-    root: Handle
-    trace: list[str]
-    shutdown_ms: int
-    _background: set[asyncio.Task[None]]
-
-    def _move(self, h: Handle, to: HandleState, why: str | None = None) -> None:
-        raise NotImplementedError
-
-    def _def(self, h: Handle) -> AgentDef:
-        raise NotImplementedError
-
-    def _notify(self, h: Handle, result: TaskResult) -> None:
-        raise NotImplementedError
-
-    def _release_slot(self, h: Handle) -> None:
-        raise NotImplementedError
-
-    async def _persist(self, *handles: Handle, as_state: HandleState | None = None) -> None:
-        raise NotImplementedError
+class Stopping(RuntimeBase):
+    """Interrupt and close handles (a base of `AgentRuntime`)."""
 
     def _runtime(self) -> AgentRuntime:
         return cast("AgentRuntime", self)

@@ -5,12 +5,14 @@ A thin re-export: every name is the same object as ``toolnexus.agents.<name>``.
 
 from .agent import Agent, agent
 from .home import StartedAgent, agent_from_dir, start_agent
+from .persona import BOOTSTRAP_CAP_BYTES as MAX_BOOTSTRAP_FILE_BYTES
 from .persona import BOOTSTRAP_ORDER, HEARTBEAT_OK, HEARTBEAT_PROMPT, compose_soul, memory_tool
 
 __all__ = [
     "BOOTSTRAP_ORDER",
     "HEARTBEAT_OK",
     "HEARTBEAT_PROMPT",
+    "MAX_BOOTSTRAP_FILE_BYTES",
     "Agent",
     "StartedAgent",
     "agent",

@@ -19,29 +19,18 @@ from typing import Any, cast
 
 from .._types import RunResult, ToolCallRecord
 from ..loop.engine import Engine, Finished, RunState
-from ..stores.base import ConversationStore
 from .budget import BudgetGuard, limit_text
-from .engines import EngineFactory
 from .handle import Handle
 from .harness import attempts_of, retry_prompt, verdict_of, verifying_note
 from .resuming import restamp, stamp_path
-from .types import AgentDef, TaskResult
+from .runtime_base import RuntimeBase
+from .types import TaskResult
 
 __all__ = ["Turns"]
 
 
-class Turns:
-    """Drive a handle's turn (the base of `AgentRuntime`, which provides what is declared)."""
-
-    trace: list[str]
-    _engines: EngineFactory
-    _conversations: ConversationStore
-
-    def _def(self, h: Handle) -> AgentDef:
-        raise NotImplementedError
-
-    def _conv_id(self, h: Handle) -> str:
-        raise NotImplementedError
+class Turns(RuntimeBase):
+    """Drive a handle's turn (a base of `AgentRuntime`)."""
 
     async def _run_once(
         self,

@@ -18,6 +18,7 @@ import typer
 
 from ..errors import (
     AnswerConflict,
+    InvalidAnswer,
     RequestExpired,
     ToolnexusError,
     UnknownRequest,
@@ -59,6 +60,8 @@ def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
         return _fail(str(exc), codes.EXPIRED)
     except AnswerConflict as exc:
         return _fail(str(exc), codes.CONFLICT)
+    except InvalidAnswer as exc:
+        return _fail(str(exc), codes.INVALID)
     except UsageError as exc:
         return _fail(str(exc), codes.USAGE)
     except ToolnexusError as exc:  # a StoreError, a failed run
@@ -115,27 +118,63 @@ def build() -> Callable[[list[str] | None], int]:
         reason: Annotated[str | None, typer.Option(help="Why (with --decline).")] = None,
         data: Annotated[str | None, typer.Option(help="The answer's data (a JSON object).")] = None,
         text: Annotated[str | None, typer.Option(help="A text answer.")] = None,
+        args: Annotated[
+            str | None,
+            typer.Option(
+                "--args",
+                help="With --approve: run the call with these arguments instead (a JSON object, "
+                "checked against the tool's schema).",
+            ),
+        ] = None,
         who: Annotated[str | None, typer.Option("--as", help="Who answers.")] = None,
+        wait: Annotated[
+            bool, typer.Option("--wait", help="Follow the run until a worker has finished it.")
+        ] = False,
+        timeout: Annotated[
+            float | None, typer.Option(help="With --wait: give up after this many seconds.")
+        ] = None,
         as_json: JsonOpt = False,
     ) -> int:
-        """Record the answer to a pending request (exactly once); a worker resumes the run."""
+        """Record the answer to a pending request (exactly once); a worker resumes the run.
+
+        With ``--wait`` the command follows the run (queued → resuming → done) and prints its
+        final text; exit code 7 when ``--timeout`` passes first.
+        """
+        if timeout is not None and not wait:
+            return _fail("--timeout needs --wait", codes.USAGE)
         try:
             reply = answer_from_flags(
-                request_id, approve=approve, decline=decline, reason=reason, data=data, text=text
+                request_id,
+                approve=approve,
+                decline=decline,
+                reason=reason,
+                data=data,
+                text=text,
+                args=args,
             )
         except UsageError as exc:
             return _fail(str(exc), codes.USAGE)
 
         async def work() -> int:
             async with open_store(store) as runs:
+                if args is not None:
+                    problem = await _edit_problem(runs, request_id, reply)
+                    if problem is not None:
+                        return _fail(problem, codes.INVALID)
                 record = await runs.post_answer(request_id, reply, answered_by=who)
-            if as_json:
-                typer.echo(json.dumps(record_json(record), ensure_ascii=False))
-            else:
                 verdict = "approved" if reply.ok else "declined"
+                if args is not None:
+                    verdict = "approved with edited arguments"
                 by = f" as {who}" if who else ""
-                typer.echo(f"{request_id}: {verdict}{by}; a worker resumes the run")
-            return codes.OK
+                if not wait:
+                    if as_json:
+                        typer.echo(json.dumps(record_json(record), ensure_ascii=False))
+                    else:
+                        typer.echo(f"{request_id}: {verdict}{by}; a worker resumes the run")
+                    return codes.OK
+                if not as_json:
+                    typer.echo(f"{request_id}: {verdict}{by}", err=True)
+                return await _follow(runs, request_id, timeout, as_json)
 
         return _guarded(work)
 
@@ -193,10 +232,13 @@ def build() -> Callable[[list[str] | None], int]:
 
         async def work() -> int:
             from ..toolkit import create_toolkit
+            from .progress import working
 
-            async with await create_toolkit(
-                mcp_config=config, skills_dir=skills or None, builtins=not no_builtins
-            ) as toolkit:
+            with working("starting the tool sources", enabled=not as_json):
+                toolkit = await create_toolkit(
+                    mcp_config=config, skills_dir=skills or None, builtins=not no_builtins
+                )
+            async with toolkit:
                 listed = [
                     {"name": t.name, "source": t.source, "description": t.description}
                     for t in toolkit.tools()
@@ -357,6 +399,51 @@ def build() -> Callable[[list[str] | None], int]:
         return result if isinstance(result, int) else codes.OK
 
     return invoke
+
+
+async def _follow(runs: Any, request_id: str, timeout: float | None, as_json: bool) -> int:
+    """Wait for the worker to finish the answered run; print what it ended with."""
+    from .progress import STATE_WORDS, follow, working
+
+    with working("queued, waiting for a worker", enabled=not as_json) as show:
+        record = await follow(
+            runs,
+            request_id,
+            timeout=timeout,
+            on_state=lambda state: show(STATE_WORDS.get(state, state)),
+        )
+    if record is None:
+        now = await runs.answer_record(request_id)
+        state = now.status if now is not None else "pending"
+        return _fail(
+            f"{request_id}: still {STATE_WORDS.get(state, state)} after {timeout:g}s",
+            codes.TIMEOUT,
+        )
+    outcome = record.outcome or {}
+    if as_json:
+        typer.echo(json.dumps({**record_json(record), "outcome": outcome}, ensure_ascii=False))
+    else:
+        status = outcome.get("status", record.status)
+        typer.echo(f"{request_id}: {record.status} ({status})", err=True)
+        if outcome.get("pending"):
+            typer.echo(f"the run asks again: request {outcome['pending']}", err=True)
+        if outcome.get("text"):
+            typer.echo(str(outcome["text"]))
+    return codes.EXPIRED if record.status == "expired" else codes.OK
+
+
+async def _edit_problem(runs: Any, request_id: str, reply: Any) -> str | None:
+    """Why ``--args`` cannot edit this request (not an approval, failing the schema), before
+    anything is posted; ``None`` also when no checkpoint waits (the store then says why)."""
+    from ..loop.edits import EDIT_KEY, edited_arguments_problem
+
+    checkpoint = await runs.load_halt(request_id)
+    if checkpoint is None:
+        return None
+    problem = edited_arguments_problem(checkpoint, reply.data[EDIT_KEY])
+    if problem is None:
+        return None
+    return f'cannot approve request "{request_id}" with edited arguments: {problem}'
 
 
 def _entry_json(e: Any) -> dict[str, Any]:

@@ -103,14 +103,16 @@ class Session:
             _say("(no endpoint configured: a scripted local model answers; see --help)")
         if style not in ("openai", "anthropic"):
             raise UsageError(f"--style is openai or anthropic, got {style!r}")
-        self.toolkit = await self._stack.enter_async_context(
-            await create_toolkit(
+        from .progress import working
+
+        with working("starting the tool sources", enabled=s.config is not None):
+            toolkit = await create_toolkit(
                 mcp_config=s.config,
                 skills_dir=s.skills or None,
                 builtins=s.builtins,
                 wait_for=self.answer,
             )
-        )
+        self.toolkit = await self._stack.enter_async_context(toolkit)
         self.client = await self._stack.enter_async_context(
             create_client(
                 base_url=base_url,

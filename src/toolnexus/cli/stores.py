@@ -7,9 +7,10 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, cast
 
 from ..errors import UsageError
+from ..loop.edits import EDIT_KEY
 from ..stores.requests import AnswerRecord, RunStore
 from ..suspension import Answer
 
@@ -52,12 +53,17 @@ def answer_from_flags(
     reason: str | None,
     data: str | None,
     text: str | None,
+    args: str | None = None,
 ) -> Answer:
     """The `Answer` the ``answer`` command's flags describe (exactly one of them).
 
+    ``--approve --args JSON`` approves with edited arguments: the convention
+    ``Answer(id, ok=True, data={"arguments": {...}})`` (docs/suspension.md).
+
     Raises:
         UsageError: none or several of ``--approve``/``--decline``/``--data``/``--text``, a
-            ``--reason`` without ``--decline``, or ``--data`` that is not a JSON object.
+            ``--reason`` without ``--decline``, ``--args`` without ``--approve``, or
+            ``--data``/``--args`` that is not a JSON object.
     """
     given = [
         name
@@ -76,19 +82,28 @@ def answer_from_flags(
         )
     if reason is not None and not decline:
         raise UsageError("--reason goes with --decline")
+    if args is not None and not approve:
+        raise UsageError(f"--args goes with --approve, not with {given[0]}")
     if approve:
+        if args is not None:
+            edited = _json_object(args, "--args")
+            return Answer(request_id, True, data={EDIT_KEY: edited})
         return Answer(request_id, True)
     if decline:
         return Answer(request_id, False, reason=reason)
     if text is not None:
         return Answer(request_id, True, data={"text": text})
+    return Answer(request_id, True, data=_json_object(data or "", "--data"))
+
+
+def _json_object(text: str, flag: str) -> dict[str, Any]:
     try:
-        parsed = json.loads(data or "")
-    except ValueError as exc:
-        raise UsageError(f"--data is not JSON: {exc}") from None
+        parsed = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError(f"{flag} is not JSON: {exc}") from None
     if not isinstance(parsed, dict):
-        raise UsageError("--data must be a JSON object")
-    return Answer(request_id, True, data=parsed)  # pyright: ignore[reportUnknownArgumentType]
+        raise UsageError(f"{flag} must be a JSON object")
+    return cast(dict[str, Any], parsed)
 
 
 def parse_age(text: str) -> float:

@@ -61,6 +61,7 @@ class InboxApp:
         title: str,
         public_url: str | None,
         owns_store: bool,
+        secure_cookies: bool | None = None,
     ) -> None:
         from starlette.applications import Starlette
         from starlette.routing import Route
@@ -75,6 +76,7 @@ class InboxApp:
         self.users = users
         self._owns_store = owns_store
         self._public = public_url.rstrip("/") if public_url else None
+        self._secure = secure_cookies
         self.watcher = Watcher(
             store,
             poll_interval=poll_interval,
@@ -145,6 +147,11 @@ class InboxApp:
             close = getattr(self.store, "aclose", None)
             if close is not None:
                 await close()
+
+    def _secure_cookie(self, request: HttpRequest) -> bool:
+        """Whether cookies get ``Secure``: as configured, else when the request came over
+        https (behind a TLS-terminating proxy, configure it)."""
+        return self._secure if self._secure is not None else request.url.scheme == "https"
 
     def _link(self, request_id: str) -> str | None:
         if self._public is None:
@@ -387,7 +394,7 @@ class InboxApp:
             path=base or "/",
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=self._secure_cookie(request),
         )
         return response
 
@@ -414,7 +421,7 @@ class InboxApp:
             path=base or "/",
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https",
+            secure=self._secure_cookie(request),
         )
         response.delete_cookie(LOGIN_COOKIE, path=base or "/")
         return response
@@ -536,6 +543,7 @@ def inbox_app(
     title: str = "Approvals inbox",
     secret: bytes | str | None = None,
     public_url: str | None = None,
+    secure_cookies: bool | None = None,
 ) -> InboxApp:
     """The approvals inbox over ``store`` (a run store, or a store URL it opens and closes).
 
@@ -553,6 +561,8 @@ def inbox_app(
         secret: the key that signs session cookies; give every process of one inbox the same
             one so a session works on all of them (random per process by default).
         public_url: the inbox's address, for the link in a webhook's document.
+        secure_cookies: mark the cookies ``Secure`` (``None``: when the request came over
+            https; say ``True`` behind a proxy that terminates TLS).
 
     Example:
         >>> app = inbox_app("sqlite:///state.db", users={"ana": "a-long-token"})  # doctest: +SKIP
@@ -580,4 +590,5 @@ def inbox_app(
         title=title,
         public_url=public_url,
         owns_store=owns,
+        secure_cookies=secure_cookies,
     )

@@ -80,6 +80,7 @@ class Watcher:
     _seen: set[str] = field(default_factory=lambda: set())
     _resolved_after: float = 0.0
     _primed: bool = False
+    _closed: bool = False
     polls: int = 0
     """How many polls ran (for tests and the bench)."""
 
@@ -96,9 +97,13 @@ class Watcher:
 
     def unsubscribe(self, queue: asyncio.Queue[Event]) -> None:
         self._subscribers.discard(queue)
+        if not self._subscribers:
+            self._primed = False  # the next listener starts from what is there then
 
     def ensure_running(self) -> None:
         """Start the poll loop (idempotent); it stops by itself when nothing needs it."""
+        if self._closed:
+            return
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._run())
 
@@ -107,6 +112,10 @@ class Watcher:
         self._wake.set()
 
     async def aclose(self) -> None:
+        """Stop polling. The loop also checks a flag: a store driver may swallow the cancel
+        of a query in flight (psycopg's pool can), and the loop must not go on after it."""
+        self._closed = True
+        self._wake.set()
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
@@ -114,12 +123,14 @@ class Watcher:
                 await task
 
     async def _run(self) -> None:
-        while self._subscribers or self.notifying:
+        while not self._closed and (self._subscribers or self.notifying):
             try:
                 await self.poll_once()
             except asyncio.CancelledError:
                 raise
             except Exception:
+                if self._closed:
+                    return
                 log.exception("toolnexus inbox: polling the store failed")
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
@@ -169,7 +180,7 @@ class Watcher:
         self._seen = {e.request_id for e in arrived}
         if resolved:
             self._resolved_after = max(h.answered_at for h in resolved)
-        elif not self._resolved_after:
+        elif not self._primed:
             self._resolved_after = now - 5.0
         self._primed = True
         if events:

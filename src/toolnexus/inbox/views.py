@@ -122,10 +122,8 @@ class Views:
     # -- reading ---------------------------------------------------------------------------
 
     async def _settled_entry(self, rid: str) -> HistoryEntry | None:
-        for h in await self.index.list_history(text=rid, limit=50):
-            if h.request_id == rid:
-                return h
-        return None
+        found = await self.index.list_history(request_id=rid, limit=1)
+        return found[0] if found else None
 
     async def request_view(self, rid: str) -> RequestView | None:
         """The detail page's data for ``rid``; ``None`` when the store knows no such request.
@@ -196,13 +194,13 @@ class Views:
         return _record_json(record)
 
     async def _rows(self, entries: list[PendingEntry]) -> list[ListRow]:
-        async def one(e: PendingEntry) -> ListRow:
-            try:
-                checkpoint = await self.store.load_halt(e.request_id)
-            except CheckpointError:
-                return ListRow(e, "(the checkpoint cannot be read)")
-            if checkpoint is None:
-                return ListRow(e)
+        loaded = await self.index.load_halts([e.request_id for e in entries])
+        rows: list[ListRow] = []
+        for e in entries:
+            checkpoint = loaded.get(e.request_id)
+            if checkpoint is None:  # answered since, or unreadable (its page says why)
+                rows.append(ListRow(e))
+                continue
             _, arguments = halted_call(checkpoint)
             path_raw: Any = (checkpoint.pending.data or {}).get("path")
             path = (
@@ -210,9 +208,8 @@ class Views:
                 if isinstance(path_raw, list)
                 else ()
             )
-            return ListRow(e, arguments, path)
-
-        return list(await asyncio.gather(*(one(e) for e in entries)))
+            rows.append(ListRow(e, arguments, path))
+        return rows
 
     async def _pending(
         self, params: Mapping[str, str]
@@ -313,11 +310,14 @@ class Views:
 
     # -- answering -------------------------------------------------------------------------
 
-    async def _refusal(self, rid: str) -> Outcome:
-        """Why ``rid`` cannot be answered now: settled or answered (409), or unknown (404)."""
+    async def _refusal(self, rid: str, conflict: AnswerConflict | None = None) -> Outcome:
+        """Why ``rid`` cannot be answered now: settled or answered (409), held by a resume
+        that brought its own answer (409, the store's words), or unknown (404)."""
         record = await self.store.answer_record(rid)
         if record is not None:
             return Outcome(409, f"Already {resolved_text(record)}: your answer changed nothing.")
+        if conflict is not None:
+            return Outcome(409, f"{conflict}: your answer changed nothing.")
         return Outcome(404, f"No request {rid} is waiting.")
 
     async def _halted(self, rid: str, user: InboxUser) -> tuple[Checkpoint | None, Outcome | None]:
@@ -380,8 +380,8 @@ class Views:
                 )
         try:
             await self.store.post_answer(rid, answer, answered_by=user.name)
-        except AnswerConflict:
-            return await self._refusal(rid)
+        except AnswerConflict as exc:
+            return await self._refusal(rid, exc)
         except RequestExpired:
             return Outcome(
                 409, "This request expired before it was answered; nothing was approved."
@@ -400,8 +400,8 @@ class Views:
             return refused or Outcome(404)
         try:
             await self.store.cancel(rid, reason=reason, answered_by=user.name)
-        except AnswerConflict:
-            return await self._refusal(rid)
+        except AnswerConflict as exc:
+            return await self._refusal(rid, exc)
         except UnknownRequest:
             return Outcome(404, f"No request {rid} is waiting.")
         except UsageError as exc:

@@ -69,7 +69,8 @@ async def run_abortable(
     With neither a cancel event nor a deadline the coroutine is simply awaited (no task, no
     timer). Otherwise it runs as a task; whichever comes first — its result, the cancel, the
     deadline — decides. An abort cancels the task, waits for it to unwind, then raises. A
-    result that is ready when the abort arrives wins over the abort.
+    result that is ready when the abort arrives wins over the abort; a failure that arrives
+    once the deadline has passed is reported as the deadline (`RunTimeout`).
 
     Args:
         coro: the work, typically one retrying model call.
@@ -108,6 +109,11 @@ async def run_abortable(
             # Also reached when our own caller is cancelled: never leave the work running.
             await _stop(task)
     if task in done:
+        failed = not task.cancelled() and task.exception() is not None
+        if failed and deadline is not None and loop.time() >= deadline:
+            # A failure once the budget is spent is the budget running out: a host's sync
+            # transport times out by itself when what was left of it is gone.
+            raise _timeout_error(timeout_ms) from task.exception()
         return task.result()
     if watcher is not None and watcher in done:
         raise _cancelled_error()

@@ -41,6 +41,7 @@ __all__ = [
     "PRIVATE_MESSAGE_KEYS",
     "AnthropicRendering",
     "appended_since",
+    "arguments_object",
     "arguments_text",
     "compact_json",
     "from_anthropic",
@@ -160,7 +161,9 @@ def _content_text(message: Message, i: int) -> str:
     return text
 
 
-def _tool_input(arguments: Any) -> dict[str, Any]:
+def arguments_object(arguments: Any) -> dict[str, Any]:
+    """Tool-call arguments as an object: a dict as it is, JSON text parsed (anything that is
+    not a JSON object: ``{}``)."""
     if isinstance(arguments, dict):
         return cast(dict[str, Any], arguments)
     if isinstance(arguments, str):
@@ -199,7 +202,7 @@ def _tool_use_blocks(calls: Any, i: int) -> list[dict[str, Any]]:
             raise UsageError(f"{where} has no id")
         arguments = cast(dict[str, Any], function).get("arguments")
         blocks.append(
-            {"type": "tool_use", "id": call_id, "name": name, "input": _tool_input(arguments)}
+            {"type": "tool_use", "id": call_id, "name": name, "input": arguments_object(arguments)}
         )
     return blocks
 

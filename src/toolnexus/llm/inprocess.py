@@ -5,6 +5,11 @@
 ``{"toolCalls": [{"id"?, "name", "arguments"}]}`` (``tool_calls`` is accepted too), with an
 optional ``usage``. The library builds the provider envelope around it. Failures are final (no
 retry) and streaming is not supported.
+
+A model that needs a human first (an ACP agent's permission request) returns
+``{"pending": Request}`` instead: the run halts at the model call like at a suspended tool
+(`toolnexus.llm.model_halt`), and the call that resumes it gets the `Answer` as
+``request["answer"]``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ from typing import Any, cast
 
 from .._compat import no_stream_error
 from ..errors import BadResponse, UsageError
+from ..suspension import Request
 from .base import SSEEvent
+from .model_halt import ModelSuspended, model_answer
 
 __all__ = ["Generate", "InProcessTransport"]
 
@@ -41,9 +48,20 @@ class InProcessTransport:
         del url, headers, timeout
         # The body's own keys (``model``, ``messages``, ``tools`` when there are any), plus
         # the existing package's request shape: ``tools`` always a list, and the ``body``.
-        value = self._generate({**body, "tools": body.get("tools", []), "body": body})
+        request = {**body, "tools": body.get("tools", []), "body": body}
+        answer = model_answer()
+        if answer is not None:
+            request["answer"] = answer
+        value = self._generate(request)
         if inspect.isawaitable(value):
             value = await value
+        if isinstance(value, dict) and "pending" in value:
+            asked: Any = cast("dict[str, Any]", value)["pending"]
+            if not isinstance(asked, Request):
+                raise BadResponse(
+                    f"generate: pending must be a toolnexus Request, got {type(asked).__name__}"
+                )
+            raise ModelSuspended(asked)
         return self._envelope(body, value)
 
     def _envelope(self, body: dict[str, Any], value: Any) -> dict[str, Any]:

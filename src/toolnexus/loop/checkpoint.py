@@ -12,11 +12,13 @@ Version history:
        part dicts (COMPAT §6). A checkpoint holding no part is still written as version 1, so
        a reader that knows only version 1 keeps reading it; one holding parts is refused by
        such a reader instead of losing them.
+    3: a halt at the model call (`toolnexus.llm.model_halt`): ``outstanding`` is empty, since
+       the halted turn has no tool call yet. Only such a checkpoint is written as version 3.
 
 Optional fields added since, without a version bump (a reader ignores keys it does not know,
 and each has a default when absent): ``queue``, ``trace``, and ``input_schema`` on an
 outstanding call suspended on an ``approval`` — the halted tool's input schema (``true``: any
-object), so that edited arguments can be checked where no toolkit is loaded
+object, ``false``: no edits), so that edited arguments can be checked where no toolkit is loaded
 (`toolnexus.loop.edits`). A checkpoint without it still loads; its edits are then checked
 when the run resumes.
 
@@ -44,9 +46,10 @@ from ..suspension import Request
 
 __all__ = ["CHECKPOINT_VERSION", "Checkpoint", "Outstanding", "SlotState", "tool_fingerprint"]
 
-CHECKPOINT_VERSION = 2
+CHECKPOINT_VERSION = 3
 """The newest version this toolnexus reads and writes."""
 _PARTS_VERSION = 2
+_MODEL_HALT_VERSION = 3
 
 SlotState = Literal["done", "suspended", "not_run"]
 
@@ -167,7 +170,8 @@ class Outstanding:
     request: Request | None = None
     input_schema: dict[str, Any] | bool | None = None
     """The tool's input schema, kept for a call suspended on an approval so that edited
-    arguments can be checked without the toolkit (``True``: any object; ``None``: unknown)."""
+    arguments can be checked without the toolkit (``True``: any object; ``False``: the call
+    takes no edits; ``None``: unknown — a checkpoint written before it was kept)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -256,6 +260,8 @@ class Checkpoint:
         version = self.version
         if version < _PARTS_VERSION and _holds_parts(self.messages, self.outstanding):
             version = _PARTS_VERSION
+        if not self.outstanding:
+            version = _MODEL_HALT_VERSION
         data: dict[str, Any] = {
             "version": version,
             "model": self.model,
@@ -360,7 +366,9 @@ class Checkpoint:
             raise CheckpointError("checkpoint messages must be a list of objects")
         _check_message_parts(cast(list[Any], messages))
         outstanding_raw = d.get("outstanding")
-        if not isinstance(outstanding_raw, list) or not outstanding_raw:
+        if not isinstance(outstanding_raw, list) or (
+            not outstanding_raw and version < _MODEL_HALT_VERSION
+        ):
             raise CheckpointError("checkpoint has no outstanding tool calls")
         pending_raw = d.get("pending")
         pending = _request(pending_raw, "checkpoint pending request is malformed")

@@ -16,7 +16,9 @@ the transcript's assistant turn (so the model reads what actually ran).
 Left alone (``data`` is passed on as it is): an answer that declines, a request of any other
 kind (an ``input`` form may well have a field named ``arguments``), and a tool that maps its
 answers itself (``handles_declines``: relay tools, the agent runtime's ``task``, which hands
-the answer down to the sub-agent whose own tool asked).
+the answer down to the sub-agent whose own tool asked). The checkpoint marks such a call
+``input_schema: false``, so that recording an edit of it is refused, as it is for a call an MCP
+client made of a served tool (`toolnexus.serve.mcp_halts`: its arguments are the client's).
 """
 
 from __future__ import annotations
@@ -87,9 +89,10 @@ def editable(tool: Tool | None) -> bool:
 
 def edit_schema(tool: Tool) -> Any:
     """What a checkpoint keeps to check edits of ``tool``'s call without the toolkit: its input
-    schema, ``True`` (any object) when it does not validate, ``None`` when it takes no edits."""
+    schema, ``True`` (any object) when it does not validate, ``False`` when it takes no edits
+    (it maps its answers itself)."""
     if not editable(tool):
-        return None
+        return False
     return tool.input_schema if tool.validate_args else True
 
 
@@ -97,7 +100,10 @@ def schema_problem(name: str, schema: Any, arguments: Any) -> str | None:
     """What is wrong with ``arguments`` as the edited arguments of tool ``name``, or ``None``.
 
     They must be a JSON object; with a ``schema`` (``None``: not known), valid against it.
+    A ``False`` schema marks a call that takes no edits at all.
     """
+    if schema is False:
+        return f'the call of tool "{name}" takes no edited arguments'
     if not isinstance(arguments, dict):
         value: object = arguments
         got = _JSON_KINDS.get(type(value)) or type(value).__name__
@@ -129,11 +135,13 @@ def edited_arguments_problem(checkpoint: Any, arguments: Any) -> str | None:
     written before toolnexus kept that schema is checked only for the object: the schema is
     then checked when the run resumes (an invalid edit fails the resume, nothing runs).
 
-    Example:
-        >>> checkpoint = await store.load_halt(request_id)
-        >>> problem = edited_arguments_problem(checkpoint, {"amount": 10})
-        >>> if problem is None:
-        ...     await store.post_answer(request_id, Answer(request_id, True, {"arguments": ...}))
+    Example::
+
+        edited = {"order": "A-1", "amount": 40}
+        checkpoint = await store.load_halt(request_id)
+        problem = edited_arguments_problem(checkpoint, edited)
+        if problem is None:
+            await store.post_answer(request_id, Answer(request_id, True, {"arguments": edited}))
 
     Args:
         checkpoint: the halted run (`Checkpoint`, e.g. from `RunStore.load_halt`).

@@ -7,9 +7,31 @@ and, when the run halted, its checkpoint. ``run`` and ``ask`` drain it (`Engine.
 Resolving a suspension — inline through ``wait_for`` or later from a checkpoint — is one code
 path: re-execute the call with ``ctx.answer`` (see `Engine.resolve`).
 
-Parked runs are mostly coroutine frames, so the frames between a run and its host's
-``wait_for`` are counted (``bench/bench_throughput.py``'s parked-run figure pins them): see the
-notes marked "one frame fewer" (`Engine.ask`, `Engine._wait`, `Engine._start`, `Client.run`).
+Parked-run memory — the one list of the measured tricks. A run parked on a human (and the
+thousands in their first model call, whose peak sets the process's RSS) is mostly coroutine
+frames and the few objects they hold, so each frame and copy between a run and its host's
+``wait_for`` is counted; ``bench/bench_durable.py --only park`` pins the figure (RSS and
+tracemalloc KiB per parked run, against the floor). Every trick is marked ``[parked-run
+memory]`` at its site; keep them when editing there, and measure before adding one:
+
+- `Client.run` inlines ``_final`` and `Engine.complete` (one frame fewer);
+- `Engine.ask`, `Engine._wait` and `Engine._start` (a single call) are not coroutines: the
+  awaitable they return is awaited by the caller (one frame fewer each);
+- `Engine.drive` asks about a single call after it ran, not from inside it (one frame fewer),
+  drops the model's raw reply (``del turn``) before the calls run;
+- `Engine._ask` drops the run's rendering cache (``state.bodies``) while it waits;
+- ``ModelCall.call_model`` is not a coroutine without a hook (one frame fewer in flight), and
+  ``ModelCall.send`` awaits the first attempt directly (the retry loop and the abort wrapper
+  only after a failure, or with a cancel event or deadline);
+- ``ModelCall._build_body`` keeps no rendering cache during the first turn;
+- `Toolkit.run_tools` shares one tool list and name index among the toolkit's runs;
+- ``client._Observed`` (the ``run`` metric) is a small object, not a ``try`` in a helper
+  coroutine.
+
+Known cost: `Engine.drive` is an async generator (the loop written once, streaming and not):
+its object and the ``asend`` awaitable hold ≈ 0.4 KiB per run against ≈ 0.26 KiB for the
+coroutine frame of the loop it replaced (≈ 0.15 KiB per parked run, found with tracemalloc
+snapshots by line: ``client.py``'s ``async for step in self._engine.drive(...)``).
 
 The run's data lives in `toolnexus.loop.state`; the pure transcript rules in
 `toolnexus.loop.transcript`.
@@ -31,6 +53,7 @@ from ..errors import AnswerMismatch, CallbackError
 from ..llm.abort import run_abortable
 from ..llm.base import ModelTurn
 from ..llm.convert import normalize_history
+from ..llm.model_halt import ModelSuspended
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -211,13 +234,13 @@ class Engine(ModelCalls):
             return coerce_result(cast(object, change["result"]))
         return result
 
-    def _stamp(self, request: Request, slot: Slot) -> Request:
+    def _stamp(self, request: Request, slot: Slot | None) -> Request:
         """Give a suspension its deadline and, for relay calls, the provider call id."""
         changes: dict[str, Any] = {}
         ttl = self.cfg.pending_ttl
         if request.expiresAt is None and ttl is not None:
             changes["expiresAt"] = format_timestamp(datetime.now(UTC) + timedelta(seconds=ttl))
-        if is_relay_request(request):
+        if slot is not None and is_relay_request(request):
             calls: list[Any] = list((request.data or {})[RELAY_CALLS_KEY])
             stamped: list[Any] = []
             for call in calls:
@@ -332,6 +355,10 @@ class Engine(ModelCalls):
         path. Relay calls get the host's output spliced (``results[]`` by call id, or the
         single-call ``output`` shorthand for the first one).
         """
+        if not slots:  # a halt at the model call: the model gets the answer on its next call
+            state.model_answer = answer
+            state.model_asked.append(request.id)
+            return
         targets = [s for s in slots if s.request is not None and s.request.id == request.id]
         for position, slot in enumerate(targets):
             tool = state.by_name.get(slot.name)
@@ -355,8 +382,9 @@ class Engine(ModelCalls):
     def ask(self, state: RunState, request: Request) -> Awaitable[Answer]:
         """Ask the host's ``wait_for``, enforcing the Request's deadline and the id echo.
 
-        Not a coroutine itself: an untraced run (the common case) waits in `_ask` directly,
-        one frame fewer for every parked run; a traced one inside its ``await_human`` span.
+        Not a coroutine itself [parked-run memory]: an untraced run (the common case) waits in
+        `_ask` directly, one frame fewer for every parked run; a traced one inside its
+        ``await_human`` span.
         """
         if state.span is None or self.cfg.tracing is None:
             return self._ask(state, request)
@@ -375,7 +403,8 @@ class Engine(ModelCalls):
     async def _ask(self, state: RunState, request: Request) -> Answer:
         wait_for = state.wait_for
         assert wait_for is not None
-        # A run waiting for a human keeps less in memory; the next body is rendered afresh.
+        # [parked-run memory] a run waiting for a human keeps no rendering cache; the next
+        # body is rendered afresh.
         state.bodies = None
         if is_expired(request):
             if isinstance(wait_for, ParkingWaitFor):  # the store records the expiry too
@@ -412,9 +441,9 @@ class Engine(ModelCalls):
     def _wait(self, state: RunState, request: Request, wait_for: WaitFor) -> Awaitable[Any]:
         """What ``ask`` awaits: the host's answer, abortable by the run's ``cancel`` event.
 
-        Not a coroutine itself: without a cancel event the host's own awaitable is awaited
-        directly, one frame fewer for every parked run. With one, the host is not even asked
-        when the run is already cancelled.
+        Not a coroutine itself [parked-run memory]: without a cancel event the host's own
+        awaitable is awaited directly, one frame fewer for every parked run. With one, the
+        host is not even asked when the run is already cancelled.
         """
         if state.cancel is None:
             return self._ask_host(state, request, wait_for)
@@ -467,19 +496,33 @@ class Engine(ModelCalls):
                     if stop is not None:
                         yield self._finished(state, Finished(stop))
                         return
-                    if stream:
-                        turn: ModelTurn | None = None
-                        async for item in self.stream_model(state):
-                            if isinstance(item, ModelTurn):
-                                turn = item
-                            else:
-                                yield item
-                        assert turn is not None
-                    else:
-                        turn = await self.call_model(state)
+                    try:
+                        if stream:
+                            turn: ModelTurn | None = None
+                            async for item in self.stream_model(state):
+                                if isinstance(item, ModelTurn):
+                                    turn = item
+                                else:
+                                    yield item
+                            assert turn is not None
+                        else:
+                            turn = await self.call_model(state)
+                    except ModelSuspended as halt:
+                        # The model itself asks (an ACP agent's permission): no tool call.
+                        request = self._stamp(halt.request, None)
+                        self.model_question(state, request)
+                        if stream:
+                            yield {"type": "pending", "request": request}
+                        if state.wait_for is None:
+                            yield self._finished(state, self._halt_at_model(state, request))
+                            return
+                        state.turn_slots = ()
+                        state.model_answer = await self.ask(state, request)
+                        state.model_asked.append(request.id)
+                        continue
                     slots = self._take_turn(state, turn)
                     text = turn.text
-                    del turn  # its raw reply: not kept while the calls run (and maybe park)
+                    del turn  # [parked-run memory] its raw reply: not kept while calls run
                     if not slots:
                         if stream:
                             yield {"type": "usage", "usage": dict(state.usage)}
@@ -496,7 +539,7 @@ class Engine(ModelCalls):
                             }
                 # Several calls run concurrently, each asking the host as soon as it suspends
                 # (not when streaming: a ``pending`` event must come first). A single call is
-                # asked about below, after it ran: a parked run keeps one frame fewer.
+                # asked about below, after it ran [parked-run memory]: one frame fewer.
                 inline = not stream and state.wait_for is not None and len(slots) > 1
                 await self._start(state, slots, inline=inline)
                 for s in slots:
@@ -570,8 +613,8 @@ class Engine(ModelCalls):
     def _start(self, state: RunState, slots: list[Slot], *, inline: bool) -> Awaitable[None]:
         """Run the turn's calls that have neither a result nor a suspension, concurrently.
 
-        Not a coroutine itself: a single call (the common turn) is awaited directly, so a run
-        in the middle of it holds one frame fewer.
+        Not a coroutine itself [parked-run memory]: a single call (the common turn) is awaited
+        directly, so a run in the middle of it holds one frame fewer.
         """
         state.turn_slots = slots
         todo = [s for s in slots if s.result is None and s.request is None]
@@ -641,6 +684,13 @@ class Engine(ModelCalls):
         message[tx.HALT_KEY] = checkpoint.halt_note()
         state.messages.append(message)
         state.records.append(tx.record(halted, placeholder))
+        result = self._done(state, request.prompt, "pending", None, pending=request)
+        return Finished(result, checkpoint)
+
+    def _halt_at_model(self, state: RunState, request: Request) -> Finished:
+        """The model call stopped on ``request``: a checkpoint with no outstanding call (the
+        transcript ends where the model was asked; nothing is appended)."""
+        checkpoint = self.snapshot(state, [], request)
         result = self._done(state, request.prompt, "pending", None, pending=request)
         return Finished(result, checkpoint)
 

@@ -10,17 +10,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
 from .._compat import warn_once
-from ..errors import ProviderError, TransportError
+from ..errors import BadResponse, ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
+from ..llm.model_halt import ModelSuspended, answering
 from ..llm.parts_wire import transcript_parts
 from ..llm.retry import call_with_retries, retry_after
-from ..llm.transport import attempt_within
+from ..llm.transport import attempt_timeout, attempt_within
+from ..suspension import Request
 from . import transcript as tx
 from .hooks import call_callback, llm_change
 from .state import EngineConfig, RunState, TranscriptDialect
@@ -31,6 +33,7 @@ log = logging.getLogger("toolnexus")
 
 Event = dict[str, Any]
 _STRIPPED_PARAMS = ("messages", "tools", "stream")
+MAX_MODEL_QUESTIONS = 64  # questions one model call may ask (a model halt's rounds)
 
 
 class ModelCalls:
@@ -64,6 +67,17 @@ class ModelCalls:
             if change.model is not None:
                 model = change.model  # this turn only
         body = await self.finish_body(self._build_body(state, wire_tools, stream, model))
+        return self._sent(state, body, model)
+
+    def _plain_body(self, state: RunState, stream: bool) -> dict[str, Any]:
+        """`_prepare` for a client without a ``before_llm`` hook or a ``body_transform``:
+        nothing to await."""
+        cfg = self.cfg
+        body = self._with_params(self._build_body(state, state.wire_tools, stream, cfg.model))
+        return self._sent(state, body, cfg.model)
+
+    @staticmethod
+    def _sent(state: RunState, body: dict[str, Any], model: str) -> dict[str, Any]:
         sent = body.get("model")
         state.sent_model = sent if isinstance(sent, str) else model
         return body
@@ -71,6 +85,15 @@ class ModelCalls:
     async def finish_body(self, body: dict[str, Any]) -> dict[str, Any]:
         """The last touches of every request body: ``request_params``, then ``body_transform``
         (the loop's calls and ``translate`` alike)."""
+        cfg = self.cfg
+        body = self._with_params(body)
+        if cfg.body_transform is not None:
+            changed = await call_callback("body_transform", cfg.body_transform, body)
+            if isinstance(changed, dict):
+                body = changed  # pyright: ignore[reportUnknownVariableType]
+        return body
+
+    def _with_params(self, body: dict[str, Any]) -> dict[str, Any]:
         cfg = self.cfg
         if cfg.request_params:
             for key, value in cfg.request_params.items():
@@ -81,10 +104,6 @@ class ModelCalls:
                     )
                     continue
                 body[key] = value
-        if cfg.body_transform is not None:
-            changed = await call_callback("body_transform", cfg.body_transform, body)
-            if isinstance(changed, dict):
-                body = changed  # pyright: ignore[reportUnknownVariableType]
         return body
 
     def _build_body(
@@ -103,9 +122,9 @@ class ModelCalls:
         bodies = state.bodies
         if bodies is None:
             bodies = self._new_transcript()
-            # Kept from the second turn on: the first turn's rendering is cheap to redo, and a
-            # run in its first call (thousands at once, and a run that goes on to park) does
-            # not hold a rendering cache.
+            # [parked-run memory] kept from the second turn on: the first turn's rendering is
+            # cheap to redo, and a run in its first call (thousands at once, and a run that
+            # goes on to park) does not hold a rendering cache.
             if state.turns:
                 state.bodies = bodies
         return bodies.build_body(
@@ -162,11 +181,40 @@ class ModelCalls:
             event["parts"] = parts
         self._emit(event)
 
-    async def call_model(self, state: RunState) -> ModelTurn:
-        """One non-streaming model call of the loop (hooks, then `send`)."""
+    def call_model(self, state: RunState) -> Awaitable[ModelTurn]:
+        """One non-streaming model call of the loop (hooks, then `send`); the call after a
+        halt at the model carries its Answer (`toolnexus.llm.model_halt`).
+
+        Not a coroutine itself [parked-run memory] (see `toolnexus.loop.engine`): without a
+        ``before_llm`` hook, a ``body_transform`` or a model question in play, the body is
+        built here and the caller awaits `send` directly, one frame fewer for every run in
+        its model call.
+        """
+        cfg = self.cfg
+        if (
+            cfg.hooks.before_llm is not None
+            or cfg.body_transform is not None
+            or state.model_answer is not None
+            or state.model_asked
+        ):
+            return self._call_model_full(state)
+        return self._send_turn(state, self._plain_body(state, stream=False))
+
+    async def _call_model_full(self, state: RunState) -> ModelTurn:
         body = await self._prepare(state, stream=False)
+        answer, state.model_answer = state.model_answer, None
+        call = self._send_turn(state, body)
+        if answer is None:
+            turn = await call
+        else:
+            with answering(answer):  # the coroutine runs in this context when awaited
+                turn = await call
+        state.model_asked.clear()
+        return turn
+
+    def _send_turn(self, state: RunState, body: dict[str, Any]) -> Awaitable[ModelTurn]:
         parts = transcript_parts(state.messages)
-        return await self.send(
+        return self.send(
             body,
             cancel=state.cancel,
             deadline=state.deadline,
@@ -174,6 +222,21 @@ class ModelCalls:
             span=state.span,
             parts=parts,
         )
+
+    def model_question(self, state: RunState, request: Request) -> None:
+        """Check a question the model call asked (`toolnexus.llm.model_halt`): a model that
+        asks again what was answered, or asks without end, is a broken model source.
+
+        Raises:
+            BadResponse: ``request`` repeats an answered one, or the call asked more than
+                `MAX_MODEL_QUESTIONS` questions.
+        """
+        if request.id in state.model_asked:
+            raise BadResponse(f"the model asked {request.id} again after it was answered")
+        if len(state.model_asked) >= MAX_MODEL_QUESTIONS:
+            raise BadResponse(
+                f"the model asked more than {MAX_MODEL_QUESTIONS} questions in one call"
+            )
 
     async def send(
         self,
@@ -195,9 +258,9 @@ class ModelCalls:
         started = time.perf_counter()
         try:
             if cancel is None and deadline is None:
-                # Nothing can abort the call: the first attempt is awaited right here and the
-                # retry loop is entered only after a failure, so that a run in flight holds
-                # no more than it needs (thousands may be in flight at once).
+                # [parked-run memory] nothing can abort the call: the first attempt is awaited
+                # right here and the retry loop is entered only after a failure, so that a
+                # run in flight holds no more than it needs (thousands may be in flight).
                 try:
                     payload = await cfg.transport.post(cfg.url, cfg.headers, body, timeout=None)
                 except (ProviderError, TransportError) as error:
@@ -212,6 +275,10 @@ class ModelCalls:
                     timeout_ms=cfg.timeout_ms,
                 )
             reply = cfg.dialect.parse_reply(payload)
+        except ModelSuspended:
+            if tracing is not None:
+                tracing.end_chat(chat, None, None)
+            raise  # a question, not a failed call: no ``llm`` error event
         except BaseException as exc:
             self.emit_llm_error(started, exc, parts, _model_of(body))
             if tracing is not None:
@@ -240,7 +307,9 @@ class ModelCalls:
         url, headers = cfg.url, cfg.headers
 
         async def open_stream() -> tuple[AsyncIterator[SSEEvent], SSEEvent | None]:
-            events = transport.stream(url, headers, body, timeout=None)
+            # A host's synchronous transport gets what is left of timeout_ms for its open().
+            timeout = attempt_timeout(transport, state.deadline)
+            events = transport.stream(url, headers, body, timeout=timeout)
             try:
                 first = await anext(events)
             except StopAsyncIteration:

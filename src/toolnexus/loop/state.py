@@ -191,6 +191,8 @@ class RunState:
     span: Any = None  # the run's ``invoke_agent`` span while it is traced and recording
     redactor: Redactor | None = None  # the client's and the toolkit's secrets, for tool results
     sent_model: str = ""  # the model of the last body sent ("" before the first call)
+    model_answer: Answer | None = None  # for the next model call, which halted asking (model_halt)
+    model_asked: list[str] = field(default_factory=lambda: [])  # ids answered in this model call
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""

@@ -1,6 +1,7 @@
 """Serving a toolkit or an agent on the network: A2A inbound, and MCP inbound at ``POST /mcp``
 (`toolnexus.serve.mcp`), behind one bearer token and one body cap (`toolnexus.serve.security`).
 
+`start_a2a_server` serves A2A over a host's own ``run_task`` (the reference's entry point).
 See docs/serving.md and docs/serving-mcp.md. Needs the ``serve`` extra (starlette, uvicorn,
 a2a-sdk; MCP inbound also the ``mcp`` extra). Names load lazily, so ``import toolnexus.serve``
 pulls in neither the SDKs nor starlette until one is used.
@@ -12,8 +13,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .app import ServedApp, serve, serve_agent, serve_agent_app, serve_app
-    from .card import build_agent_card
+    from .a2a import OnTask
+    from .app import ServedApp, serve, serve_agent, serve_agent_app, serve_app, start_a2a_server
+    from .card import CARD_PATH, DEFAULT_VERSION, PROTOCOL_VERSION, A2AConfig, build_agent_card
     from .mcp import (
         McpApp,
         MCPServeConfig,
@@ -23,7 +25,13 @@ if TYPE_CHECKING:
         mcp_app,
     )
     from .server import ServeHandle
-    from .tasks import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_task_store
+    from .tasks import (
+        FileTaskStore,
+        InMemoryTaskStore,
+        TaskStore,
+        resolve_store,
+        resolve_task_store,
+    )
 
 _LAZY: dict[str, str] = {
     "ServedApp": ".app",
@@ -31,7 +39,14 @@ _LAZY: dict[str, str] = {
     "serve_agent": ".app",
     "serve_agent_app": ".app",
     "serve_app": ".app",
+    "start_a2a_server": ".app",
+    "OnTask": ".a2a",
+    "A2AConfig": ".card",
+    "CARD_PATH": ".card",
+    "DEFAULT_VERSION": ".card",
+    "PROTOCOL_VERSION": ".card",
     "build_agent_card": ".card",
+    "resolve_store": ".tasks",
     "ServeHandle": ".server",
     "FileTaskStore": ".tasks",
     "InMemoryTaskStore": ".tasks",
@@ -46,11 +61,16 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "CARD_PATH",
+    "DEFAULT_VERSION",
+    "PROTOCOL_VERSION",
+    "A2AConfig",
     "FileTaskStore",
     "InMemoryTaskStore",
     "MCPServeConfig",
     "McpApp",
     "OnCall",
+    "OnTask",
     "ServeHandle",
     "ServedApp",
     "TaskStore",
@@ -58,11 +78,13 @@ __all__ = [
     "build_mcp_server",
     "exposed_mcp_tools",
     "mcp_app",
+    "resolve_store",
     "resolve_task_store",
     "serve",
     "serve_agent",
     "serve_agent_app",
     "serve_app",
+    "start_a2a_server",
 ]
 
 

@@ -5,7 +5,13 @@
     SendMessage (new)      → task submitted → working → completed | failed
                                                      → input-required | auth-required
     SendMessage (taskId)   → follow-up: Answer recorded (exactly once) → working → …
+    SendMessage (contextId of settled tasks) → a new task, the next turn of that conversation
     CancelTask             → canceled (an input-required task: its halted run is cancelled)
+
+The context is the conversation: every task's run continues the transcript of its
+``contextId`` (the caller's, or one made for the task), so a later message naming it goes on
+from there (`_route`). A fulfiller that cannot resume (a host's ``run_task``) takes a follow-up
+as the next turn of the context instead, on the same task, once (`_next_turn`).
 
 A run that halts on a `Request` makes its task ``input-required`` (``auth-required`` for
 ``kind:"authorization"``), with ``status.message`` carrying the prompt as a text part and the
@@ -37,7 +43,7 @@ from typing import Any, cast
 
 from ..errors import AnswerConflict, RequestExpired, ResumeError, UsageError
 from ..stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
-from ..suspension import Answer, Request, answer_problem
+from ..suspension import Answer, Request
 from .fulfil import Fulfiller, Outcome
 from .tasks import PRIVATE, TERMINAL, WAITING, TaskStore, task_state
 from .wire import (
@@ -51,6 +57,7 @@ from .wire import (
     Incoming,
     RpcError,
     Wire,
+    answer_of,
     dumps,
     method_op,
     now,
@@ -92,54 +99,6 @@ class _Live:
         self.runner: asyncio.Task[None] | None = None
 
 
-def answer_of(request: Request, incoming: Incoming) -> Answer:
-    """The `Answer` a follow-up message carries for ``request`` (see the module docs).
-
-    Raises:
-        RpcError: the message carries no answer, the answer is ill-typed, or it fails the
-            request's ``data.schema``.
-    """
-    rid = request.id
-    answer: Answer | None = None
-    for data in incoming.data_parts:
-        if isinstance(data, dict) and isinstance(cast(dict[str, Any], data).get("ok"), bool):
-            d = cast(dict[str, Any], data)
-            answer = Answer(id=rid, ok=d["ok"], data=d.get("data"), reason=d.get("reason"))
-            break
-        if isinstance(data, dict):
-            answer = Answer(id=rid, ok=True, data=cast(dict[str, Any], data))
-            break
-    if answer is None and incoming.text:
-        answer = Answer(id=rid, ok=True, data={"text": incoming.text})
-    if answer is None:
-        raise RpcError(
-            ANSWER_REFUSED,
-            "Invalid params: the follow-up carries no answer (send a text part, or a data "
-            "part {ok, data?, reason?})",
-            {"reason": "empty"},
-        )
-    problem = answer_problem(answer)
-    if problem:
-        raise RpcError(ANSWER_REFUSED, f"Invalid params: {problem}", {"reason": "invalid"})
-    schema: Any = (request.data or {}).get("schema")
-    if answer.ok and isinstance(schema, dict):
-        import jsonschema
-
-        try:
-            jsonschema.validate(answer.data or {}, cast(dict[str, Any], schema))
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            raise RpcError(
-                ANSWER_REFUSED,
-                f"Invalid params: the answer does not match the request's schema at {where}: "
-                f"{exc.message}",
-                {"reason": "schema"},
-            ) from None
-        except jsonschema.SchemaError:
-            pass  # the tool's own schema is broken: let the tool judge the answer
-    return answer
-
-
 class A2AService:
     """The task lifecycle over a fulfiller and a task store; `endpoint` is the JSON-RPC
     route (a Starlette endpoint).
@@ -159,20 +118,47 @@ class A2AService:
         on_task: OnTask | None = None,
         lease_s: float = DEFAULT_LEASE_S,
         recover_every: float | None = 30.0,
+        tracer: Any = None,
     ) -> None:
         self.fulfiller = fulfiller
+        self.tracer = tracer
+        """An OpenTelemetry tracer: each request is a SERVER span (``None``: not traced)."""
         self.tasks = tasks
         self.on_task = on_task
         self.lease_s = lease_s
         self.recover_every = recover_every
         self._live: dict[str, _Live] = {}
+        self._taken: set[str] = set()  # tasks a `_next_turn` follow-up is running
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- the endpoint --------------------------------------------------------------------------
 
     async def endpoint(self, request: Any) -> Any:
-        """Handle one JSON-RPC POST (a Starlette ``Request``) → a Starlette ``Response``."""
+        """Handle one JSON-RPC POST (a Starlette ``Request``) → a Starlette ``Response``.
+
+        With a tracer, each request is an ``a2a {method}`` SERVER span parented on the
+        caller's ``traceparent``; the runs it starts nest under it (`toolnexus.tracing`)."""
+        if self.tracer is None:
+            return (await self._endpoint(request, None))[0]
+        from opentelemetry import trace
+
+        from ..tracing import a2a_server_span, end_span
+
+        span = a2a_server_span(self.tracer, str(request.url), request.headers)
+        try:
+            with trace.use_span(span, end_on_exit=False):
+                response, streaming = await self._endpoint(request, span)
+        except BaseException as exc:
+            end_span(span, exc)
+            raise
+        if not streaming:
+            end_span(span)  # a stream's span ends with the stream (`_sse`)
+        return response
+
+    async def _endpoint(self, request: Any, span: Any) -> tuple[Any, bool]:
         from starlette.responses import JSONResponse, StreamingResponse
+
+        from ..tracing import rpc_failed, rpc_method
 
         rpc_id: Any = None
         try:
@@ -191,6 +177,8 @@ class A2AService:
                 raise RpcError(
                     INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0" and method a string'
                 )
+            if span is not None:
+                rpc_method(span, method, rpc_id)
             op = method_op(method)
             if op is None:
                 raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -202,18 +190,23 @@ class A2AService:
                     if op[0] == "stream"
                     else await self._subscribe(params, wire)
                 )
-                return StreamingResponse(
-                    _sse(events, rpc_id, wire),
+                response = StreamingResponse(
+                    _sse(events, rpc_id, wire, span),
                     media_type="text/event-stream",
                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
                 )
+                return response, span is not None
             result = await self._call(op[0], params, wire)
-            return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result})
+            return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result}), False
         except RpcError as exc:
-            return JSONResponse(exc.body(rpc_id))
+            if span is not None:
+                rpc_failed(span, exc.code)
+            return JSONResponse(exc.body(rpc_id)), False
         except Exception:
             log.exception("toolnexus: the A2A endpoint failed")
-            return JSONResponse(RpcError(-32603, "Internal error").body(rpc_id))
+            if span is not None:
+                rpc_failed(span, -32603)
+            return JSONResponse(RpcError(-32603, "Internal error").body(rpc_id)), False
 
     async def _call(self, op: str, params: Any, wire: Wire) -> Any:
         if op == "send":
@@ -278,48 +271,69 @@ class A2AService:
         wire: Wire,
         queue: asyncio.Queue[dict[str, Any] | None] | None = None,
     ) -> tuple[dict[str, Any], _Live]:
-        """A new task, or the follow-up of the waiting task the message names."""
-        task: dict[str, Any] | None = None
+        """A new task, or the follow-up of the waiting task the message names.
+
+        A message naming a context (and no task) that has no task waiting for input is a new
+        task *in that conversation*: its run continues the context's transcript.
+        """
+        context = incoming.context_id
         if incoming.task_id is not None:
             task = await self.tasks.get(incoming.task_id)
             if task is None:
                 raise RpcError(TASK_NOT_FOUND, f"Task not found: {incoming.task_id}")
-        elif incoming.context_id is not None:
-            waiting = [
-                t
-                for t in await self.tasks.list(context_id=incoming.context_id, limit=50)
-                if task_state(t) in WAITING
-            ]
+            if context is not None and task.get("contextId") != context:
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f"Invalid params: task {task['id']} belongs to another context than {context}",
+                    {"reason": "context"},
+                )
+            return await self._follow_up(task, incoming, queue)
+        earlier: list[dict[str, Any]] = []
+        if context is not None:
+            earlier = await self.tasks.list(context_id=context, limit=50)
+            waiting = [t for t in earlier if task_state(t) in WAITING]
             if len(waiting) > 1:
                 raise RpcError(
                     INVALID_PARAMS,
-                    f"Invalid params: context {incoming.context_id} has {len(waiting)} tasks "
+                    f"Invalid params: context {context} has {len(waiting)} tasks "
                     "waiting for input; name one with taskId",
                     {"reason": "ambiguous"},
                 )
-            task = waiting[0] if waiting else None
-        if task is not None:
-            return await self._follow_up(task, incoming, queue)
-        return await self._start(incoming, wire, queue)
+            if waiting:
+                return await self._follow_up(waiting[0], incoming, queue)
+            for t in earlier:
+                live = self._live.get(t["id"])
+                if live is not None and live.runner is not None and not live.runner.done():
+                    raise RpcError(
+                        INVALID_PARAMS,
+                        f"Invalid params: context {context} has task {t['id']} in progress; "
+                        "send the next message when it has finished",
+                        {"reason": "busy", "taskId": t["id"]},
+                    )
+        return await self._start(incoming, wire, queue, earlier)
 
     async def _start(
         self,
         incoming: Incoming,
         wire: Wire,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
+        earlier: list[dict[str, Any]],
     ) -> tuple[dict[str, Any], _Live]:
+        """A new task. Its context — the caller's, else a new one — names the conversation
+        its run continues (and the one a later message with that contextId continues)."""
         tid = uuid.uuid4().hex
-        context_run = incoming.context_id  # a context given by the caller is a conversation
+        context = incoming.context_id or uuid.uuid4().hex
         task: dict[str, Any] = {
             "id": tid,
-            "contextId": context_run or uuid.uuid4().hex,
+            "contextId": context,
             "kind": "task",
             "status": {"state": "submitted", "timestamp": now()},
             PRIVATE: {"wire": wire},
         }
+        handle = _handle_of(earlier)
         await self.tasks.save(task)
         live = self._watch(tid, queue)
-        live.runner = self._spawn(self._run(task, incoming.text, context_run, queue is not None))
+        live.runner = self._spawn(self._run(task, incoming.text, handle, queue is not None))
         return task, live
 
     async def _follow_up(
@@ -344,6 +358,8 @@ class A2AService:
             )
         request = Request(**cast(dict[str, Any], wire_request))
         answer = answer_of(request, incoming)
+        if not self.fulfiller.resumes:
+            return await self._next_turn(task, request, answer, incoming, queue)
         expired: RequestExpired | None = None
         try:
             await self.fulfiller.answer(request.id, answer, answered_by=f"a2a:{tid}")
@@ -363,7 +379,7 @@ class A2AService:
         await self._set(task, "working")
         claim = await self.fulfiller.runs.take(request.id, lease_s=self.lease_s)
         if claim is not None:
-            live.runner = self._spawn(self._resume(task, claim))
+            live.runner = self._spawn(self._resume(task, claim, stream=queue is not None))
         # else another resumer (a worker, another server) took it: `recover` settles the task
         if expired is not None:
             raise RpcError(
@@ -372,6 +388,40 @@ class A2AService:
                 "expired decline",
                 {"reason": "expired"},
             )
+        return task, live
+
+    async def _next_turn(
+        self,
+        task: dict[str, Any],
+        request: Request,
+        answer: Answer,
+        incoming: Incoming,
+        queue: asyncio.Queue[dict[str, Any] | None] | None,
+    ) -> tuple[dict[str, Any], _Live]:
+        """A follow-up for a fulfiller that cannot resume (a host's ``run_task``): its text
+        runs as the next turn of the task's context, on the same task — once."""
+        tid = task["id"]
+        conflict = RpcError(
+            ANSWER_REFUSED,
+            f"Invalid params: task {tid} was already answered",
+            {"reason": "conflict"},
+        )
+        if tid in self._taken:
+            raise conflict
+        self._taken.add(tid)
+        try:
+            fresh = await self.tasks.get(tid) or {}
+            held: Any = cast(dict[str, Any], fresh.get(PRIVATE) or {}).get("request")
+            if task_state(fresh) not in WAITING or held != request.id:
+                raise conflict  # another follow-up won while this one was read
+        except BaseException:
+            self._taken.discard(tid)
+            raise
+        text = incoming.text or json.dumps(answer.data if answer.ok else answer.to_dict())
+        cast(dict[str, Any], task.setdefault(PRIVATE, {})).pop("pending", None)
+        live = self._watch(tid, queue)
+        live.runner = self._spawn(self._run(task, text, None, queue is not None))
+        live.runner.add_done_callback(lambda _: self._taken.discard(tid))
         return task, live
 
     # -- running -------------------------------------------------------------------------------
@@ -391,35 +441,31 @@ class A2AService:
         runner.add_done_callback(self._background.discard)
         return runner
 
-    async def _run(
-        self, task: dict[str, Any], text: str, context_run: str | None, stream: bool
-    ) -> None:
-        artifact = uuid.uuid4().hex
-        chunks = 0
-
-        def on_text(delta: str) -> None:
-            nonlocal chunks
-            if not delta:
-                return
-            chunk = {"artifactId": artifact, "parts": [{"kind": "text", "text": delta}]}
-            self._emit(task, _artifact_event(task, chunk, append=chunks > 0, last=False))
-            chunks += 1
-
+    async def _run(self, task: dict[str, Any], text: str, handle: str | None, stream: bool) -> None:
+        chunks = _Chunks(self, task)
         try:
             await self._set(task, "working")
             outcome = await self.fulfiller.start(
-                text, context_id=context_run, on_text=on_text if stream else None
+                text,
+                context_id=task["contextId"],
+                handle=handle,
+                on_text=chunks.on_text if stream else None,
             )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.warning("toolnexus: A2A task %s failed: %s", task["id"], type(exc).__name__)
             outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
-        await self._finish(task, outcome, artifact, streamed=chunks > 0)
+        await self._finish(task, outcome, chunks.artifact, streamed=chunks.count > 0)
 
-    async def _resume(self, task: dict[str, Any], claim: Claim) -> None:
+    async def _resume(self, task: dict[str, Any], claim: Claim, stream: bool = False) -> None:
+        """Resume the halted run of ``task`` under ``claim``; with ``stream``, the resumed
+        run's text goes to the task's subscribers as artifact chunks as it is produced."""
+        chunks = _Chunks(self, task)
         try:
-            outcome = await self.fulfiller.resume_claim(claim, lease_s=self.lease_s)
+            outcome = await self.fulfiller.resume_claim(
+                claim, lease_s=self.lease_s, on_text=chunks.on_text if stream else None
+            )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -427,7 +473,7 @@ class A2AService:
                 "toolnexus: resuming A2A task %s failed: %s", task["id"], type(exc).__name__
             )
             outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
-        await self._finish(task, outcome, uuid.uuid4().hex, streamed=False)
+        await self._finish(task, outcome, chunks.artifact, streamed=chunks.count > 0)
 
     async def _finish(
         self, task: dict[str, Any], outcome: Outcome, artifact: str, *, streamed: bool
@@ -634,6 +680,36 @@ async def _outcome_of(record: AnswerRecord, runs: RunStore) -> Outcome:
     return Outcome(status=status, text=text)
 
 
+def _handle_of(tasks: list[dict[str, Any]]) -> str | None:
+    """The agent handle that ran the latest of ``tasks`` (most recent first), if any."""
+    for task in tasks:
+        handle = cast(dict[str, Any], task.get(PRIVATE) or {}).get("handle")
+        if isinstance(handle, str):
+            return handle
+    return None
+
+
+class _Chunks:
+    """A run's text deltas as artifact-update events of one artifact, to the task's
+    subscribers."""
+
+    __slots__ = ("artifact", "count", "service", "task")
+
+    def __init__(self, service: A2AService, task: dict[str, Any]) -> None:
+        self.service = service
+        self.task = task
+        self.artifact = uuid.uuid4().hex
+        self.count = 0
+
+    def on_text(self, delta: str) -> None:
+        if not delta:
+            return
+        chunk = {"artifactId": self.artifact, "parts": [{"kind": "text", "text": delta}]}
+        event = _artifact_event(self.task, chunk, append=self.count > 0, last=False)
+        self.service._emit(self.task, event)  # pyright: ignore[reportPrivateUsage]
+        self.count += 1
+
+
 def _agent_message(task: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "kind": "message",
@@ -659,11 +735,26 @@ def _artifact_event(
 
 
 async def _sse(
-    events: AsyncIterator[dict[str, Any]], rpc_id: Any, wire: Wire
+    events: AsyncIterator[dict[str, Any]], rpc_id: Any, wire: Wire, span: Any = None
 ) -> AsyncIterator[str]:
+    error: BaseException | None = None
     try:
         async for event in events:
             body = {"jsonrpc": "2.0", "id": rpc_id, "result": render_event(event, wire)}
             yield f"data: {dumps(body)}\n\n"
     except RpcError as exc:
+        if span is not None:
+            from ..tracing import rpc_failed
+
+            rpc_failed(span, exc.code)
         yield f"event: error\ndata: {dumps(exc.body(rpc_id))}\n\n"
+    except GeneratorExit:
+        raise  # the caller went away: the span ends, not as a failure
+    except BaseException as exc:
+        error = exc
+        raise
+    finally:
+        if span is not None:
+            from ..tracing import end_span
+
+            end_span(span, error)

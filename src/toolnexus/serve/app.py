@@ -18,25 +18,34 @@ card's ``url`` is then derived from each request (or pinned with ``url=``).
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
 from ..stores.requests import DEFAULT_LEASE_S
-from .card import build_agent_card, check_a2a_config
+from .card import CARD_PATH, build_agent_card, check_a2a_config
 from .security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from .server import ServeHandle, start
 
 if TYPE_CHECKING:
+    from .._types import Tool
     from ..agents.agent import Agent
     from ..agents.runtime import AgentRuntime
     from ..client import Client
     from ..toolkit import Toolkit
     from .a2a import A2AService
 
-__all__ = ["ServedApp", "serve", "serve_agent", "serve_agent_app", "serve_app"]
+__all__ = [
+    "ServedApp",
+    "serve",
+    "serve_agent",
+    "serve_agent_app",
+    "serve_app",
+    "start_a2a_server",
+]
 
 MCP_MODULE = "toolnexus.serve.mcp"
 """Where the MCP inbound app lives: ``mcp_app(toolkit, config, *, on_call, client, store)``."""
@@ -71,6 +80,7 @@ def _mcp_app(toolkit: Any, config: Any, on_call: Any, client: Any, store: Any) -
         )
     module = importlib.import_module(MCP_MODULE)
     factory = cast(Callable[..., ASGIApp], module.mcp_app)
+    config = None if config is True else config  # ``mcp=True``: the defaults
     return factory(toolkit, config, on_call=on_call, client=client, store=store)
 
 
@@ -114,7 +124,7 @@ def _a2a_routes(
             path = path[len(root) :] or "/"
         if request.method == "POST":
             response = await service.endpoint(request)
-        elif request.method == "GET" and path == "/.well-known/agent-card.json":
+        elif request.method == "GET" and path == CARD_PATH:
             base = url or (str(request.base_url).rstrip("/"))
             response = JSONResponse(card_of(base))
         else:
@@ -138,6 +148,7 @@ def _build(
     closers: list[Callable[[], Any]],
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    tracer: Any = None,
     inbox: object = None,
     inbox_store: object = None,
 ) -> ServedApp:
@@ -152,7 +163,12 @@ def _build(
         if owns:
             closers.append(tasks.aclose)
         service = A2AService(
-            fulfiller, tasks, on_task=on_task, lease_s=lease_s, recover_every=recover_every
+            fulfiller,
+            tasks,
+            on_task=on_task,
+            lease_s=lease_s,
+            recover_every=recover_every,
+            tracer=tracer,
         )
         a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
     app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
@@ -179,6 +195,7 @@ def serve_app(
     url: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    tracing: Any = None,
     inbox: object = None,
 ) -> ServedApp:
     """The ASGI app that serves ``toolkit`` (A2A through ``client``; MCP inbound; the
@@ -191,7 +208,7 @@ def serve_app(
             ``None`` falls back to the toolkit's top-level ``a2a`` config key.
         on_task: ``{id, task, result, state}`` at each terminal or input-required save.
         mcp: the MCP inbound profile (``None``: the toolkit's ``mcpServer`` key).
-        on_call: ``{name, source, ms, isError}`` per MCP call.
+        on_call: ``{name, source, ms, is_error}`` per MCP call.
         token: require ``Authorization: Bearer <token>`` on every route (``auth`` is an
             alias).
         max_body: the request body cap in bytes (default 1 MiB).
@@ -200,6 +217,9 @@ def serve_app(
             over (a serving process that died mid-resume is replaced after that).
         recover_every: how often (seconds) tasks left working by another process are looked
             at and finished (`toolnexus.serve.a2a.A2AService.recover`); ``None``: only at start.
+        tracing: the A2A SERVER spans (`toolnexus.tracing`): ``None`` traces with the
+            client's tracer (none when the client does not trace), ``True`` / a
+            ``TracerProvider`` / ``False`` as for ``create_client``.
         inbox: the approvals inbox below ``/inbox``: an `toolnexus.inbox.InboxApp`, or the
             options of `toolnexus.inbox.inbox_app` (``users=`` required, ``path=`` to move
             it) over ``client``'s run store. Its users and sessions guard it, not ``token``.
@@ -217,6 +237,7 @@ def serve_app(
         fulfiller = ClientFulfiller(client, toolkit)
         runs = client.run_store
     mcp_app = _mcp_app(toolkit, mcp, on_call, client, runs) if mcp else None
+    tracer = _tracer(tracing, client)
     return _build(
         fulfiller,
         skills=list(toolkit.skill_infos()) if hasattr(toolkit, "skill_infos") else [],
@@ -230,9 +251,20 @@ def serve_app(
         closers=[],
         lease_s=lease_s,
         recover_every=recover_every,
+        tracer=tracer,
         inbox=inbox,
         inbox_store=client.run_store if client is not None else None,
     )
+
+
+def _tracer(option: Any, client: Any) -> Any:
+    """The tracer of the A2A SERVER spans (see ``serve_app(tracing=)``)."""
+    from ..tracing import tracer_for
+
+    if option is None and client is not None:
+        tracing = client.engine_config.tracing
+        return tracing.tracer if tracing is not None else None
+    return tracer_for(option)
 
 
 async def serve(toolkit: Toolkit, addr: str, **options: Any) -> ServeHandle:
@@ -265,6 +297,7 @@ async def serve_agent_app(
     runtime_id: str = "a2a",
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
+    tracing: Any = None,
     inbox: object = None,
     **runtime_options: Any,
 ) -> ServedApp:
@@ -277,6 +310,9 @@ async def serve_agent_app(
             holds one, so a restarted server finishes the tasks it left waiting), or an
             `AgentRuntime` (with ``entry``, the agent each task runs).
         entry: the agent to run (default: the `Agent` itself).
+        tracing: the A2A SERVER spans: ``None`` (the ``llm`` option's ``tracing``, else the
+            global provider's when the API is installed), ``True``, ``False`` or a
+            ``TracerProvider``.
         inbox: the approvals inbox over the runtime's run store (see `serve_app`).
         runtime_options: ``llm``, ``store``, … for the runtime built from an `Agent`.
     """
@@ -285,7 +321,14 @@ async def serve_agent_app(
     from .fulfil import AgentFulfiller
 
     closers: list[Callable[[], Any]] = []
+    if tracing is None:
+        llm: Any = runtime_options.get("llm")
+        if isinstance(llm, Mapping):
+            tracing = cast(Mapping[str, Any], llm).get("tracing")
+        else:
+            tracing = getattr(llm, "tracing", None)
     if isinstance(target, Agent):
+        runtime_options.setdefault("store", None)  # None: in memory, for this process
         runtime = await AgentRuntime.restore(
             registry=target.registry(), runtime_id=runtime_id, **runtime_options
         )
@@ -315,6 +358,7 @@ async def serve_agent_app(
         closers=closers,
         lease_s=lease_s,
         recover_every=recover_every,
+        tracer=_tracer(tracing, None),
         inbox=inbox,
         inbox_store=runtime.run_store,
     )
@@ -330,3 +374,61 @@ async def serve_agent(target: Agent | AgentRuntime, addr: str, **options: Any) -
 class _Skill:
     name: str
     description: str
+
+
+async def start_a2a_server(
+    addr: str,
+    a2a: Mapping[str, Any] | bool | None,
+    skills: Sequence[Any],
+    run_task: Callable[[str, str], Any],
+    on_task: Callable[[dict[str, Any]], Any] | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+    mcp: Mapping[str, Any] | bool | None = None,
+    mcp_tools: Sequence[Tool] | None = None,
+    on_call: Callable[[dict[str, Any]], Any] | None = None,
+) -> ServeHandle:
+    """Serve A2A over a host's own ``run_task`` (the reference's low-level entry point, COMPAT
+    §11) → `ServeHandle`. `serve` / `serve_agent` are the usual way; this one is for a host
+    that runs its tasks itself.
+
+    Args:
+        addr: ``host:port`` (port 0 picks one).
+        a2a: the A2A profile (``True``: defaults; ``None``/``False``: no A2A routes).
+        skills: the card's skills (`toolnexus.SkillInfo`-like: ``name``, ``description``).
+        run_task: ``run_task(text, context_id)`` → an object with ``.status``, ``.pending``
+            and ``.text`` (a `RunResult`), or an awaitable of one; sync or async.
+            ``context_id`` is the caller's ``contextId`` or the one the server made for the
+            task. A run that ends ``pending`` makes its task ``input-required``; the
+            follow-up's text is the next ``run_task`` call of that context, on the same task
+            (it cannot resume: there is no run store; `serve` resumes).
+        on_task: ``{id, task, result, state}`` at each terminal or input-required save.
+        loop: the event loop ``run_task`` runs on (``None``: the serving one); another
+            loop must be running in its own thread — each call is handed to it.
+        mcp: the MCP inbound profile (`toolnexus.serve.MCPServeConfig`) for ``mcp_tools``.
+        mcp_tools: the tools served at ``POST /mcp`` (with ``mcp``).
+        on_call: ``{name, source, ms, is_error}`` per MCP call.
+
+    Raises:
+        UsageError: ``loop`` is not running, or a bad profile.
+    """
+    from .fulfil import CallbackFulfiller
+
+    if loop is not None and loop is not asyncio.get_running_loop() and not loop.is_running():
+        raise UsageError("start_a2a_server: loop must be a running event loop (or None)")
+    mcp_app = None
+    if mcp is not None and mcp is not False:
+        mcp_app = _mcp_app(list(mcp_tools or []), mcp, on_call, None, None)
+    profile = a2a if a2a is not None and a2a is not False else None
+    served = _build(
+        CallbackFulfiller(run_task, loop=loop) if profile is not None else None,
+        skills=list(skills),
+        a2a=profile,
+        on_task=on_task,
+        runs=None,
+        token=None,
+        max_body=DEFAULT_MAX_BODY,
+        url=None,
+        mcp=mcp_app,
+        closers=[],
+    )
+    return await _started(served, addr)

@@ -16,7 +16,21 @@ from typing import Any, cast
 
 from ..errors import UsageError
 
-__all__ = ["A2AConfig", "build_agent_card", "check_a2a_config"]
+__all__ = [
+    "CARD_PATH",
+    "DEFAULT_VERSION",
+    "PROTOCOL_VERSION",
+    "A2AConfig",
+    "build_agent_card",
+    "check_a2a_config",
+]
+
+CARD_PATH = "/.well-known/agent-card.json"
+"""Where the card is served."""
+PROTOCOL_VERSION = "0.3.0"
+"""The card's ``protocolVersion`` (the endpoint also speaks A2A 1.0: ``supportedInterfaces``)."""
+DEFAULT_VERSION = "0.1.0"
+"""The card's ``version`` when the profile gives none."""
 
 A2AConfig = Mapping[str, Any]
 """``{name?, description?, version?, provider?: {organization, url}, skills?: [str], store?}``."""
@@ -68,8 +82,8 @@ def build_agent_card(cfg: Mapping[str, Any], skills: Sequence[Any], url: str) ->
     card: dict[str, Any] = {
         "name": cfg.get("name") if cfg.get("name") is not None else "toolnexus-agent",
         "description": cfg.get("description") if cfg.get("description") is not None else "",
-        "version": cfg.get("version") if cfg.get("version") is not None else "0.1.0",
-        "protocolVersion": "0.3.0",
+        "version": cfg.get("version") if cfg.get("version") is not None else DEFAULT_VERSION,
+        "protocolVersion": PROTOCOL_VERSION,
         "url": endpoint,
         "preferredTransport": "JSONRPC",
         "supportedInterfaces": [

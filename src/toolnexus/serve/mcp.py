@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
 import inspect
 import logging
 import time
@@ -64,7 +63,7 @@ from mcp_types import (
 from mcp_types import Tool as WireTool
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
@@ -75,6 +74,7 @@ from ..toolkit import Toolkit
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request
 from .mcp_halts import HaltedCalls, parse_reply, resolve_call
+from .security import secure
 
 __all__ = [
     "DEFAULT_NAME",
@@ -86,6 +86,7 @@ __all__ = [
     "build_mcp_server",
     "exposed_mcp_tools",
     "mcp_app",
+    "serve_mcp_http_request",
 ]
 
 log = logging.getLogger("toolnexus")
@@ -466,7 +467,7 @@ class McpApp:
         self._manager: StreamableHTTPSessionManager | None = None
         self._max_body = max_body_bytes
         inner: ASGIApp = self._route
-        self._app: ASGIApp = _Guard(inner, auth=auth, max_body_bytes=max_body_bytes)
+        self._app: ASGIApp = secure(inner, token=auth, max_body=max_body_bytes)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncGenerator[None]:
@@ -530,75 +531,6 @@ async def _plain(send: Send, status: int, body: bytes, headers: Sequence[tuple[b
     await send({"type": "http.response.body", "body": body})
 
 
-class _Guard:
-    """Bearer token and body cap for every HTTP request. (ASGI)
-
-    # merge: use serve/security.py — this local copy stands in until the shared one lands.
-    """
-
-    def __init__(self, app: ASGIApp, *, auth: str | None, max_body_bytes: int | None) -> None:
-        if auth is not None and not auth:
-            raise UsageError("auth must be a non-empty bearer token (or None)")
-        if max_body_bytes is not None and max_body_bytes <= 0:
-            raise UsageError("max_body_bytes must be a positive number of bytes")
-        self.app = app
-        self._expected = auth.encode() if auth is not None else None
-        self._cap = max_body_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        if self._expected is not None:
-            headers: list[tuple[bytes, bytes]] = scope.get("headers") or []
-            given = next((v for k, v in headers if k == b"authorization"), b"")
-            scheme, _, credential = given.partition(b" ")
-            # compare_digest runs in constant time whatever the lengths; the scheme is
-            # case-insensitive (RFC 9110 §11.1)
-            matches = hmac.compare_digest(credential, self._expected)
-            if not (matches and scheme.lower() == b"bearer"):
-                await _plain(send, 401, b"unauthorized", [(b"www-authenticate", b"Bearer")])
-                return
-        if self._cap is None:
-            await self.app(scope, receive, send)
-            return
-        body = await _read_capped(receive, self._cap)
-        if body is None:
-            await _plain(send, 413, b"request body too large")
-            return
-        await self.app(scope, _replay(body, receive), send)
-
-
-async def _read_capped(receive: Receive, cap: int) -> bytes | None:
-    """The whole request body, or ``None`` as soon as it passes ``cap`` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks)  # a disconnect: the app sees an empty or partial body
-        chunk: bytes = message.get("body", b"")
-        size += len(chunk)
-        if size > cap:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
-
-
 def mcp_app(
     toolkit: Toolkit | Sequence[Tool],
     config: MCPServeConfig | Mapping[str, Any] | None = None,
@@ -642,3 +574,56 @@ def mcp_app(
     return McpApp(
         server, cfg, auth=auth, max_body_bytes=max_body_bytes, close=close if owned else None
     )
+
+
+async def serve_mcp_http_request(
+    server: Server[Any],
+    method: str,
+    path: str,
+    req_headers: Sequence[tuple[bytes, bytes]],
+    body: bytes,
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """Serve one streamable-HTTP MCP request on ``server`` through a fresh stateless
+    transport (JSON responses, no SSE) → ``(status, headers, body)`` for the caller to write
+    (the reference's entry point for a host with its own HTTP server; `mcp_app` is the ASGI
+    way). The SDK's stateless manager is started and stopped around the one request.
+    """
+    manager = StreamableHTTPSessionManager(app=server, json_response=True, stateless=True)
+    target, _, query = path.partition("?")
+    scope: dict[str, Any] = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method.upper(),
+        "scheme": "http",
+        "path": target,
+        "raw_path": target.encode(),
+        "query_string": query.encode(),
+        "root_path": "",
+        "headers": [(bytes(k).lower(), bytes(v)) for k, v in req_headers],
+        "client": ("127.0.0.1", 0),
+        "server": ("127.0.0.1", 0),
+    }
+    sent = False
+    status = 500
+    headers: list[tuple[bytes, bytes]] = []
+    chunks: list[bytes] = []
+
+    async def receive() -> Any:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()  # the request was read whole: nothing more comes
+
+    async def send(message: Any) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status = int(message["status"])
+            headers = [(bytes(k), bytes(v)) for k, v in message.get("headers") or ()]
+        elif message["type"] == "http.response.body":
+            chunks.append(bytes(message.get("body") or b""))
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return status, headers, b"".join(chunks)

@@ -191,7 +191,13 @@ class HaltedCalls:
             turn=0,
             usage=empty_usage(),
             tool_calls=[],
-            outstanding=[Outstanding(call_id, tool.name, arguments, "suspended", request=request)],
+            # The client's call, retried with the same arguments: an approvals page may not
+            # edit them (``input_schema=False``: see `toolnexus.loop.edits`).
+            outstanding=[
+                Outstanding(
+                    call_id, tool.name, arguments, "suspended", request=request, input_schema=False
+                )
+            ],
             pending=request,
             fingerprint=fingerprint,
             queue=self.queue,

@@ -192,11 +192,14 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def secure(app: ASGIApp, *, token: str | None = None, max_body: int = DEFAULT_MAX_BODY) -> ASGIApp:
-    """``app`` behind the body cap and, when ``token`` is given, the bearer check.
+def secure(
+    app: ASGIApp, *, token: str | None = None, max_body: int | None = DEFAULT_MAX_BODY
+) -> ASGIApp:
+    """``app`` behind the body cap (none when ``max_body`` is ``None``) and, when ``token`` is
+    given, the bearer check.
 
     The token is checked first, on the headers alone: an unauthenticated client cannot make
     the server read its body at all.
     """
-    capped: ASGIApp = BodyLimit(app, max_body)
+    capped: ASGIApp = app if max_body is None else BodyLimit(app, max_body)
     return capped if token is None else BearerAuth(capped, token)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
+from ..suspension import Answer, Request, answer_problem
 from .tasks import PRIVATE
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "Incoming",
     "RpcError",
     "Wire",
+    "answer_of",
     "method_op",
     "now",
     "parse_message",
@@ -255,3 +257,51 @@ def render_event(event: dict[str, Any], wire: Wire) -> dict[str, Any]:
 def dumps(value: Any) -> str:
     """Compact JSON for the wire."""
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def answer_of(request: Request, incoming: Incoming) -> Answer:
+    """The `Answer` a follow-up message carries for ``request`` (see the module docs).
+
+    Raises:
+        RpcError: the message carries no answer, the answer is ill-typed, or it fails the
+            request's ``data.schema``.
+    """
+    rid = request.id
+    answer: Answer | None = None
+    for data in incoming.data_parts:
+        if isinstance(data, dict) and isinstance(cast(dict[str, Any], data).get("ok"), bool):
+            d = cast(dict[str, Any], data)
+            answer = Answer(id=rid, ok=d["ok"], data=d.get("data"), reason=d.get("reason"))
+            break
+        if isinstance(data, dict):
+            answer = Answer(id=rid, ok=True, data=cast(dict[str, Any], data))
+            break
+    if answer is None and incoming.text:
+        answer = Answer(id=rid, ok=True, data={"text": incoming.text})
+    if answer is None:
+        raise RpcError(
+            ANSWER_REFUSED,
+            "Invalid params: the follow-up carries no answer (send a text part, or a data "
+            "part {ok, data?, reason?})",
+            {"reason": "empty"},
+        )
+    problem = answer_problem(answer)
+    if problem:
+        raise RpcError(ANSWER_REFUSED, f"Invalid params: {problem}", {"reason": "invalid"})
+    schema: Any = (request.data or {}).get("schema")
+    if answer.ok and isinstance(schema, dict):
+        import jsonschema
+
+        try:
+            jsonschema.validate(answer.data or {}, cast(dict[str, Any], schema))
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+            raise RpcError(
+                ANSWER_REFUSED,
+                f"Invalid params: the answer does not match the request's schema at {where}: "
+                f"{exc.message}",
+                {"reason": "schema"},
+            ) from None
+        except jsonschema.SchemaError:
+            pass  # the tool's own schema is broken: let the tool judge the answer
+    return answer

@@ -60,16 +60,17 @@ def call_digest(name: str, arguments: str) -> str:
 
 
 def halted_call(checkpoint: Checkpoint) -> tuple[str, str]:
-    """``(tool name, raw arguments)`` of the call the checkpoint's pending Request belongs to."""
+    """``(tool name, raw arguments)`` of the call the checkpoint's pending Request belongs to
+    (``("", "{}")`` for a halt at the model call, which has no tool call)."""
     slot = _halted_slot(checkpoint)
-    return slot.name, slot.arguments
+    return ("", "{}") if slot is None else (slot.name, slot.arguments)
 
 
-def _halted_slot(checkpoint: Checkpoint) -> Outstanding:
+def _halted_slot(checkpoint: Checkpoint) -> Outstanding | None:
     for slot in checkpoint.outstanding:
         if slot.request is not None and slot.request.id == checkpoint.pending.id:
             return slot
-    return checkpoint.outstanding[0]
+    return checkpoint.outstanding[0] if checkpoint.outstanding else None
 
 
 def carries_edit(answer: Answer) -> bool:
@@ -82,13 +83,17 @@ def answer_digests(checkpoint: Checkpoint, answer: Answer) -> tuple[str, str]:
     """``(what answer approves, the halted call as it is)``: the digests an answer records.
 
     They differ only when ``answer`` approves the pending ``approval`` with edited arguments
-    (`toolnexus.loop.edits`): then what is approved is the call with those arguments.
+    (`toolnexus.loop.edits`): then what is approved is the call with those arguments. A halt
+    at the model call has no call to edit: its answer is recorded as it is.
 
     Raises:
         InvalidAnswer: the edited arguments are not a JSON object or fail the halted tool's
             input schema (as the checkpoint keeps it); nothing may be recorded.
     """
     slot = _halted_slot(checkpoint)
+    if slot is None:
+        halted = call_digest(*halted_call(checkpoint))
+        return halted, halted
     halted = call_digest(slot.name, slot.arguments)
     request = halted_request(checkpoint, answer.id)
     edit = check_edit(slot.name, slot.input_schema, request, answer)
@@ -183,13 +188,11 @@ def encode_checkpoint(checkpoint: object) -> str:
     """The checkpoint's JSON text, as every store keeps it.
 
     Raises:
-        UsageError: not a `Checkpoint`, one with no outstanding call or no usable request
-            id, or one holding text that is not valid Unicode.
+        UsageError: not a `Checkpoint`, one with no usable request id, or one holding text
+            that is not valid Unicode. (No outstanding call is a halt at the model call.)
     """
     if not isinstance(checkpoint, Checkpoint):
         raise UsageError(f"save_halt takes a Checkpoint, got {type(checkpoint).__name__}")
-    if not checkpoint.outstanding:
-        raise UsageError("the checkpoint has no outstanding tool calls: there is nothing to resume")
     check_request_id(checkpoint.pending.id)
     try:
         text = checkpoint.dumps()
@@ -318,7 +321,8 @@ def conflict(
             f'request "{request_id}" is being answered right now{who}: '
             f"another resume claimed it{until}"
         )
-    return AnswerConflict(text, answered_by=answered_by)
+    known = status if isinstance(status, str) and status else None
+    return AnswerConflict(text, answered_by=answered_by, status=known)
 
 
 def _checked_text(text: str, what: str) -> str:

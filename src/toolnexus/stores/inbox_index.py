@@ -21,10 +21,12 @@ not C, letters beyond ASCII fold too.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from ..errors import UsageError
+from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from .checks import check_optional_text
 from .requests import PendingEntry, RequestStatus
@@ -34,10 +36,12 @@ __all__ = [
     "HistoryEntry",
     "InboxIndex",
     "check_history_status",
+    "check_ids",
     "check_offset",
     "check_search",
     "like_pattern",
     "matches_text",
+    "parsed_halts",
 ]
 
 HISTORY_STATUSES: frozenset[str] = frozenset(
@@ -114,13 +118,21 @@ class InboxIndex(Protocol):
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
         """Requests with a recorded answer (or cancel), newest answer first.
 
-        ``answered_after`` (seconds since the epoch) keeps those answered strictly later.
+        ``answered_after`` (seconds since the epoch) keeps those answered strictly later;
+        ``request_id`` keeps that one request (its audit row).
         A host's own claim (T4) shows once it has been applied or settled."""
+        ...
+
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        """`RunStore.load_halt` for many requests in one read (a page of the list): the
+        checkpoints found, by request id; an unreadable one is left out (its own
+        `RunStore.load_halt` says why)."""
         ...
 
     async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
@@ -133,6 +145,22 @@ def check_search(value: object) -> str | None:
     """A search text: ``None``/empty means no search."""
     text = check_optional_text(value, "text")
     return text or None
+
+
+MAX_IDS = 500
+"""The most request ids one `InboxIndex.load_halts` takes."""
+
+
+def check_ids(values: object) -> list[str]:
+    """A list (or tuple) of request ids, at most `MAX_IDS`, duplicates dropped."""
+    from .checks import check_request_id
+
+    if isinstance(values, str) or not isinstance(values, list | tuple):
+        raise UsageError(f"request_ids must be a list of request ids, got {type(values).__name__}")
+    listed: list[object] = list(values)  # pyright: ignore[reportUnknownArgumentType]
+    if len(listed) > MAX_IDS:
+        raise UsageError(f"at most {MAX_IDS} request ids at once, got {len(listed)}")
+    return list(dict.fromkeys(check_request_id(v) for v in listed))
 
 
 def check_offset(value: object) -> int:
@@ -169,3 +197,19 @@ def like_pattern(needle: str) -> str:
     itself), ASCII letters folded; the column side must be folded the same way."""
     escaped = needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{_fold(escaped)}%"
+
+
+def parsed_halts(rows: Sequence[tuple[object, object]], where: str) -> dict[str, Checkpoint]:
+    """``(request id, checkpoint text)`` rows as checkpoints; unreadable ones left out."""
+    from ..errors import CheckpointError
+    from .checks import load_checkpoint
+
+    out: dict[str, Checkpoint] = {}
+    for rid, text in rows:
+        if not isinstance(rid, str) or text is None:
+            continue
+        try:
+            out[rid] = load_checkpoint(text, rid, where)
+        except CheckpointError:
+            continue
+    return out

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from .._types import Message
-from ..errors import LeaseLost, RequestExpired, UnknownRequest
+from ..errors import CheckpointError, LeaseLost, RequestExpired, UnknownRequest
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, expired_decline
 from ._runrows import recorded_digests
@@ -41,6 +42,7 @@ from .checks import (
 from .inbox_index import (
     HistoryEntry,
     check_history_status,
+    check_ids,
     check_offset,
     check_search,
     matches_text,
@@ -199,9 +201,11 @@ class InMemoryRunStore:
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
+        only = None if request_id is None else check_request_id(request_id)
         who = check_optional_text(answered_by, "answered_by")
         wanted = check_history_status(status)
         of_kind = check_optional_text(kind, "kind")
@@ -210,7 +214,10 @@ class InMemoryRunStore:
         start = check_offset(offset)
         size = check_limit(limit)
         out: list[HistoryEntry] = []
-        for rid, row in self._rows.items():
+        rows = self._rows.items() if only is None else [(only, self._rows.get(only))]
+        for rid, row in rows:
+            if row is None:
+                continue
             record = await self.answer_record(rid)
             info = row.info
             if record is None or info is None:
@@ -229,6 +236,18 @@ class InMemoryRunStore:
             out.append(_history(info, record))
         out.sort(key=lambda h: (h.answered_at, h.request_id), reverse=True)
         return out[start : start + size]
+
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        out: dict[str, Checkpoint] = {}
+        for rid in check_ids(request_ids):
+            row = self._rows.get(rid)
+            if row is None or row.checkpoint is None:
+                continue
+            try:
+                out[rid] = load_checkpoint(row.checkpoint, rid, "the memory store")
+            except CheckpointError:
+                continue
+        return out
 
     async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
         size = check_limit(limit)

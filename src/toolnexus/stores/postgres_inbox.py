@@ -11,27 +11,36 @@ inbox processes never hand out one request twice. Text columns are ``BYTEA`` (se
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, LiteralString
 
+from ..loop.checkpoint import Checkpoint
 from ._runrows import answer_record, lapsed_status, pending
-from .checks import check_filters, check_limit, check_optional_text, check_seconds
+from .checks import (
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+)
 from .inbox_index import (
     HistoryEntry,
     check_history_status,
+    check_ids,
     check_offset,
     check_search,
     like_pattern,
+    parsed_halts,
 )
 from .postgres_runs import PENDING, PENDING_WHERE
-from .postgres_schema import from_bytea
+from .postgres_schema import from_bytea, row_key
 from .requests import PendingEntry, RequestStatus
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["PostgresInboxIndex", "pending_filters"]
+__all__ = ["PostgresInboxIndex", "history_query", "pending_filters", "unannounced_query"]
 
 # One decode and one fold per row: the four columns joined by U+001F, which a needle
 # holding none cannot match across. ``lower`` is ten times faster here than an ASCII-only
@@ -43,6 +52,10 @@ TEXT_MATCH: LiteralString = (
     " || coalesce(conversation_id, ''::bytea), 'UTF8')) LIKE %s"
 )
 _KEYS: LiteralString = "SELECT key" + PENDING_WHERE
+_LOAD_HALTS: LiteralString = (
+    "SELECT request_id, checkpoint FROM toolnexus_halts WHERE key = ANY(%s)"
+    " AND checkpoint IS NOT NULL"
+)
 _HISTORY: LiteralString = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
     " answered_by, answered_at, digest, settled_at, recorded, lease_until FROM toolnexus_halts"
@@ -164,10 +177,12 @@ class PostgresInboxIndex:
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
         """Answered, cancelled and expired requests, newest first (see `InboxIndex`)."""
+        only = None if request_id is None else check_request_id(request_id)
         who = check_optional_text(answered_by, "answered_by")
         wanted = check_history_status(status)
         of_kind = check_optional_text(kind, "kind")
@@ -176,42 +191,71 @@ class PostgresInboxIndex:
         start = check_offset(offset)
         size = check_limit(limit)
         now = self._now()
-        sql: list[LiteralString] = [_HISTORY]
-        args: list[object] = []
-        if who is not None:
-            sql.append(" AND answered_by = %s")
-            args.append(who.encode())
-        if wanted is not None:
-            sql.append(_STATUS[wanted])
-            if wanted in ("answered", "claimed"):
-                args.append(now)
-        if of_kind is not None:
-            sql.append(" AND kind = %s")
-            args.append(of_kind.encode())
-        if after is not None:
-            sql.append(" AND answered_at > %s")
-            args.append(after)
-        if needle is not None:
-            sql.append(TEXT_MATCH)
-            args.append(like_pattern(needle))
+        filters = (only, who, wanted, of_kind, needle, after)
+        sql, args = history_query(filters, now)
         sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT %s OFFSET %s")
         rows = await self._rows("".join(sql), [*args, size, start])
         return [_history_entry(row, now, self._where) for row in rows]
 
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        """Many checkpoints in one read, by request id (see `InboxIndex.load_halts`)."""
+        ids = check_ids(request_ids)
+        if not ids:
+            return {}
+        rows = await self._rows(_LOAD_HALTS, [[row_key(rid) for rid in ids]])
+        return parsed_halts([(from_bytea(rid), text) for rid, text in rows], self._where)
+
     async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
         """Pending requests nobody announced yet, now marked announced (see `InboxIndex`)."""
         size = check_limit(limit)
-        sql, args = pending_filters(None, None, None, None, None, self._now(), select=_KEYS)
-        query: LiteralString = (
-            "UPDATE toolnexus_halts SET announced = true WHERE key IN ("
-            + "".join(sql)
-            + " AND NOT announced ORDER BY created_at, request_id LIMIT %s"
-            " FOR UPDATE SKIP LOCKED) AND NOT announced RETURNING request_id, kind, prompt,"
-            " tool, conversation_id, created_at, expires_at"
-        )
+        query, args = unannounced_query(self._now())
         rows = await self._rows(query, [*args, size])
         entries = [_entry(row) for row in rows]
         return sorted(entries, key=lambda e: (e.created_at, e.request_id))
+
+
+def history_query(
+    filters: tuple[str | None, str | None, str | None, str | None, str | None, float | None],
+    now: float,
+) -> tuple[list[LiteralString], list[object]]:
+    """`list_history`'s query without its order and limit: ``filters`` are the request id,
+    who answered, the status, the kind, the search text and the answered-after moment."""
+    only, who, wanted, of_kind, needle, after = filters
+    sql: list[LiteralString] = [_HISTORY]
+    args: list[object] = []
+    if only is not None:
+        sql.append(" AND key = %s")
+        args.append(row_key(only))
+    if who is not None:
+        sql.append(" AND answered_by = %s")
+        args.append(who.encode())
+    if wanted is not None:
+        sql.append(_STATUS[wanted])
+        if wanted in ("answered", "claimed"):
+            args.append(now)
+    if of_kind is not None:
+        sql.append(" AND kind = %s")
+        args.append(of_kind.encode())
+    if after is not None:
+        sql.append(" AND answered_at > %s")
+        args.append(after)
+    if needle is not None:
+        sql.append(TEXT_MATCH)
+        args.append(like_pattern(needle))
+    return sql, args
+
+
+def unannounced_query(now: float) -> tuple[LiteralString, list[object]]:
+    """`take_unannounced`'s statement (its last argument, the limit, to append)."""
+    sql, args = pending_filters(None, None, None, None, None, now, select=_KEYS)
+    query: LiteralString = (
+        "UPDATE toolnexus_halts SET announced = true WHERE key IN ("
+        + "".join(sql)
+        + " AND NOT announced ORDER BY created_at, request_id LIMIT %s"
+        " FOR UPDATE SKIP LOCKED) AND NOT announced RETURNING request_id, kind, prompt,"
+        " tool, conversation_id, created_at, expires_at"
+    )
+    return query, args
 
 
 def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:

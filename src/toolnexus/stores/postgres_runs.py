@@ -13,19 +13,29 @@ autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of
   ``status = 'claimed' AND token = …`` (fencing).
 - Answering (T2) is one guarded ``UPDATE`` when the row carries the halted call's digest and
   deadline (copied from the checkpoint at save_halt, migration 5): it records the answer of a
-  request that is waiting and not expired, and changes nothing otherwise. Then — and for T3,
-  T11 and rows saved before migration 5 — the answering path reads the row ``FOR UPDATE``,
-  decides in Python (the digest of the stored call, a passed ``expiresAt``) and writes it in
-  one short transaction: the order of refusals is the reference's (unknown, conflict,
-  expiry).
+  request that is waiting and not expired, and changes nothing otherwise. When it records
+  nothing, the same statement reads the row to say why (see below). A row still waiting —
+  and for T3, T11, rows saved before migration 5 and an answer that may carry edited
+  arguments (checked against the stored checkpoint) — the answering path reads ``FOR
+  UPDATE``, decides in Python (the digest of the stored call, a passed ``expiresAt``) and
+  writes it in one short transaction: the order of refusals is the reference's (unknown,
+  conflict, expiry).
 - A lapsed lease (T10) is not swept: every statement compares ``lease_until`` with the
   caller's clock, the rule `toolnexus.stores._runrows.lapsed_status` applies to a row read.
 - Whatever moves a request out of waiting (T2, T3, T8, T9 back to ``answered``, T11)
   ``NOTIFY``s `CHANNEL` in the statement or transaction that commits it, so the notification
   is sent exactly when the change is visible. The payload is the hex of the request's key.
 
-When a guarded statement changes nothing, the row is read again to say why (unknown, held by
-whom until when, lease lost); a row that became claimable in between is tried again.
+When a guarded statement changes nothing, the row is read to say why (unknown, held by whom
+until when, lease lost); a row that became claimable in between is tried again. For the two
+racing entry points (T2 and T4) that read is part of the statement itself — a CTE that runs
+only when the write matched nothing, ``FOR SHARE``: under READ COMMITTED a locking read waits
+for a concurrent writer of the row and returns the version it committed, where a plain read
+would return the statement's snapshot, from before the winner's write. So a lost race costs
+the loser one round trip, as the bare ``UPDATE … WHERE status = 'pending'`` does. The price: a
+refused answer's statement takes a row lock, so it commits a transaction (with
+``synchronous_commit`` on, a WAL flush) where a plain read would not; a refused claim locked
+the row already (``ON CONFLICT DO UPDATE`` locks the row it does not update).
 """
 
 from __future__ import annotations
@@ -111,10 +121,18 @@ _RECORD = (
     " answered_by = %(by)s, digest = %(digest)s, answered_at = %(now)s, lease_until = NULL,"
     " token = token + 1, recorded = true WHERE key = %(key)s RETURNING 1) " + _NOTIFY + " FROM r"
 )
+# Why a racing write (``r``: T2, ``c``: T4) matched nothing: the row as its last writer
+# committed it (``FOR SHARE``, see the module's docstring), read only then.
+_WHY: LiteralString = (
+    "SELECT status, recorded, lease_until, answered_by, expires_at, checkpoint IS NOT NULL"
+    " AS halted FROM toolnexus_halts WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM {})"
+    " FOR SHARE"
+)
 # T2 in one statement: a waiting request (``_CLAIMABLE``) whose digest and deadline were
 # copied at save_halt, whose deadline is not within a millisecond of now (that close, the
 # reading path decides with the reference's clock rule), and whose checkpoint is still a JSON
-# object (a hand-edited one fails the cast, and the reading path refuses it).
+# object (a hand-edited one fails the cast, and the reading path refuses it). One row: the
+# recorded digest (first column true), or the row as it is (``_WHY``); none: no such row.
 _RECORD_WAITING = (
     "WITH r AS (UPDATE toolnexus_halts AS h SET status = 'answered', answer = %(answer)s,"
     " answered_by = %(by)s, digest = coalesce(%(digest)s, h.halt_digest),"
@@ -122,8 +140,12 @@ _RECORD_WAITING = (
     " WHERE h.key = %(key)s AND h.halt_digest IS NOT NULL AND "
     + _CLAIMABLE
     + " AND (h.deadline IS NULL OR h.deadline > %(now)s + 0.001)"
-    " AND json_typeof(h.checkpoint::json) = 'object' RETURNING h.digest)"
-    " SELECT r.digest, pg_notify('" + CHANNEL + "', %(note)s) FROM r"
+    " AND json_typeof(h.checkpoint::json) = 'object' RETURNING h.digest),"
+    " w AS (" + _WHY.format("r") + ")"
+    " SELECT true, r.digest, NULL, NULL, NULL, NULL, NULL, NULL,"
+    " pg_notify('" + CHANNEL + "', %(note)s) FROM r"
+    " UNION ALL SELECT false, NULL, w.status, w.recorded, w.lease_until, w.answered_by,"
+    " w.expires_at, w.halted, NULL FROM w"
 )
 # T11: the run is abandoned; who, when and why are kept.
 _CANCEL = (
@@ -133,14 +155,18 @@ _CANCEL = (
     " RETURNING digest) SELECT c.digest, pg_notify('" + CHANNEL + "', %(note)s) FROM c"
 )
 # T4: a host resumes with its own answer; a request with no row gets a bare one (token 1).
+# One row: the claim's token, or (token NULL) who holds the row and how (``_WHY``).
 _CLAIM = (
-    "INSERT INTO toolnexus_halts AS h (key, request_id, status, answer, answered_by, digest,"
-    " lease_until, token) VALUES (%(key)s, %(id)s, 'claimed', %(answer)s, %(by)s,"
-    " %(digest)s, %(lease)s, 1)"
+    "WITH c AS (INSERT INTO toolnexus_halts AS h (key, request_id, status, answer,"
+    " answered_by, digest, lease_until, token) VALUES (%(key)s, %(id)s, 'claimed',"
+    " %(answer)s, %(by)s, %(digest)s, %(lease)s, 1)"
     " ON CONFLICT (key) DO UPDATE SET status = 'claimed', answer = EXCLUDED.answer,"
     " answered_by = EXCLUDED.answered_by, digest = EXCLUDED.digest,"
     " lease_until = EXCLUDED.lease_until, answered_at = NULL, recorded = false,"
-    " token = h.token + 1 WHERE " + _CLAIMABLE + " RETURNING h.token"
+    " token = h.token + 1 WHERE " + _CLAIMABLE + " RETURNING h.token),"
+    " w AS (" + _WHY.format("c") + ")"
+    " SELECT c.token, NULL, NULL, NULL, NULL FROM c"
+    " UNION ALL SELECT NULL, w.answered_by, w.status, w.recorded, w.lease_until FROM w"
 )
 _HOLDER = "SELECT answered_by, status, recorded, lease_until FROM toolnexus_halts WHERE key = %s"
 _TAKEN: LiteralString = (
@@ -254,15 +280,26 @@ async def _lock_waiting(
     values = {"key": row_key(request_id), "want": want_checkpoint}
     cur = await conn.execute(_LOCK if lock else _PEEK, values)
     row = await cur.fetchone()
+    _check_waiting(request_id, now, row)
+    assert row is not None
+    return from_bytea(row[4]), row[6]
+
+
+def _check_waiting(request_id: str, now: float, row: tuple[Any, ...] | None) -> None:
+    """Refuse unless ``row`` (``status, recorded, lease_until, answered_by, expires_at,
+    halted``, …) is a halted run still waiting for its answer.
+
+    Raises:
+        UnknownRequest, AnswerConflict: see `_lock_waiting`.
+    """
     if row is None:
         raise _unknown(request_id)
-    status, recorded, lease_until, by, expires_at, halted, text = row
+    status, recorded, lease_until, by, _expires, halted = row[:6]
     if not halted and status in ("pending", "claimed"):
         raise _unknown(request_id)
     current = lapsed_status(status, recorded, lease_until, now)
     if current != "pending":
         raise conflict(request_id, from_bytea(by), current, lease_until)
-    return from_bytea(expires_at), text
 
 
 async def post_answer(
@@ -297,20 +334,21 @@ async def post_answer(
     }
     import psycopg
 
-    recorded = None
     if not edit:
         try:
             cur = await conn.execute(_RECORD_WAITING, values)
-            recorded = await cur.fetchone()
+            row = await cur.fetchone()
         except psycopg.DataError:  # the stored checkpoint is not JSON: nothing was written
-            recorded = None
-    if recorded is not None:
-        found = answer_record(request_id, text, now, answered_by, recorded[0], where)
-        return replace(found, status="answered")
-    # Nothing recorded. Unknown, or answered / claimed / settled first (a lost race): one
-    # read says so. Still waiting (an edit to check, expired, unreadable, or saved before
-    # migration 5): decide and write under the row lock.
-    await _lock_waiting(conn, request_id, now, want_checkpoint=False, lock=False)
+            await _lock_waiting(conn, request_id, now, want_checkpoint=False, lock=False)
+        else:
+            if row is not None and row[0]:
+                found = answer_record(request_id, text, now, answered_by, row[1], where)
+                return replace(found, status="answered")
+            # Nothing recorded: unknown, or answered / claimed / settled first (a lost race).
+            _check_waiting(request_id, now, None if row is None else row[2:])
+    # Still waiting (an edit to check against the stored checkpoint, expired, unreadable, or
+    # saved before migration 5): decide and write under the row lock, which refuses an
+    # unknown, answered or settled request as the statement above does.
     async with conn.transaction():
         expires_at, stored = await _lock_waiting(
             conn, request_id, now, want_checkpoint=needs_checkpoint(reply, digest)
@@ -411,13 +449,11 @@ async def claim(
     for attempt in range(_RETRIES):
         cur = await conn.execute(_CLAIM, values)
         row = await cur.fetchone()
-        if row is not None:
+        if row is not None and row[0] is not None:
             parsed = Answer.from_dict(json.loads(text))
             return Claim(request_id, row[0], parsed, answered_by, lease_until)
-        cur = await conn.execute(_HOLDER, (key,))
-        held = await cur.fetchone()
-        if held is not None:
-            by, status, recorded, lease = held
+        if row is not None:  # not claimable: the row as its holder committed it
+            by, status, recorded, lease = row[1:]
             current = lapsed_status(status, recorded, lease, now)
             if current != "pending" or attempt == _RETRIES - 1:
                 raise conflict(request_id, from_bytea(by), current, lease)

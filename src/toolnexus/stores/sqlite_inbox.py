@@ -9,18 +9,27 @@ their counts, ``halts_history`` / ``halts_answerer`` for the audit newest first,
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
 
+from ..loop.checkpoint import Checkpoint
 from ._runrows import answer_record, lapsed_status, pending
-from .checks import check_filters, check_limit, check_optional_text, check_seconds
+from .checks import (
+    check_filters,
+    check_limit,
+    check_optional_text,
+    check_request_id,
+    check_seconds,
+)
 from .inbox_index import (
     HistoryEntry,
     check_history_status,
+    check_ids,
     check_offset,
     check_search,
     like_pattern,
+    parsed_halts,
 )
 from .requests import PendingEntry, RequestStatus
 from .sqlite_runs import TEXT_MATCH, list_pending, pending_filters
@@ -54,15 +63,18 @@ def _count(where: str, args: list[object], conn: sqlite3.Connection) -> dict[str
 
 
 def _history(
-    filters: tuple[str | None, str | None, str | None, str | None, float | None],
+    filters: tuple[str | None, str | None, str | None, str | None, float | None, str | None],
     offset: int,
     limit: int,
     now: float,
     conn: sqlite3.Connection,
 ) -> list[tuple[Any, ...]]:
-    who, status, kind, text, after = filters
+    who, status, kind, text, after, only = filters
     sql = [_HISTORY]
     args: list[object] = []
+    if only is not None:
+        sql.append(" AND request_id = ?")
+        args.append(only)
     if who is not None:
         sql.append(" AND answered_by = ?")
         args.append(who)
@@ -81,6 +93,12 @@ def _history(
         args.append(like_pattern(text))
     sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT ? OFFSET ?")
     return conn.execute("".join(sql), [*args, limit, offset]).fetchall()
+
+
+def _load_halts(ids: list[str], conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    marks = ", ".join("?" * len(ids))
+    sql = f"SELECT request_id, checkpoint FROM halts WHERE request_id IN ({marks})"
+    return conn.execute(sql, ids).fetchall()
 
 
 def _take_unannounced(limit: int, now: float, conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -150,6 +168,7 @@ class SqliteInboxIndex:
         kind: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
+        request_id: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> list[HistoryEntry]:
@@ -160,12 +179,21 @@ class SqliteInboxIndex:
             check_optional_text(kind, "kind"),
             check_search(text),
             None if answered_after is None else check_seconds(answered_after, "answered_after"),
+            None if request_id is None else check_request_id(request_id),
         )
         start = check_offset(offset)
         size = check_limit(limit)
         now = self._now()
         rows = await self._call(partial(_history, filters, start, size, now))
         return [_history_entry(row, now, self._path) for row in rows]
+
+    async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
+        """Many checkpoints in one read, by request id (see `InboxIndex.load_halts`)."""
+        ids = check_ids(request_ids)
+        if not ids:
+            return {}
+        rows = await self._call(partial(_load_halts, ids))
+        return parsed_halts(rows, self._path)
 
     async def take_unannounced(self, *, limit: int = 100) -> list[PendingEntry]:
         """Pending requests nobody announced yet, now marked announced (see `InboxIndex`)."""

@@ -45,12 +45,19 @@ from ..suspension import Answer, pending
 from .a2a_wire import HttpFailure, Link, RemoteError, Wire
 
 __all__ = [
+    "DEFAULT_POLL_EVERY",
     "DEFAULT_POLL_MS",
+    "DEFAULT_TIMEOUT",
     "DEFAULT_TIMEOUT_MS",
+    "TERMINAL",
     "A2AAgent",
+    "A2ATask",
     "Agent",
+    "AgentConfig",
+    "AgentsConfig",
     "agent",
     "agent_tools",
+    "is_enabled",
     "load_agents",
     "parse_agents_config",
 ]
@@ -59,7 +66,20 @@ log = logging.getLogger("toolnexus")
 
 DEFAULT_TIMEOUT_MS = 300000
 DEFAULT_POLL_MS = 1000
+DEFAULT_TIMEOUT = DEFAULT_TIMEOUT_MS
+"""The reference's name: a call's budget, in milliseconds."""
+DEFAULT_POLL_EVERY = DEFAULT_POLL_MS
+"""The reference's name: the polling interval, in milliseconds."""
 TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
+
+AgentConfig = dict[str, Any]
+"""One entry of the ``agents`` config block: ``{card, headers?, timeout?, pollEvery?,
+enabled?/disabled?}``."""
+AgentsConfig = dict[str, AgentConfig]
+"""The ``agents`` config block: ``{"<id>": AgentConfig}`` (the id is only a label)."""
+A2ATask = dict[str, Any]
+"""A remote task as read from the wire (``{id, contextId?, status: {state, message?},
+artifacts?}``)."""
 WAITING = frozenset({"input-required", "auth-required"})
 INPUT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -204,9 +224,7 @@ def parse_agents_config(block: Any) -> list[A2AAgent]:
         if not entry or not isinstance(entry, Mapping):
             continue
         e = cast(Mapping[str, Any], entry)
-        if not isinstance(e.get("card"), str):
-            continue
-        if e.get("disabled") is True or e.get("enabled") is False:
+        if not isinstance(e.get("card"), str) or not is_enabled(e):
             continue
         out.append(
             A2AAgent(
@@ -217,6 +235,14 @@ def parse_agents_config(block: Any) -> list[A2AAgent]:
             )
         )
     return out
+
+
+def is_enabled(entry: Mapping[str, Any]) -> bool:
+    """Whether an ``agents`` entry is on: ``disabled: true`` beats ``enabled``, and an entry
+    is on unless ``enabled`` is ``false``."""
+    if entry.get("disabled") is True:
+        return False
+    return entry.get("enabled") is not False
 
 
 async def load_agents(agents: Iterable[A2AAgent | str]) -> list[Tool]:
@@ -399,10 +425,12 @@ class _Follow:
         link = self.caller.link
         task: dict[str, Any] = {}
         try:
-            async with asyncio.timeout(self.left_s()):
-                async for kind, event in link.stream(
-                    parts, task_id=task_id, context_id=context_id, timeout=self.left_s()
-                ):
+            events = link.stream(
+                parts, task_id=task_id, context_id=context_id, timeout=self.left_s()
+            )
+            # closed as soon as the task settles: the response (and its span) end then
+            async with asyncio.timeout(self.left_s()), contextlib.aclosing(events):
+                async for kind, event in events:
                     if kind == "task":
                         task = self._take(event)
                         for a in cast(list[dict[str, Any]], task.get("artifacts") or []):

@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Literal, cast
+
+from ..tracing import a2a_client_span
 
 __all__ = ["HttpFailure", "Link", "RemoteError", "Wire", "normalize_event", "normalize_task"]
 
@@ -271,24 +273,33 @@ class Link:
         task_id: str | None = None,
         context_id: str | None = None,
         timeout: float | None,
-    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]]]:
         """SendStreamingMessage → its events, normalized (see `normalize_event`)."""
-        import aiohttp
-
         from .http import _pooled_session  # pyright: ignore[reportPrivateUsage]
 
         wire = self.wire
+        method = _METHODS[wire]["stream"]
         body = {
             "jsonrpc": "2.0",
             "id": uuid.uuid4().hex,
-            "method": _METHODS[wire]["stream"],
+            "method": method,
             "params": self._params(parts, task_id, context_id, wire, True),
         }
+        headers = self._headers(wire, True)
         session = await _pooled_session()
+        with a2a_client_span(method, self.url, headers, rpc_id=body["id"]):
+            async for event in self._streamed(session, body, headers, timeout):
+                yield event
+
+    async def _streamed(
+        self, session: Any, body: dict[str, Any], headers: dict[str, str], timeout: float | None
+    ) -> AsyncGenerator[tuple[str, dict[str, Any]]]:
+        import aiohttp
+
         async with session.post(
             self.url,
             data=json.dumps(body),
-            headers=self._headers(wire, True),
+            headers=headers,
             timeout=aiohttp.ClientTimeout(total=timeout),
         ) as response:
             if not 200 <= response.status < 300:
@@ -320,16 +331,20 @@ class Link:
         from .http import _pooled_session  # pyright: ignore[reportPrivateUsage]
 
         body = {"jsonrpc": "2.0", "id": uuid.uuid4().hex, "method": method, "params": params}
+        headers = self._headers(wire, False)
         session = await _pooled_session()
-        async with session.post(
-            self.url,
-            data=json.dumps(body),
-            headers=self._headers(wire, False),
-            timeout=aiohttp.ClientTimeout(total=timeout),
-        ) as response:
-            if not 200 <= response.status < 300:
-                raise HttpFailure(f"HTTP {response.status}: {await response.text()}")
-            return _result(await _json(response))
+        with a2a_client_span(method, self.url, headers, rpc_id=body["id"]) as span:
+            async with session.post(
+                self.url,
+                data=json.dumps(body),
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as response:
+                if not 200 <= response.status < 300:
+                    if span is not None:
+                        span.set_attribute("http.response.status_code", response.status)
+                    raise HttpFailure(f"HTTP {response.status}: {await response.text()}")
+                return _result(await _json(response))
 
 
 async def _json(response: Any) -> Any:

@@ -368,6 +368,9 @@ def _tools(links: list[ServerLink], wait_for: WaitFor | None) -> list[Tool]:
                     input_schema=link.redactor.value(_object_schema(info.input_schema)),
                     source="mcp",
                     execute=McpToolRunner(link, info.name, wait_for),
+                    # a question held in the session must hear the decline too, or the
+                    # server's call would wait on it until the session ends
+                    handles_declines=link.halts,
                 )
             )
     return tools

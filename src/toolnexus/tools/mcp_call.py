@@ -34,6 +34,7 @@ from ..suspension import (
 )
 from .mcp_content import to_tool_result
 from .mcp_elicit import answer_to_elicit_result, ask_inline, elicitation_to_request
+from .mcp_held import Halted
 from .mcp_session import CallFailed, ServerLink
 
 if TYPE_CHECKING:
@@ -76,7 +77,8 @@ class McpToolRunner:
         deadline = None
         if ctx is not None and ctx.timeout is not None:
             deadline = asyncio.get_running_loop().time() + max(0.0, ctx.timeout)
-        call = partial(self.link.call, self.tool, args, signal=signal, deadline=deadline)
+        bare = partial(self.link.call, self.tool, args, signal=signal, deadline=deadline)
+        call = partial(self._send, bare)
         try:
             result = await self._first_call(call, ctx)
             for _ in range(MAX_ROUNDS):
@@ -87,15 +89,27 @@ class McpToolRunner:
                 if isinstance(step, ToolResult):
                     return step
                 result = await call(responses=step, state=asked.request_state)
+        except Halted as halted:
+            return self._suspend_held(halted.request)
         except CallFailed as exc:
             return ToolResult(exc.message, True, {"server": self.link.name})
         return ToolResult(
             f"MCP tool {self.tool} asked for input more than {MAX_ROUNDS} times; gave up", True
         )
 
+    async def _send(self, bare: _Call, **kw: Any) -> CallToolResult | InputRequiredResult:
+        """One tools/call; with ``"elicitation": "halt"``, run so that a question the server
+        asks mid-call halts the run (`toolnexus.tools.mcp_held`)."""
+        if not self.link.halts:
+            return await bare(**kw)
+        return await self.link.held.run(partial(bare, **kw))
+
     async def _first_call(
         self, call: _Call, ctx: ToolContext | None
     ) -> CallToolResult | InputRequiredResult:
+        live = self._held_question(ctx)
+        if live is not None:
+            return await self._resume_held(*live)
         held = self._continuation(ctx)
         if held is None:
             return await call()
@@ -134,6 +148,47 @@ class McpToolRunner:
         if not isinstance(key, str) or not (state is None or isinstance(state, str)):
             return None
         return key, state, ctx.request, ctx.answer
+
+    def _held_question(self, ctx: ToolContext | None) -> tuple[Request, Answer] | None:
+        """The question held in the live session this call resumes, when ``ctx`` answers one."""
+        if ctx is None or ctx.answer is None or ctx.request is None:
+            return None
+        held: Any = (ctx.request.data or {}).get(MCP_DATA_KEY)
+        if not isinstance(held, dict):
+            return None
+        data = cast(dict[str, Any], held)
+        if data.get("server") != self.link.name or data.get("tool") != self.tool:
+            return None
+        if data.get("held") != ctx.request.id:
+            return None
+        return ctx.request, ctx.answer
+
+    async def _resume_held(
+        self, request: Request, answer: Answer
+    ) -> CallToolResult | InputRequiredResult:
+        """Send the answer to the call waiting in the session and follow the call on.
+
+        Raises:
+            CallFailed: no call waits on it here (another process, or the session ended since).
+        """
+        held = self.link.held.take(request.id)
+        if held is None or (held.task.done() and held.task.cancelled()):
+            raise CallFailed(
+                f'MCP server "{self.link.name}" asked "{request.prompt}" in a session that is '
+                f"gone (this process restarted, or the connection was lost since): the answer "
+                f"was not delivered and tool {self.tool} did not finish; call it again to be "
+                "asked afresh"
+            )
+        if not held.task.done():
+            follow = self.link.held.open()  # open before replying: a next question lands here
+            held.slot.reply.set_result(answer_to_elicit_result(answer, request))
+            return await self.link.held.follow(held.task, follow)
+        return held.task.result()  # it ended without the answer (failed, or gave up asking)
+
+    def _suspend_held(self, request: Request) -> ToolResult:
+        data = dict(request.data or {})
+        data[MCP_DATA_KEY] = {"server": self.link.name, "tool": self.tool, "held": request.id}
+        return suspension_result(replace(request, data=data))
 
     async def _answer_round(self, asked: InputRequiredResult) -> InputResponses | ToolResult:
         from mcp_types import ElicitRequest, ListRootsRequest, ListRootsResult

@@ -92,6 +92,10 @@ class ServerConfig:
         headers: sent with every request; values may name ``${ENV}`` variables.
         tools: ``{original tool name: bool}`` allowlist / drop-list (see `apply_tools_filter`).
         sse: connect with the legacy SSE transport directly (``"type": "sse"``).
+        elicitation: ``"inline"`` (default): the elicitation capability is advertised only
+            with a ``wait_for``, which answers inline; ``"halt"`` (``"elicitation": "halt"``):
+            it is advertised without one too, and a server's ``elicitation/create`` halts the
+            run durably while the call waits in the live session (`toolnexus.tools.mcp_held`).
     """
 
     name: str
@@ -105,6 +109,7 @@ class ServerConfig:
     headers: Mapping[str, str] = field(default_factory=lambda: {})
     tools: Mapping[str, bool] | None = None
     sse: bool = False
+    elicitation: Literal["inline", "halt"] = "inline"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, eq=False)
@@ -173,6 +178,8 @@ def _as_written(server: ServerConfig) -> dict[str, Any]:
         out["headers"] = dict(server.headers)
     if server.tools is not None:
         out["tools"] = dict(server.tools)
+    if server.elicitation != "inline":
+        out["elicitation"] = server.elicitation
     return out
 
 
@@ -389,7 +396,15 @@ def _parse_server(name: str, entry: Any, where: str, base: Path | None) -> Serve
         headers=_string_map(raw, ("headers",), fail),
         tools=_tools_map(raw, fail),
         sse=str(raw.get("type", "")).lower() == "sse",
+        elicitation=_elicitation(raw, fail),
     )
+
+
+def _elicitation(raw: Mapping[str, Any], fail: _Fail) -> Literal["inline", "halt"]:
+    value = raw.get("elicitation", "inline")
+    if value not in ("inline", "halt"):
+        raise fail(f'"elicitation" must be "inline" or "halt", got {value!r}')
+    return value
 
 
 _PYTHONS = frozenset({"python", "python3"})

@@ -26,6 +26,7 @@ from ..suspension import WaitFor
 from ._shims import warn_stderr
 from .mcp_config import MAX_LIST_PAGES, McpStatus, ServerConfig, ToolInfo
 from .mcp_elicit import MCP_EXTRA_HINT, answer_to_elicit_result, ask_inline, elicitation_to_request
+from .mcp_held import HeldCalls
 from .mcp_stdio import StdioChannel, open_stdio
 
 if TYPE_CHECKING:
@@ -73,6 +74,9 @@ class ServerLink:
         self.session: ClientSession | None = None
         self.channel: StdioChannel | None = None
         self.wait_for = wait_for
+        self.halts = wait_for is None and config.elicitation == "halt"
+        """Whether a server's elicitation halts the run (`toolnexus.tools.mcp_held`)."""
+        self.held = HeldCalls()
         self._budget = config.timeout / 1000
         self._phase = "start"
         self._guard = anyio.CancelScope()
@@ -92,6 +96,7 @@ class ServerLink:
 
     async def close(self) -> None:
         """Disconnect and stop the child process tree (if any). Idempotent."""
+        self.held.drop_all()
         self._stop.set()
         task = self._task
         if task is None or task.done():
@@ -228,7 +233,7 @@ class ServerLink:
         session = ClientSession(
             read,
             write,
-            elicitation_callback=self._elicit if self.wait_for is not None else None,
+            elicitation_callback=self._elicit if self.wait_for is not None or self.halts else None,
             client_info=Implementation(name="toolnexus", version=__version__),
         )
         session = await stack.enter_async_context(session)
@@ -394,9 +399,10 @@ class ServerLink:
     async def _elicit(
         self, context: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult:
-        assert self.wait_for is not None
         request = elicitation_to_request(params)
         with self.paused():
+            if self.wait_for is None:  # "elicitation": "halt": the asking call halts the run
+                return await self.held.ask(request)
             answer = await ask_inline(self.wait_for, request)
         return answer_to_elicit_result(answer, request)
 

@@ -12,10 +12,13 @@ Validation runs on every tool call, so the common case is kept cheap: the schema
 once per tool and cached on ``tool._validator``, and a small compiled checker accepts valid
 arguments for the usual schema shapes (objects of typed properties, arrays, enums, simple
 bounds) in a few microseconds. Anything it is not sure about, and every rejection, is decided
-by ``jsonschema``, which also words the errors. A schema that ``jsonschema`` rejects as
-invalid disables validation for that tool instead of failing the run. The cache follows
-``tool.input_schema`` by identity: assigning a new schema recompiles, mutating the cached one
-in place does not.
+by ``jsonschema``, which also words the errors; ``jsonschema`` is imported and the tool's
+validator built only then (importing it costs a process ≈ 60–100 ms, which a worker's first
+resume or a run's first tool call would otherwise pay for arguments the small checker
+accepts). A schema that ``jsonschema`` rejects as invalid disables validation for that tool
+instead of failing the run — the same outcome as arguments the small checker accepted, so
+deciding lazily changes no result. The cache follows ``tool.input_schema`` by identity:
+assigning a new schema recompiles, mutating the cached one in place does not.
 """
 
 from __future__ import annotations
@@ -41,14 +44,16 @@ Check = Callable[[Any], bool]
 
 
 class _Compiled:
-    """A tool's compiled schema: ``validator`` is ``None`` when the schema is unusable."""
+    """A tool's compiled schema: ``validator`` is ``None`` when the schema is unusable, or
+    not built yet (``built`` false: nothing has needed ``jsonschema`` so far)."""
 
-    __slots__ = ("fast", "schema", "validator")
+    __slots__ = ("built", "fast", "schema", "validator")
 
-    def __init__(self, schema: object, validator: Validator | None, fast: Check) -> None:
+    def __init__(self, schema: object, fast: Check, *, built: bool = False) -> None:
         self.schema = schema
-        self.validator = validator
+        self.validator: Validator | None = None
         self.fast = fast
+        self.built = built
 
 
 def validate_arguments(tool: Tool, args: Any) -> str | None:
@@ -73,8 +78,13 @@ def validate_arguments(tool: Tool, args: Any) -> str | None:
     if compiled is None or compiled.schema is not tool.input_schema:
         compiled = _compile(tool.input_schema)
         tool._validator = compiled  # pyright: ignore[reportPrivateUsage]
-    if compiled.fast(args):
-        return None
+    try:
+        if compiled.fast(args):
+            return None
+    except Exception:  # a malformed schema can break the small checker: jsonschema decides
+        pass
+    if not compiled.built:
+        _build(compiled)
     validator = compiled.validator
     if validator is None:
         return None
@@ -145,19 +155,30 @@ _JSON_KINDS: dict[type, str] = {
 
 
 def _compile(schema: object) -> _Compiled:
+    """The small checker now; the ``jsonschema`` validator when first needed (`_build`)."""
+    if not isinstance(schema, dict | bool):
+        return _Compiled(schema, _always, built=True)
+    usable = cast(Any, schema)
+    try:
+        fast = _fast_check(usable)
+    except Exception:  # a malformed schema (``"enum": 5``): jsonschema decides every call
+        fast = _never
+    return _Compiled(usable, fast)
+
+
+def _build(compiled: _Compiled) -> None:
+    """Build the ``jsonschema`` validator; an invalid schema disables validation instead."""
     from jsonschema.exceptions import SchemaError
     from jsonschema.validators import Draft202012Validator, validator_for
 
-    if not isinstance(schema, dict | bool):
-        return _Compiled(schema, None, _always)
-    usable = cast(Any, schema)
+    compiled.built = True
+    usable = cast(Any, compiled.schema)
     try:
         cls = validator_for(usable, default=Draft202012Validator)
         cls.check_schema(usable)
-        validator: Validator = cls(usable)
+        compiled.validator = cls(usable)
     except (SchemaError, Exception):  # an invalid schema: run the tool unvalidated
-        return _Compiled(usable, None, _always)
-    return _Compiled(usable, validator, _fast_check(usable))
+        compiled.fast = _always
 
 
 def _always(value: Any) -> bool:

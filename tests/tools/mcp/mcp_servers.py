@@ -80,7 +80,7 @@ DEMO_TOOLS = frozenset(
 """Every tool the demo server offers, under its original name."""
 
 
-async def load_connected(config: dict[str, Any], *, tries: int = 4, **options: Any) -> Any:
+async def load_connected(config: dict[str, Any], *, tries: int = 6, **options: Any) -> Any:
     """`load_mcp` for a fixture whose servers have short timeouts: a load where a server's
     start-up alone outran its timeout (a busy machine importing the SDK) is closed and
     loaded again, so the tests judge the behaviour, not the machine's speed. Any other

@@ -63,11 +63,13 @@ async def run(
 # -- inline: with a wait_for -------------------------------------------------------------
 
 PERSON = Human()
+SLOW_MS = 5000  # the idle timeout of "slow": longer than a start-up on a loaded machine
 
 
 @pytest_asyncio.fixture(loop_scope="module", scope="module")
 async def inline() -> AsyncIterator[McpSource]:
-    config = {"modern": demo(), "legacy": demo("--legacy"), "slow": demo("--legacy", timeout=3000)}
+    slow = demo("--legacy", timeout=SLOW_MS)
+    config = {"modern": demo(), "legacy": demo("--legacy"), "slow": slow}
     async with await load_connected(config, wait_for=PERSON) as source:
         assert set(source.status().values()) == {"connected"}, source.errors()
         yield source
@@ -161,7 +163,7 @@ async def test_two_rounds_of_questions_are_both_asked_inline(
 async def test_the_idle_timeout_is_paused_while_a_human_answers(
     inline: McpSource, human: Human
 ) -> None:
-    human.delay = 3.5  # longer than the server's 3000 ms idle timeout
+    human.delay = SLOW_MS / 1000 + 0.5  # longer than the server's idle timeout
     result = await run(inline, "slow_ask_form")
     assert (result.output, result.is_error) == (f"accept:{ANN}", False)
 

@@ -129,7 +129,7 @@ async def test_mcp_parts_reach_the_model_in_each_wire_style(
         blocks = sent[2]["content"][0]["content"]
         assert blocks[1:] == [
             {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
-            {"type": "text", "text": "[unsupported audio (audio/wav, 40 bytes)]"},
+            {"type": "text", "text": "[unsupported audio part (audio/wav, 40 bytes)]"},
             {
                 "type": "document",
                 "source": {"type": "base64", "media_type": "application/pdf", "data": PDF},

@@ -1,0 +1,224 @@
+"""A racing answer (T2) or claim (T4) that loses on PostgreSQL: told who won, in one statement.
+
+The write and the read that says why it matched nothing are one statement (the read a ``FOR
+SHARE`` CTE), so a loser arriving while the winner's write is still in flight waits for it and
+names it, instead of reading the snapshot from before it. And a host's resume refused because
+the request is held or settled does not read the answer record to retake it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import psycopg
+import pytest
+from halt_support import checkpoint
+from run_backends import Clock, yes
+
+from toolnexus import (
+    Answer,
+    ToolContext,
+    ToolResult,
+    create_client,
+    create_toolkit,
+    define_tool,
+    pending,
+)
+from toolnexus.errors import AnswerConflict
+from toolnexus.stores.postgres import PostgresStore
+from toolnexus.stores.runs import InMemoryStore
+from toolnexus.testing import ScriptedModel, call, text, tool_calls
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+async def store(pg_url: str, clock: Clock) -> AsyncIterator[PostgresStore]:
+    async with PostgresStore(pg_url, clock=clock, max_size=2) as opened:
+        yield opened
+
+
+class Statements:
+    """Counts the statements the store's pooled connections send (a spy: they still run)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sent: list[tuple[object, str]] = []
+        real = psycopg.AsyncConnection.execute
+
+        async def execute(conn: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            self.sent.append((conn, str(query)))
+            return await real(conn, query, *args, **kwargs)
+
+        monkeypatch.setattr(psycopg.AsyncConnection, "execute", execute)
+
+
+async def blocked_on(
+    watch: psycopg.AsyncConnection[Any],
+    holder: psycopg.AsyncConnection[Any],
+    task: asyncio.Task[Any],
+) -> None:
+    """Until a backend waits for a lock ``holder`` holds (or ``task`` ended without waiting)."""
+    while not task.done():
+        cur = await watch.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE %s = ANY(pg_blocking_pids(pid))",
+            (holder.info.backend_pid,),
+        )
+        row = await cur.fetchone()
+        if row is not None and row[0] > 0:
+            return
+        await asyncio.sleep(0)  # yield to the store's statement, then look again
+
+
+WINNER = (
+    "UPDATE toolnexus_halts SET status = %s, answered_by = %s, answer = %s, recorded = %s,"
+    " lease_until = %s, token = token + 1 WHERE request_id = %s"
+)
+
+
+async def race_against_a_write_in_flight(
+    pg_url: str,
+    store: PostgresStore,
+    monkeypatch: pytest.MonkeyPatch,
+    winner: tuple[Any, ...],
+    loser: Any,
+) -> tuple[AnswerConflict, list[str]]:
+    """Hold the winner's write open, start the loser, commit: the loser's conflict and the
+    statements it sent."""
+    async with (
+        await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as held,
+        await psycopg.AsyncConnection.connect(pg_url, autocommit=True) as watch,
+    ):
+        spy = Statements(monkeypatch)
+        async with held.transaction():
+            await held.execute(WINNER, winner)
+            losing = asyncio.create_task(loser())
+            await asyncio.wait_for(blocked_on(watch, held, losing), 10)
+            assert not losing.done()
+        with pytest.raises(AnswerConflict) as refused:
+            await asyncio.wait_for(losing, 10)
+    return refused.value, [q for conn, q in spy.sent if conn is not held and conn is not watch]
+
+
+async def test_an_answer_losing_to_an_answer_in_flight_names_it_in_one_statement(
+    store: PostgresStore, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.save_halt(checkpoint("a"))
+    answer = json.dumps({"id": "a", "ok": True})
+    winner = ("answered", b"ana", answer, True, None, b"a")
+
+    conflict, sent = await race_against_a_write_in_flight(
+        pg_url,
+        store,
+        monkeypatch,
+        winner,
+        lambda: store.post_answer("a", yes("a"), answered_by="bob"),
+    )
+
+    assert (conflict.answered_by, conflict.status) == ("ana", "answered")
+    assert "already answered by ana" in str(conflict)
+    assert len(sent) == 1
+    record = await store.answer_record("a")
+    assert record is not None
+    assert (record.status, record.answered_by) == ("answered", "ana")
+
+
+async def test_a_claim_losing_to_a_claim_in_flight_names_it_in_one_statement(
+    store: PostgresStore, pg_url: str, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.save_halt(checkpoint("a"))
+    answer = json.dumps({"id": "a", "ok": True})
+    winner = ("claimed", b"ana", answer, False, clock.now + 30, b"a")
+
+    conflict, sent = await race_against_a_write_in_flight(
+        pg_url,
+        store,
+        monkeypatch,
+        winner,
+        lambda: store.claim("a", yes("a"), answered_by="bob", lease_s=30),
+    )
+
+    assert (conflict.answered_by, conflict.status) == ("ana", "claimed")
+    assert "being answered right now by ana" in str(conflict)
+    assert len(sent) == 1
+    clock.now += 31  # the winner's lease runs out: the request is claimable again
+    again = await store.claim("a", yes("a"), answered_by="bob", lease_s=30)
+    assert again.answered_by == "bob"
+
+
+async def test_an_answer_to_a_settled_or_unknown_request_is_refused_in_one_statement(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await store.save_halt(checkpoint("a"))
+    await store.cancel("a", answered_by="ana")
+    spy = Statements(monkeypatch)
+
+    with pytest.raises(AnswerConflict) as refused:
+        await store.post_answer("a", yes("a"), answered_by="bob")
+    with pytest.raises(KeyError):
+        await store.post_answer("nobody", yes("nobody"))
+
+    assert (refused.value.answered_by, refused.value.status) == ("ana", "cancelled")
+    assert len(spy.sent) == 2
+    record = await store.answer_record("a")
+    assert record is not None
+    assert (record.status, record.answered_by) == ("cancelled", "ana")
+
+
+# -- the host's resume: a refused claim reads the answer record only when it could retake -------
+
+
+class CountingStore(InMemoryStore):
+    """The memory store, counting answer-record reads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    async def answer_record(self, request_id: str) -> Any:
+        self.reads += 1
+        return await super().answer_record(request_id)
+
+
+@define_tool
+def gate(ctx: ToolContext | None = None) -> str | ToolResult:
+    """A gated step."""
+    if ctx is None or ctx.answer is None:
+        return pending(kind="approval", prompt="go?")
+    return "gone"
+
+
+async def test_a_resume_refused_by_a_live_claim_does_not_read_the_record() -> None:
+    tk = await create_toolkit(extra_tools=[gate], builtins=False)
+    script = [
+        tool_calls(call("gate", {}, id="c1")),
+        tool_calls(call("gate", {}, id="c2")),
+        text("done"),
+    ]
+    async with ScriptedModel(script) as model:
+        store = CountingStore()
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            halted = await client.run("go", tk)
+            assert halted.pending is not None
+            rid = halted.pending.id
+            await store.claim(rid, Answer(rid, True), answered_by="ana", lease_s=60)
+
+            with pytest.raises(AnswerConflict) as held:
+                await client.resume(tk, Answer(rid, True), answered_by="bob")
+            assert (held.value.answered_by, held.value.status) == ("ana", "claimed")
+            assert store.reads == 0
+
+            # Recorded (by this host's earlier attempt) and queued: the same answer retakes it.
+            other = await client.run("go", tk)
+            assert other.pending is not None
+            await client.answer(other.pending.id, Answer(other.pending.id, True))
+            resumed = await client.resume(tk, Answer(other.pending.id, True))
+            assert resumed.status == "done"
+            assert store.reads > 0
