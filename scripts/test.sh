@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[dev,mcp,postgres,otel,cli,serve]'
+.venv/bin/python -m pip install -q -e '.[dev,mcp,postgres,otel,cli,serve,inbox]'
 if ! command -v bwrap >/dev/null 2>&1; then
     if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
         apt-get install -y -q bubblewrap >/dev/null 2>&1 \
