@@ -3,7 +3,10 @@ loads it, posts a form without JavaScript, runs the page's script, and a screens
 
 from __future__ import annotations
 
+import asyncio
 import html
+import os
+import sys
 from typing import Any
 
 import pytest
@@ -84,3 +87,26 @@ async def test_two_contexts_keep_their_own_cookies(browser: Any) -> None:
         finally:
             await first.close()
             await second.close()
+
+
+@pytest.mark.parametrize(("ci", "outcome"), [("true", "1 error"), ("", "1 skipped")])
+async def test_a_missing_chromium_fails_the_browser_tests_under_ci_and_skips_them_otherwise(
+    ci: str, outcome: str
+) -> None:
+    env = {**os.environ, "TOOLNEXUS_CHROMIUM": "/nonexistent/chromium", "CI": ci}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "pytest",
+        f"{__file__}::test_two_contexts_keep_their_own_cookies",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 50)
+    assert outcome in out.decode(), out.decode()
+    assert "/nonexistent/chromium is missing" in out.decode()
+    assert proc.returncode == (1 if ci else 0)
