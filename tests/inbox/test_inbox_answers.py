@@ -315,3 +315,18 @@ async def test_the_detail_page_follows_a_queued_run_without_javascript(store: An
     assert '<pre id="final-text">shipped &lt;b&gt;</pre>' in done.text
     assert 'http-equiv="refresh"' not in done.text
     await app.aclose()
+
+
+async def test_a_get_on_a_forms_action_url_goes_to_the_request_page(store: Any) -> None:
+    # A browser left on a refused post's page reloads or bookmarks the action URL: that must
+    # neither read "a-1/answer" as a request id nor record anything.
+    await store.save_halt(halted("a-1"))
+    app = make_app(store)
+    async with visitor(app) as v:
+        for action in ("answer", "cancel"):
+            moved = await v.get(f"/requests/a-1/{action}")
+            assert moved.status_code == 303
+            assert moved.headers["location"] == "/requests/a-1"
+    assert await store.answer_record("a-1") is None
+    assert [e.request_id for e in await store.list_pending()] == ["a-1"]
+    await app.aclose()

@@ -316,19 +316,11 @@ async def test_an_expired_request_shows_as_expired_and_cannot_be_answered(
     record = await record_of(site, rid)
     assert record.answer.ok is False
     assert record.answered_by != "ana"
-    await ana.goto(site.link(rid))  # (staying on the refused post's page: see the xfail below)
     async with site.worker():
         await expect(ana.locator("#run-status")).to_have_attribute("data-status", "expired")
     assert site.ledger_lines() == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inbox bug: a refused answer (409/400) is a page at /requests/<id>/answer, the "
-    "result of a POST; when the run moves on, inbox.js's follow() calls location.reload(), "
-    "which posts the answer form again (or GETs /requests/<id>/answer: 'No request "
-    "<id>/answer.', 404)",
-)
 async def test_a_page_left_on_a_refused_answer_follows_the_run_without_posting_again(
     browser: Any, site: Site
 ) -> None:
@@ -349,7 +341,8 @@ async def test_a_page_left_on_a_refused_answer_follows_the_run_without_posting_a
         await expect(second.locator("#resolved")).to_contain_text("answered by ana")
         async with site.worker():
             await expect(second.locator("#run-status")).to_have_attribute("data-status", "done")
-        assert posts == [f"{site.link(rid)}/answer"]
+        assert posts == [f"{site.link(rid)}/answer"]  # the refused post, once: no re-post
+        assert second.url == site.link(rid)  # following the run went to the request's page
     finally:
         for ctx in contexts:
             await ctx.close()

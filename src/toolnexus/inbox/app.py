@@ -91,6 +91,10 @@ class InboxApp:
             Route("/requests/{rid:path}/answer", self._guard(self._answer), methods=["POST"]),
             Route("/requests/{rid:path}/cancel", self._guard(self._cancel), methods=["POST"]),
             Route("/requests/{rid:path}/status", self._guard(self._status)),
+            # A refused post leaves the browser on its action URL: a GET there (a reload, a
+            # bookmark) goes to the request's page instead of reading "x/answer" as an id.
+            Route("/requests/{rid:path}/answer", self._to_detail, methods=["GET"]),
+            Route("/requests/{rid:path}/cancel", self._to_detail, methods=["GET"]),
             Route("/requests/{rid:path}", self._guard(self._detail)),
             Route("/history", self._guard(self._history)),
             Route("/history.jsonl", self._guard(self._export_jsonl)),
@@ -249,6 +253,9 @@ class InboxApp:
                 request, session, "Pending", f'<p class="error" id="error">{esc(exc)}</p>', 400
             )
         return self._page(request, session, self.title, body)
+
+    async def _to_detail(self, request: HttpRequest) -> Response:
+        return _see_other(request, request.path_params["rid"])
 
     async def _detail(self, request: HttpRequest, session: Session) -> Response:
         rid = request.path_params["rid"]

@@ -40,14 +40,17 @@
     var main = document.getElementById("request");
     if (!section || !main || !section.hasAttribute("data-follow")) { return; }
     var id = main.getAttribute("data-request-id");
-    var url = base + "requests/" + encodeURIComponent(id) + "/status";
+    var page = base + "requests/" + encodeURIComponent(id);
+    var url = page + "/status";
     var timer = setInterval(function () {
       fetch(url, { headers: { accept: "application/json" }, credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (s) {
           if (s && s.status !== section.getAttribute("data-status")) {
             clearInterval(timer);
-            window.location.reload();
+            // The request's own page, never a reload: a page that shows a refused post sits
+            // at the form's action URL, and reloading it would post the form again.
+            window.location.replace(page);
           }
         })
         .catch(function () {});
