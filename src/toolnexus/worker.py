@@ -195,7 +195,7 @@ class Worker:
 
     async def _heartbeat(self) -> None:
         """Renew the lease of every run in flight, every third of ``lease_s``."""
-        while True:
+        while not self._stopping.is_set():  # (a store that swallowed the cancel ends it too)
             await asyncio.sleep(self._lease_s / 3)
             for rid, claim in list(self._held.items()):
                 try:

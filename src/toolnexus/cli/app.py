@@ -261,11 +261,18 @@ def build() -> Callable[[list[str] | None], int]:
             typer.Option("--app", help="module:factory returning (client, toolkit); may be async."),
         ],
         concurrency: Annotated[int, typer.Option(help="Runs resumed at once.")] = 4,
+        grace: Annotated[
+            float,
+            typer.Option(
+                help="Seconds a stop may take; then the worker exits at once (exit code 1) "
+                "and another worker takes over its runs when their leases run out."
+            ),
+        ] = 20.0,
     ) -> int:
         """Resume every answered run of the app's store until interrupted (SIGINT/SIGTERM)."""
         from .worker import run_worker
 
-        return _guarded(lambda: run_worker(app_ref, concurrency))
+        return _guarded(lambda: run_worker(app_ref, concurrency, grace))
 
     @app.command()
     def serve(

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import importlib
 import inspect
+import os
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 
@@ -44,7 +45,7 @@ async def load_app(ref: str) -> tuple[Client, Any]:
     return made[0], made[1]  # pyright: ignore[reportUnknownVariableType]
 
 
-async def run_worker(ref: str, concurrency: int) -> int:
+async def run_worker(ref: str, concurrency: int, grace: float = 20.0) -> int:
     client, toolkit = await load_app(ref)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -54,10 +55,36 @@ async def run_worker(ref: str, concurrency: int) -> int:
     def done(request_id: str, result: Any) -> None:
         typer.echo(f"{request_id}: {getattr(result, 'status', '?')}")
 
-    async with client:
-        work = client.worker(toolkit, concurrency=concurrency, on_result=done)
-        async with work:
-            typer.echo("worker: ready", err=True)
-            await stop.wait()
-        typer.echo(f"worker: stopped ({work.resumed} resumed, {work.failed} failed)", err=True)
+    await client.__aenter__()  # (left by hand below: the shutdown has a deadline)
+    work = client.worker(toolkit, concurrency=concurrency, on_result=done)
+    work.start()
+    typer.echo("worker: ready", err=True)
+    await stop.wait()
+    try:
+        async with asyncio.timeout(grace):
+            await work.stop()
+            await client.aclose()
+    except TimeoutError:
+        _abandon(grace, work)
+    typer.echo(f"worker: stopped ({work.resumed} resumed, {work.failed} failed)", err=True)
     return codes.OK
+
+
+def _abandon(grace: float, work: Any) -> NoReturn:
+    """The shutdown outran ``grace``: say where every task stands, then exit at once.
+
+    Nothing is lost by leaving: a run this worker still held is handed to another worker
+    when its lease runs out (fencing keeps this one from committing anything after that).
+    `asyncio.run` would wait for the stuck tasks, so the process ends with `os._exit`.
+    """
+    typer.echo(
+        f"worker: the shutdown took longer than {grace:g}s; exiting now ({work.resumed} "
+        "resumed; any run still held goes to another worker when its lease runs out)",
+        err=True,
+    )
+    for task in asyncio.all_tasks():
+        if task is not asyncio.current_task():
+            task.print_stack(file=sys.stderr)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(codes.FAILED)
