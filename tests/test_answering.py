@@ -433,3 +433,57 @@ async def test_resume_claim_with_on_text_on_an_in_process_client_gives_the_claim
             await client.resume_claim(tk, claim, on_text=print)
         retaken = await client.run_store.take(rid)
     assert retaken is not None  # refused before anything ran: the request is takeable again
+
+
+class RenewReturnsLate(InMemoryStore):
+    """The memory store whose first `renew` takes effect at once but returns only when the
+    test says so: the heartbeat's renew is still on its way back when the run settles."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewed = asyncio.Event()
+        self.give_back = asyncio.Event()
+        self.renews = 0
+
+    async def renew(self, claim: Any, *, lease_s: float | None = None) -> Any:
+        self.renews += 1
+        out = await super().renew(claim, lease_s=lease_s)
+        if self.renews == 1:
+            self.renewed.set()
+            await self.give_back.wait()
+        return out
+
+
+async def test_a_heartbeat_renew_that_returns_after_the_run_settled_forgets_the_run() -> None:
+    """A renew in flight when the run settles must not put the settled run back among the
+    held ones (it would be renewed — and logged as lost — every beat for ever)."""
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    reply_now = asyncio.Event()
+
+    async def model_reply(request: Any) -> Any:
+        await reply_now.wait()
+        return text("shipped")
+
+    async with ScriptedModel([tool_calls(call("gate", {}, id="c1")), model_reply]) as model:
+        store = RenewReturnsLate()
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            request = await halted_run(client, tk)
+            await client.answer(request.id, Answer(request.id, True))
+            settled = asyncio.Event()
+            worker = client.worker(tk, lease_s=0.15, on_result=lambda *_: settled.set())
+            async with worker:
+                await asyncio.wait_for(store.renewed.wait(), 10)  # a beat's renew in flight
+                reply_now.set()
+                await asyncio.wait_for(settled.wait(), 10)  # the run settled meanwhile
+                store.give_back.set()
+                for _ in range(5):  # the heartbeat takes the renew's reply
+                    await asyncio.sleep(0)
+                assert request.id not in worker._held  # pyright: ignore[reportPrivateUsage]
+    assert worker.resumed == 1
+    assert ledger.runs["gate"] == 2
+    record = await store.answer_record(request.id)
+    assert record is not None
+    assert record.status == "done"

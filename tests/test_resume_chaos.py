@@ -157,9 +157,11 @@ class Chaos:
 
     async def finish(self, proc: asyncio.subprocess.Process, *, killed: bool = False) -> Any:
         """Wait for ``proc``; it must exit 0 (its JSON output is returned) or, when
-        ``killed``, die of SIGKILL. Its stderr is kept in ``<tmp>/child-<pid>.log``."""
+        ``killed``, die of SIGKILL. Its stderr is kept in ``<tmp>/child-<pid>.log``, its
+        stdout in ``<tmp>/child-<pid>.out``."""
         out, err = await asyncio.wait_for(proc.communicate(), CHILD_TIMEOUT + 10)
         (self.dir / f"child-{proc.pid}.log").write_bytes(err)
+        (self.dir / f"child-{proc.pid}.out").write_bytes(out)
         if killed:
             assert proc.returncode == -signal.SIGKILL, (proc.returncode, err.decode()[-2000:])
             return None
@@ -266,8 +268,16 @@ async def check_settled_once(c: Chaos, ids: list[str]) -> None:
     """Each approved run: its tool ran once, its request is ``done`` with the run's outcome,
     its transcripts are complete and balanced."""
     lines = c.effect_lines() if c.effects.exists() else []
-    assert sorted(lines) == sorted(ids), f"side effects {lines} for runs {ids}"
     async with opened(c.store) as store:
+        if sorted(lines) != sorted(ids):
+            # Say what became of each run, and where the children's output is, before failing.
+            seen = [
+                f"{rid}: {lines.count(rid)} effect(s), {await store.answer_record(rid)!r}"
+                for rid in sorted(ids)
+            ]
+            pytest.fail(
+                f"side effects {lines} for runs {ids}; logs in {c.dir}:\n" + "\n".join(seen)
+            )
         assert await store.list_pending() == []
         for n, rid in enumerate(sorted(ids)):
             record = await store.answer_record(rid)

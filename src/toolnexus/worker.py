@@ -199,7 +199,9 @@ class Worker:
             await asyncio.sleep(self._lease_s / 3)
             for rid, claim in list(self._held.items()):
                 try:
-                    self._held[rid] = await self._runs.renew(claim, lease_s=self._lease_s)
+                    renewed = await self._runs.renew(claim, lease_s=self._lease_s)
+                    if rid in self._held:  # (not if the run settled while this renew ran)
+                        self._held[rid] = renewed
                 except LeaseLost:
                     log.warning("toolnexus: worker's lease on request %s was lost", rid)
                 except Exception:

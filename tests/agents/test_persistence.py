@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sqlite3
 from contextlib import closing
@@ -204,3 +206,46 @@ async def test_a_tree_stored_as_a_document_by_an_earlier_version_is_restored(
             final = await rt.wait(restored)
         assert await store.get(LEGACY_PREFIX + "default") is None
     assert final.status == "done"
+
+
+class FirstSaveLate(SqliteStore):
+    """A store whose first handle save (the one a spawn schedules in the background) is slow
+    — as one on a busy pooled connection may be: it goes on only when a later save has
+    started, or after ``patience`` seconds when none does (saves are written one at a time)."""
+
+    def __init__(self, path: Path, patience: float) -> None:
+        super().__init__(path)
+        self.patience = patience
+        self.later_started = asyncio.Event()
+        self.calls = 0
+
+    async def save_handles(self, runtime_id: str, rows: list[dict[str, Any]]) -> None:
+        self.calls += 1
+        if self.calls == 1:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.later_started.wait(), self.patience)
+        else:
+            self.later_started.set()
+        await super().save_handles(runtime_id, rows)
+
+
+async def test_a_slow_background_save_never_lands_after_the_suspension_it_preceded(
+    tmp_path: Path, model: ScriptedModel
+) -> None:
+    """The spawn's save is still in flight when the handle suspends: the suspended row is the
+    one that stays, so a fresh process restores the handle suspended (not idle, with the
+    question lost)."""
+    path = tmp_path / "tree.db"
+    async with FirstSaveLate(path, patience=0.5) as store:
+        async with AgentRuntime(registry=registry(), llm=llm_of(model), store=store) as rt:
+            h, request_id = await park(rt)
+    async with SqliteStore(path) as fresh:
+        rows = {r["id"]: r for r in await fresh.load_handles("default")}
+        assert rows[h.id]["state"] == "suspended"
+        rt = await AgentRuntime.restore(registry=registry(), store=fresh, llm=llm_of(model))
+        async with rt:
+            restored = rt.handle(h.id)
+            assert restored is not None
+            assert rt.state_of(restored) == "suspended"
+            await rt.resume(Answer(id=request_id, ok=True))
+            assert (await rt.wait(restored)).text == "approved and done"

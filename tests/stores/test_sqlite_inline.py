@@ -4,6 +4,7 @@ waiting for a lock there, handing off to the worker thread when they meet one.""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import threading
@@ -321,3 +322,73 @@ async def test_a_very_large_write_goes_to_the_worker_and_reads_back_inline(
         assert store._worker is not None  # pyright: ignore[reportPrivateUsage]
         assert len(worker_threads() - before) == 1
         assert await store.get("huge") == huge
+
+
+# -- calls take effect in the order they are made ---------------------------------------------
+
+
+async def _held_write(
+    store: SqliteStore, key: str, value: list[dict[str, str]]
+) -> tuple[asyncio.Task[None], threading.Event]:
+    """A write of ``value`` under ``key`` that is on the worker and has not run: the worker is
+    held by a job of ours until the returned event is set (what a write that met a lock, or a
+    large one, looks like to the next call)."""
+    gate = threading.Event()
+
+    def job(conn: sqlite3.Connection) -> None:
+        gate.wait(10)
+        sqlite_module._upsert(key, json.dumps(value), conn)  # pyright: ignore[reportPrivateUsage]
+
+    task = asyncio.ensure_future(store._call(job))  # pyright: ignore[reportPrivateUsage]
+    await asyncio.sleep(0)  # its first step ran: the job is queued on the worker
+    assert not task.done()
+    return task, gate
+
+
+async def test_a_later_write_never_overtakes_one_still_on_the_worker(db_path: Path) -> None:
+    """The agent runtime saves a handle's row fire-and-forget, then again when it suspends:
+    the second save must not land first and be overwritten by the older row."""
+    await migrated(db_path)
+    older = [{"role": "user", "content": "older"}]
+    newer = [{"role": "user", "content": "newer"}]
+    async with SqliteStore(db_path) as store:
+        await store.save("c1", HELLO)  # inline
+        first, gate = await _held_write(store, "c1", older)
+        second = asyncio.ensure_future(store.save("c1", newer))
+        await asyncio.sleep(0)
+        gate.set()
+        await asyncio.gather(first, second)
+        assert await store.get("c1") == newer
+    with raw(db_path) as conn:
+        (text,) = conn.execute("SELECT messages FROM conversations WHERE id = 'c1'").fetchone()
+    assert json.loads(text) == newer
+
+
+async def test_a_read_sees_a_write_made_before_it_that_is_still_on_the_worker(
+    db_path: Path,
+) -> None:
+    await migrated(db_path)
+    written = [{"role": "user", "content": "written"}]
+    async with SqliteStore(db_path) as store:
+        await store.save("c1", HELLO)
+        first, gate = await _held_write(store, "c1", written)
+        read = asyncio.ensure_future(store.get("c1"))
+        await asyncio.sleep(0)
+        gate.set()
+        await first
+        assert await read == written
+
+
+async def test_calls_go_inline_again_once_the_worker_has_caught_up(db_path: Path) -> None:
+    await migrated(db_path)
+    async with SqliteStore(db_path) as store:
+        await store.save("c1", HELLO)
+        first, gate = await _held_write(store, "c1", HELLO)
+        gate.set()
+        await first
+        worker = store._worker  # pyright: ignore[reportPrivateUsage]
+        assert worker is not None
+        submitted = worker.submitted
+        await store.save("c1", HELLO)
+        assert await store.get("c1") == HELLO
+        assert worker.submitted == submitted  # both ran inline

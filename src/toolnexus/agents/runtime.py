@@ -180,6 +180,9 @@ class AgentRuntime(Stopping, Turns, Resuming):
         self._tree: RuntimeStore = as_runtime_store(backend)
         self._resumption = Resumption(self._runs)
         self._persisting = not isinstance(self._tree, NullRuntimeStore)
+        self._saving: tuple[asyncio.AbstractEventLoop, asyncio.Lock] | None = None
+        """Handle rows are written one save at a time, in the order `_persist` was called
+        (the lock of the loop this runtime runs on; see `_save_lock`)."""
         self._owns_store = isinstance(store, str)
         self._backend = backend
         self._gate = asyncio.Semaphore(max_concurrent_turns)
@@ -330,6 +333,11 @@ class AgentRuntime(Stopping, Turns, Resuming):
         ``as_state`` writes that state instead of the current one: a handle mid-resume is
         stored ``suspended`` (with its progress), so a process that dies mid-resume leaves a
         tree that resumes from there rather than one marked interrupted.
+
+        The rows are taken now and written in call order, one save at a time: the save a
+        spawn schedules in the background must never land after a later one (a suspension)
+        and put an older row back — on a pooled store two saves in flight could commit in
+        either order, and the tree would restore the handle as it was before it suspended.
         """
         if not self._persisting:
             return
@@ -339,7 +347,16 @@ class AgentRuntime(Stopping, Turns, Resuming):
                 row["state"] = as_state
         if any(h.parent is self.root or h is self.root for h in handles):
             rows.append(self.root.to_json())
-        await self._tree.save_handles(self.runtime_id, rows)
+        async with self._save_lock():
+            await self._tree.save_handles(self.runtime_id, rows)
+
+    def _save_lock(self) -> asyncio.Lock:
+        """The lock that orders handle saves, made for the running loop (a runtime may outlive
+        the loop it was first used on; an asyncio lock may not)."""
+        loop = asyncio.get_running_loop()
+        if self._saving is None or self._saving[0] is not loop:
+            self._saving = (loop, asyncio.Lock())
+        return self._saving[1]
 
     async def transcript(self, h: Handle) -> list[Any]:
         """``h``'s transcript as far as it goes: while it is parked, the halted turn's (from its

@@ -25,6 +25,11 @@ Two connections, one rule: **the event loop never waits for a lock or a disk flu
   of prepared statements. A multi-statement operation is one job (see `SqliteStore._call`),
   never a chain of awaits. The worker is a bare thread and queue rather than a
   ``ThreadPoolExecutor``, which measured ≈ 20 % slower per hop.
+* **Calls take effect in the order they are made.** While a job handed to the worker has not
+  run, every further call queues behind it on the worker instead of running inline: a write
+  that met a lock and went to the worker is never overtaken (and then overwritten by its own
+  older value) by a later inline write, and a read never misses a write made before it — the
+  agent runtime's fire-and-forget handle saves rely on it.
 
 ``inline=False`` sends every operation to the worker (for a database on a network file
 system, where even an uncontended statement may stall); ``":memory:"`` always does, since a
@@ -323,6 +328,13 @@ class SqliteStore(SqliteRunStore, SqliteInboxIndex):
         """
         if self._closed:
             raise StoreError(f"the SQLite store {self._path} is closed")
+        worker = self._worker
+        if worker is not None and worker.busy:
+            # A job handed to the worker before this one (it met a lock, was too large, or
+            # is worker-only) has not run yet: run inline, this one could overtake it — a
+            # later write landing first and being overwritten, a read missing a write made
+            # before it. Calls take effect in the order they were made: queue behind it.
+            return await self._call(job)
         conn = self._inline
         if conn is None or self._inline_thread != threading.get_ident():
             conn = await self._open_inline() if self._inline_ok else None
@@ -561,20 +573,32 @@ class _Database:
 class _Worker:
     """One daemon thread running submitted jobs in order and resolving asyncio futures."""
 
-    __slots__ = ("_db", "_jobs")
+    __slots__ = ("_db", "_jobs", "finished", "submitted")
 
     def __init__(self, db: _Database) -> None:
         self._db = db
         self._jobs: SimpleQueue[_Job | None] = SimpleQueue()
+        self.submitted = 0
+        """Jobs submitted with `submit` (counted on the event loop's thread only)."""
+        self.finished = 0
+        """Of those, the ones that have run (counted on the worker's thread only)."""
         # Daemon: an unclosed store must not keep the interpreter alive at exit (WAL makes an
         # abandoned connection safe); `shutdown` runs when the store is garbage-collected.
         threading.Thread(
-            target=_serve, args=(self._jobs, db), name="toolnexus-sqlite", daemon=True
+            target=_serve, args=(self, self._jobs, db), name="toolnexus-sqlite", daemon=True
         ).start()
+
+    @property
+    def busy(self) -> bool:
+        """A submitted job has not run yet (or is running): an inline job now could overtake
+        it. (Each counter has one writer, so no lock is needed; a job that finished a moment
+        ago may still read as busy, which only costs one hop.)"""
+        return self.submitted != self.finished
 
     def submit(self, fn: Callable[[], T]) -> asyncio.Future[T]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
+        self.submitted += 1
         self._jobs.put((fn, future, loop))
         return future
 
@@ -591,7 +615,7 @@ class _Worker:
         self.stop()
 
 
-def _serve(jobs: SimpleQueue[_Job | None], db: _Database) -> None:
+def _serve(worker: _Worker, jobs: SimpleQueue[_Job | None], db: _Database) -> None:
     while True:
         # While runs are parked, the wait for the next job doubles as the poll timer.
         wait = db.watch.due_in()
@@ -612,9 +636,11 @@ def _serve(jobs: SimpleQueue[_Job | None], db: _Database) -> None:
             result = fn()
         except BaseException as exc:
             if future is not None and loop is not None:
+                worker.finished += 1
                 _deliver(loop, _reject, future, exc)
         else:
             if future is not None and loop is not None:
+                worker.finished += 1
                 _deliver(loop, _resolve, future, result)
 
 
