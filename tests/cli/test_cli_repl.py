@@ -5,6 +5,8 @@ during an approval. No endpoint is configured, so the scripted local model drive
 from __future__ import annotations
 
 import os
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -135,4 +137,56 @@ def test_once_answers_one_prompt_and_exits(tmp_path: Path) -> None:
     child.expect_exact("You said: 'hello there'")
     child.expect(pexpect.EOF)
     child.close()
+    assert child.exitstatus == 0
+
+
+def closed_port() -> int:
+    """A loopback port nobody listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def unreachable(port: int) -> list[str]:
+    return ["--base-url", f"http://127.0.0.1:{port}/v1", "--model", "m", "--api-key", "k"]
+
+
+def test_once_against_an_unreachable_endpoint_says_so_and_exits_1(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "toolnexus", "run", "--once", "hi", "--no-builtins"),
+            *unreachable(closed_port()),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done
+    assert "toolnexus: the turn failed: POST http://127.0.0.1:" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("toolnexus:") == 1
+
+
+def test_a_failed_turn_is_reported_and_the_repl_goes_on(tmp_path: Path) -> None:
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "toolnexus", "run", "--no-builtins", *unreachable(closed_port())],
+        cwd=str(tmp_path),
+        encoding="utf-8",
+        timeout=40,
+    )
+    try:
+        child.expect_exact("> ")
+        child.sendline("first")
+        child.expect_exact("toolnexus: the turn failed:")
+        child.expect_exact("> ")
+        child.sendline("second")
+        child.expect_exact("toolnexus: the turn failed:")
+        child.expect_exact("> ")
+        child.sendeof()
+        child.expect(pexpect.EOF)
+        assert "Traceback" not in (child.before or "")
+    finally:
+        child.close(force=True)
     assert child.exitstatus == 0

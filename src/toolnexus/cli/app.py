@@ -36,7 +36,9 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output o
 
 
 def _fail(message: str, code: int) -> int:
-    typer.echo(f"toolnexus: {message}", err=True)
+    # Some library messages carry the prefix already (the pinned "toolnexus: the answer is
+    # malformed: …"): say it once.
+    typer.echo(f"toolnexus: {message.removeprefix('toolnexus: ')}", err=True)
     return code
 
 
@@ -48,6 +50,11 @@ def _click_errors() -> Any:
         return importlib.import_module("typer._click.exceptions")
     except ImportError:
         return importlib.import_module("click.exceptions")
+
+
+def _named(module: Any, name: str) -> tuple[type[BaseException], ...]:
+    found = getattr(module, name, None)
+    return (found,) if isinstance(found, type) and issubclass(found, BaseException) else ()
 
 
 def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
@@ -137,8 +144,9 @@ def build() -> Callable[[list[str] | None], int]:
     ) -> int:
         """Record the answer to a pending request (exactly once); a worker resumes the run.
 
-        With ``--wait`` the command follows the run (queued → resuming → done) and prints its
-        final text; exit code 7 when ``--timeout`` passes first.
+        With --wait, follow the run (queued → resuming → done) and print its final text.
+
+        Exit code 7 when --timeout passes first.
         """
         if timeout is not None and not wait:
             return _fail("--timeout needs --wait", codes.USAGE)
@@ -385,6 +393,10 @@ def build() -> Callable[[list[str] | None], int]:
 
     command = typer.main.get_command(app)
     errors = _click_errors()
+    # typer 0.29's own click keeps Abort and Exit out of its exceptions module (they are
+    # typer.Abort / typer.Exit); click's has both.
+    aborts: tuple[type[BaseException], ...] = (typer.Abort, *_named(errors, "Abort"))
+    exits: tuple[type[BaseException], ...] = (typer.Exit, *_named(errors, "Exit"))
 
     def invoke(argv: list[str] | None) -> int:
         try:
@@ -399,10 +411,10 @@ def build() -> Callable[[list[str] | None], int]:
         except errors.ClickException as exc:
             exc.show()
             return codes.USAGE
-        except errors.Abort:
+        except aborts:
             return _fail("interrupted", codes.INTERRUPTED)
-        except errors.Exit as exc:
-            return int(exc.exit_code)
+        except exits as exc:
+            return int(getattr(exc, "exit_code", codes.OK) or codes.OK)
         return result if isinstance(result, int) else codes.OK
 
     return invoke

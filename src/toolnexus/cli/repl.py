@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from .._types import ToolResult
-from ..errors import RunCancelled, UsageError
+from ..errors import RunCancelled, ToolnexusError, UsageError
 from ..suspension import Answer, Request
 from . import codes
 
@@ -151,6 +151,11 @@ class Session:
         except RunCancelled:
             _say("\n(cancelled)")
             return codes.INTERRUPTED
+        except ToolnexusError as exc:  # the model is unreachable, refused the key, …
+            _say()
+            sys.stderr.write(f"toolnexus: the turn failed: {exc}\n")
+            sys.stderr.flush()
+            return codes.FAILED
         _say()
         if result is not None and result.status == "incomplete":
             _say(f"(stopped: {result.limit or 'maxTurns'})")
