@@ -487,3 +487,50 @@ async def test_a_heartbeat_renew_that_returns_after_the_run_settled_forgets_the_
     record = await store.answer_record(request.id)
     assert record is not None
     assert record.status == "done"
+
+
+class TakeSwallowsACancel(InMemoryStore):
+    """The memory store whose second `take` waits for the test and swallows a cancel that
+    lands meanwhile — as a pooled driver's connection checkout has been seen to."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.takes = 0
+        self.waiting = asyncio.Event()
+        self.go_on = asyncio.Event()
+
+    async def take(self, *args: Any, **kwargs: Any) -> Any:
+        self.takes += 1
+        if self.takes == 2:
+            self.waiting.set()
+            try:
+                await self.go_on.wait()
+            except asyncio.CancelledError:
+                await self.go_on.wait()  # the cancel is lost here
+        return await super().take(*args, **kwargs)
+
+
+async def test_a_stop_whose_cancel_a_store_swallowed_takes_no_further_run() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    script = [tool_calls(call("gate", {}, id="c1"))] * 3 + [text("done")] * 3
+    async with ScriptedModel(script) as model:
+        store = TakeSwallowsACancel()
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(3)]
+            for rid in ids:
+                await client.answer(rid, Answer(rid, True))
+            worker = client.worker(tk)
+            worker.start()
+            await asyncio.wait_for(store.waiting.wait(), 10)  # in the second take
+            stopping = asyncio.ensure_future(worker.stop())
+            for _ in range(3):
+                await asyncio.sleep(0)  # the cancel has landed (and been swallowed)
+            store.go_on.set()
+            await asyncio.wait_for(stopping, 10)
+            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
+            assert store.takes == 2  # no third take after the stop
+            assert statuses.count("answered") >= 1  # the third run waits for another worker
+            assert await client.worker(tk).drain() == statuses.count("answered")

@@ -116,7 +116,8 @@ class Worker:
         """
         taken = 0
         async with asyncio.TaskGroup() as group:
-            while max_runs is None or taken < max_runs:
+            # A stop takes no further run, even one whose cancel a store swallowed.
+            while (max_runs is None or taken < max_runs) and not self._stopping.is_set():
                 await self._slots.acquire()
                 try:
                     claim = await self._runs.take(lease_s=self._lease_s, queue=self._queue)
@@ -224,6 +225,7 @@ class Worker:
         # `asyncio.wait`, not `await runner`: the runner's own cancellation is not ours to
         # raise, but a cancel of the caller of `stop` (a timeout around it) must go through.
         await asyncio.wait((runner,))
+        self._stopping.clear()  # (a later `drain` by hand takes runs again)
         error = None if runner.cancelled() else runner.exception()
         if error is not None:
             raise error
