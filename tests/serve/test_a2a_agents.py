@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -22,6 +23,8 @@ def tree_brain(request: RecordedRequest) -> Reply:
     system = str(request.body["messages"][0].get("content", ""))
     outputs = [m for m in request.body["messages"] if m.get("role") == "tool"]
     if "You lead." in system:
+        if request.body["messages"][-1].get("content") == "hi":
+            return text("Hello from the lead, who streams its own words.")
         if not outputs:
             return tool_calls(call("task", {"agent": "clerk", "prompt": "refund order 42"}))
         return text(f"Lead: {outputs[-1]['content']}")
@@ -98,3 +101,44 @@ async def test_subscribe_to_a_settled_task_gives_the_task_and_ends(
             lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
     assert len(lines) == 1
     assert '"input-required"' in lines[0]
+
+
+def streamed_text(events: list[Any]) -> tuple[list[str], str]:
+    """The text artifact chunks of a stream, and the text of its final task."""
+    chunks = [
+        p.text
+        for e in events
+        if e.HasField("artifact_update")
+        for p in e.artifact_update.artifact.parts
+    ]
+    states = [e.status_update.status.state for e in events if e.HasField("status_update")]
+    assert states[-1] == pb.TASK_STATE_COMPLETED, events
+    return chunks, "".join(chunks)
+
+
+async def test_a_served_tree_streams_its_lead_agents_words_as_they_come(
+    tree: tuple[ServeHandle, ScriptedModel],
+) -> None:
+    served, _ = tree
+    async with sdk_client(served.url, streaming=True) as client:
+        events = [e async for e in client.send_message(user_message("hi"))]
+    chunks, whole = streamed_text(events)
+    assert len([c for c in chunks if c]) > 1  # deltas as the model streamed them, not one
+    assert whole == "Hello from the lead, who streams its own words."
+
+
+async def test_a_streamed_follow_up_to_a_tree_streams_only_the_lead_agents_words(
+    tree: tuple[ServeHandle, ScriptedModel], tmp_path: Path
+) -> None:
+    """The clerk's own answer reaches the lead as its tool result, not the caller's stream."""
+    served, model = tree
+    async with sdk_client(served.url, streaming=True) as client:
+        first = [e async for e in client.send_message(user_message("refund order 42"))]
+        task_id = first[0].task.id
+        second = [e async for e in client.send_message(user_message("yes", task_id=task_id))]
+    assert not any(e.HasField("artifact_update") for e in first)  # it asked, said nothing
+    chunks, whole = streamed_text(second)
+    assert len([c for c in chunks if c]) > 1
+    assert whole == "Lead: Result: refunded #42"
+    assert ledger_lines(tmp_path / "ledger.jsonl") == [{"ok": True, "data": {"text": "yes"}}]
+    assert len(model.requests) == 4  # lead, clerk, clerk after the answer, lead: no replay

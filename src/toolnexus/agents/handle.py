@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -77,6 +78,9 @@ class Handle:
         self.by_host = False  # spawned by the host (`spawn`), not by a ``task`` call
         self.gate: dict[str, Any] | None = None  # the completion gate's progress in this wake
         self.task_call: str | None = None  # the id of the ``task`` call that spawned it
+        # Where this handle's model text goes as it streams (a served task that streams its
+        # turns); set for a turn or a resume, never stored.
+        self.on_text: Callable[[str], Any] | None = None
 
     @property
     def depth(self) -> int:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -97,7 +97,11 @@ class Resuming(RuntimeBase):
         return result
 
     async def resume_claim(
-        self, claim: Claim, resumption: Resumption | None = None
+        self,
+        claim: Claim,
+        resumption: Resumption | None = None,
+        *,
+        on_text: Callable[[str], Any] | None = None,
     ) -> TaskResult | None:
         """Resume the tree with a request taken from the store (`RunStore.take`): what the
         runtime's worker does with each answered request of this tree.
@@ -105,13 +109,19 @@ class Resuming(RuntimeBase):
         Returns the result of the highest handle the cascade reached, or ``None`` when no
         handle waits on the request any more: its cascade ran to the end and only settling it
         failed (the store was down, the process died just before) — it is settled now, and
-        nothing runs again.
+        nothing runs again. ``on_text`` receives the top-level handle's model text deltas as
+        the resumed turn streams them (a served task's follow-up).
         """
         using = resumption or self._resumption
         deepest = self._deepest_suspended(self.root, claim.request_id)
         if deepest is None or deepest.checkpoint is None:
             return await self._settle_late(claim)
-        return await self._cascade(deepest, claim.answer, claim, claim.answered_by, using)
+        top = deepest.ancestors()[-2]  # (the last is the root)
+        top.on_text = on_text
+        try:
+            return await self._cascade(deepest, claim.answer, claim, claim.answered_by, using)
+        finally:
+            top.on_text = None
 
     def worker(self, **options: Any) -> Worker:
         """A worker that resumes this tree whenever one of its requests is answered, from any

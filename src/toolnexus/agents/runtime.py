@@ -702,12 +702,23 @@ class AgentRuntime(Stopping, Turns, Resuming):
 
     # -- conveniences -------------------------------------------------------------------------
 
-    async def run_turn(self, h: Handle, prompt: str) -> TaskResult:
-        """Wake ``h`` with ``prompt`` and wait for the result."""
-        posted = self.wake(h, prompt)
-        if not posted.ok:
-            return TaskResult(text=posted.error or "", status="error", is_error=True, runtime=self)
-        return await self.wait(h, waiter=h.parent)
+    async def run_turn(
+        self, h: Handle, prompt: str, *, on_text: Callable[[str], Any] | None = None
+    ) -> TaskResult:
+        """Wake ``h`` with ``prompt`` and wait for the result.
+
+        ``on_text`` receives ``h``'s model text deltas (sync or async) as they stream — its
+        own, not its sub-agents'."""
+        h.on_text = on_text
+        try:
+            posted = self.wake(h, prompt)
+            if not posted.ok:
+                return TaskResult(
+                    text=posted.error or "", status="error", is_error=True, runtime=self
+                )
+            return await self.wait(h, waiter=h.parent)
+        finally:
+            h.on_text = None
 
     async def aclose(self) -> None:
         """Release the process's resources: abort in-flight turns, close the HTTP sessions.

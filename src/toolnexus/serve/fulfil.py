@@ -139,7 +139,7 @@ class AgentFulfiller:
     """An entry agent of an `AgentRuntime`: each task spawns a handle of it under the root;
     a follow-up records the answer and resumes the tree (the runtime's cascade)."""
 
-    streams_text = False
+    streams_text = True
     resumes = True
 
     def __init__(self, runtime: AgentRuntime, entry: str) -> None:
@@ -165,11 +165,11 @@ class AgentFulfiller:
                     text=f"the agent of this context is {found.state}; try again later",
                     handle=found.id,
                 )
-            return _of_run(await rt.run_turn(found, text), found.id)
+            return _of_run(await rt.run_turn(found, text, on_text=on_text), found.id)
         spawned = rt.spawn(rt.root, self.entry)
         if not isinstance(spawned, Handle):
             return Outcome(status="error", text=spawned.error or "could not spawn the agent")
-        result = await rt.run_turn(spawned, text)
+        result = await rt.run_turn(spawned, text, on_text=on_text)
         return _of_run(result, spawned.id)
 
     async def answer(self, request_id: str, answer: Answer, *, answered_by: str) -> None:
@@ -180,7 +180,9 @@ class AgentFulfiller:
     ) -> Outcome:
         from ..resumption import Resumption
 
-        result = await self.runtime.resume_claim(claim, Resumption(self.runs, lease_s=lease_s))
+        result = await self.runtime.resume_claim(
+            claim, Resumption(self.runs, lease_s=lease_s), on_text=on_text
+        )
         if result is None:
             return Outcome(status="done", text="")
         return _of_run(result)
