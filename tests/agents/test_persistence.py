@@ -15,7 +15,7 @@ from agent_support import check_secret_tool, llm_of
 
 from toolnexus import Answer, StoreError
 from toolnexus._types import Message
-from toolnexus.agents import AgentDef, AgentRuntime, Handle
+from toolnexus.agents import AgentDef, AgentRuntime, Handle, TaskResult
 from toolnexus.agents.persistence import (
     InMemoryRuntimeStore,
     NullRuntimeStore,
@@ -71,6 +71,21 @@ async def park(rt: AgentRuntime) -> tuple[Handle, str]:
     result = await rt.wait(h)
     assert result.pending is not None
     return h, result.pending.id
+
+
+async def restored_and_resumed(
+    path: Path, model: ScriptedModel, handle_id: str, request_id: str
+) -> TaskResult:
+    """A fresh process's view: restore the tree from ``path``, check the handle came back
+    suspended, approve its request, and return the handle's result."""
+    async with SqliteStore(path) as fresh:
+        rt = await AgentRuntime.restore(registry=registry(), store=fresh, llm=llm_of(model))
+        async with rt:
+            restored = rt.handle(handle_id)
+            assert restored is not None
+            assert rt.state_of(restored) == "suspended"
+            await rt.resume(Answer(id=request_id, ok=True))
+            return await rt.wait(restored)
 
 
 # -- which table a backend gets -------------------------------------------------------------
@@ -145,14 +160,7 @@ async def test_a_tree_parked_in_sqlite_is_restored_by_a_fresh_store_and_resumed(
         ).fetchone()
     assert sorted(tables) == [("default", "root"), ("default", h.id)]
     assert documents == (0,)
-    async with SqliteStore(path) as fresh:
-        rt = await AgentRuntime.restore(registry=registry(), store=fresh, llm=llm_of(model))
-        async with rt:
-            restored = rt.handle(h.id)
-            assert restored is not None
-            assert rt.state_of(restored) == "suspended"
-            await rt.resume(Answer(id=request_id, ok=True))
-            final = await rt.wait(restored)
+    final = await restored_and_resumed(path, model, h.id, request_id)
     assert final.status == "done"
     assert final.text == "approved and done"
 
@@ -241,11 +249,6 @@ async def test_a_slow_background_save_never_lands_after_the_suspension_it_preced
             h, request_id = await park(rt)
     async with SqliteStore(path) as fresh:
         rows = {r["id"]: r for r in await fresh.load_handles("default")}
-        assert rows[h.id]["state"] == "suspended"
-        rt = await AgentRuntime.restore(registry=registry(), store=fresh, llm=llm_of(model))
-        async with rt:
-            restored = rt.handle(h.id)
-            assert restored is not None
-            assert rt.state_of(restored) == "suspended"
-            await rt.resume(Answer(id=request_id, ok=True))
-            assert (await rt.wait(restored)).text == "approved and done"
+    assert rows[h.id]["state"] == "suspended"
+    final = await restored_and_resumed(path, model, h.id, request_id)
+    assert final.text == "approved and done"
