@@ -235,3 +235,23 @@ def test_dir_lists_every_public_name_before_any_is_used() -> None:
     listed = fresh("import toolnexus\nprint('\\n'.join(dir(toolnexus)))").split()
     assert set(toolnexus.__all__) <= set(listed)
     assert "toolnexus.client" not in loaded_by("import toolnexus\ndir(toolnexus)")
+
+
+def cli_loads(argv: list[str]) -> list[str]:
+    """The modules ``toolnexus <argv>`` loads, run in-process in a fresh interpreter (its own
+    output swallowed)."""
+    return loaded_by(
+        "import contextlib, io\n"
+        "from toolnexus.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        f"    main({argv!r})"
+    )
+
+
+def test_the_command_lines_help_needs_no_event_loop(tmp_path: Path) -> None:
+    pytest.importorskip("typer")
+    added = cli_loads(["--help"])
+    assert "typer" in added
+    assert [m for m in ("asyncio", "toolnexus.client", "toolnexus.loop.engine") if m in added] == []
+    # The probe sees the event loop once a command runs.
+    assert "asyncio" in cli_loads(["pending", "--store", f"sqlite:///{tmp_path}/runs.db", "--json"])

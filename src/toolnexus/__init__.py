@@ -14,8 +14,8 @@
         result = await client.run("What is 2 + 3?", toolkit)
 
 Every public name lives here, in one flat namespace; the modules behind it are private.
-Each name loads its module on first use (PEP 562), so ``import toolnexus`` alone costs a
-few hundred microseconds and pulls in neither asyncio nor any dependency (DESIGN §8); the
+Each name loads its module on first use (PEP 562, `toolnexus._lazy`), so ``import toolnexus``
+alone takes about a millisecond and loads neither asyncio nor any dependency (DESIGN §8); the
 object is the one its module defines, whichever path imports it.
 """
 
