@@ -7,6 +7,7 @@ a `Tool` is a name, a description, a JSON-Schema for its arguments, a source tag
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -15,8 +16,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias, T
 from ._compat import MappingRecord
 
 if TYPE_CHECKING:
-    import asyncio
-
     from .suspension import Answer, Request
 
 __all__ = [
