@@ -14,99 +14,60 @@
         result = await client.run("What is 2 + 3?", toolkit)
 
 Every public name lives here, in one flat namespace; the modules behind it are private.
+Each name loads its module on first use (PEP 562, `toolnexus._lazy`), so ``import toolnexus``
+alone takes about a millisecond and loads neither asyncio nor any dependency (DESIGN §8); the
+object is the one its module defines, whichever path imports it.
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import TYPE_CHECKING, Any
-
-from ._types import (
-    JSONSchema,
-    Message,
-    PendingRunResult,
-    RunResult,
-    RunStatus,
-    Tool,
-    ToolCallRecord,
-    ToolContext,
-    ToolResult,
-    ToolSource,
-    Usage,
-    is_pending,
-    sanitize,
-)
-from .client import Client, Conversation
-from .errors import (
-    AnswerConflict,
-    AnswerMismatch,
-    BadResponse,
-    CallbackError,
-    CheckpointError,
-    InvalidAnswer,
-    LeaseLost,
-    ProviderError,
-    RequestExpired,
-    ResumeError,
-    RunCancelled,
-    RunTimeout,
-    StoreError,
-    ToolnexusError,
-    TransportError,
-    UnknownRequest,
-    UsageError,
-)
-from .factory import create_client, create_in_process_client
-from .llm.base import Transport
-from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
-from .llm.transport import AiohttpTransport, LegacyTransport
-from .loop.checkpoint import Checkpoint
-from .loop.edits import edited_arguments_problem
-from .loop.hooks import Hooks
-from .observability import MetricEvent, Metrics, OnMetric
-from .stores.base import ConversationStore
-from .stores.memory import InMemoryConversationStore
-from .stores.runs import (
-    EXPIRED_BY,
-    AnswerChannel,
-    AnswerRecord,
-    Claim,
-    InMemoryRunStore,
-    InMemoryStore,
-    PendingEntry,
-    RunStore,
-)
-from .suspension import (
-    RELAY_CALLS_KEY,
-    RELAY_IS_ERROR_KEY,
-    RELAY_KIND,
-    RELAY_OUTPUT_KEY,
-    RELAY_RESULTS_KEY,
-    Answer,
-    RelayCall,
-    RelayResult,
-    Request,
-    WaitFor,
-    answer_declined,
-    answer_output,
-    auth_required,
-    is_expired,
-    is_relay_request,
-    pending,
-    pending_of,
-    relay_answer,
-    relay_calls_of,
-    relay_tool,
-)
-from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
-from .waiting import StoreWaitFor, store_wait_for
-
+TYPE_CHECKING = False  # what ``typing.TYPE_CHECKING`` is, without importing typing
 if TYPE_CHECKING:
+    from ._types import (
+        JSONSchema,
+        Message,
+        PendingRunResult,
+        RunResult,
+        RunStatus,
+        Tool,
+        ToolCallRecord,
+        ToolContext,
+        ToolResult,
+        ToolSource,
+        Usage,
+        is_pending,
+        sanitize,
+    )
     from .acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
-    from .client import HTTP_DEFAULT_TIMEOUT, ClientStyle
+    from .client import HTTP_DEFAULT_TIMEOUT, Client, ClientStyle, Conversation
+    from .errors import (
+        AnswerConflict,
+        AnswerMismatch,
+        BadResponse,
+        CallbackError,
+        CheckpointError,
+        InvalidAnswer,
+        LeaseLost,
+        ProviderError,
+        RequestExpired,
+        ResumeError,
+        RunCancelled,
+        RunTimeout,
+        StoreError,
+        ToolnexusError,
+        TransportError,
+        UnknownRequest,
+        UsageError,
+    )
+    from .factory import create_client, create_in_process_client
+    from .llm.base import Transport
     from .llm.inprocess import InProcessTransport
     from .llm.parts_wire import encode_part
+    from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
+    from .llm.transport import AiohttpTransport, LegacyTransport
     from .llm.urllib_transport import HttpTransport, UrllibTransport
+    from .loop.checkpoint import Checkpoint
+    from .loop.edits import edited_arguments_problem
+    from .loop.hooks import Hooks
+    from .observability import MetricEvent, Metrics, OnMetric
     from .parts import (
         MEDIA_TYPES,
         ContentPart,
@@ -139,12 +100,43 @@ if TYPE_CHECKING:
         serve_app,
         start_a2a_server,
     )
-    from .stores.postgres import (
-        PostgresStore,
+    from .stores.base import ConversationStore
+    from .stores.memory import InMemoryConversationStore
+    from .stores.postgres import PostgresStore
+    from .stores.runs import (
+        EXPIRED_BY,
+        AnswerChannel,
+        AnswerRecord,
+        Claim,
+        InMemoryRunStore,
+        InMemoryStore,
+        PendingEntry,
+        RunStore,
     )
-    from .stores.sqlite import (
-        SqliteStore,
+    from .stores.sqlite import SqliteStore
+    from .suspension import (
+        RELAY_CALLS_KEY,
+        RELAY_IS_ERROR_KEY,
+        RELAY_KIND,
+        RELAY_OUTPUT_KEY,
+        RELAY_RESULTS_KEY,
+        Answer,
+        RelayCall,
+        RelayResult,
+        Request,
+        WaitFor,
+        answer_declined,
+        answer_output,
+        auth_required,
+        is_expired,
+        is_relay_request,
+        pending,
+        pending_of,
+        relay_answer,
+        relay_calls_of,
+        relay_tool,
     )
+    from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
     from .tools.a2a import (
         A2AAgent,
         Agent,
@@ -160,9 +152,7 @@ if TYPE_CHECKING:
         create_builtin_tools,
         select_builtins,
     )
-    from .tools.http import (
-        http_tool,
-    )
+    from .tools.http import http_tool
     from .tools.mcp import (
         DEFAULT_TIMEOUT,
         McpConfig,
@@ -183,10 +173,7 @@ if TYPE_CHECKING:
         load_mcp_with_context,
         parse_mcp_config,
     )
-    from .tools.native import (
-        define_tool,
-        tool,
-    )
+    from .tools.native import define_tool, tool
     from .tools.skills import (
         SKILL_TOOL_DESCRIPTION,
         SKILLS_PROMPT_PREAMBLE,
@@ -198,11 +185,8 @@ if TYPE_CHECKING:
         list_skills,
         load_skills,
     )
-    from .translate import (
-        TranslatedToolCall,
-        TranslateResult,
-        openai_messages_to_anthropic,
-    )
+    from .translate import TranslatedToolCall, TranslateResult, openai_messages_to_anthropic
+    from .waiting import StoreWaitFor, store_wait_for
     from .worker import Worker
 
 __version__ = "0.1.0"
@@ -382,106 +366,215 @@ __all__ = [
     "tool",
 ]
 
-_LAZY: dict[str, str] = {
-    "A2AConfig": ".serve",
-    "MCPServeConfig": ".serve",
-    "OnCall": ".serve",
-    "OnTask": ".serve",
-    "build_agent_card": ".serve",
-    "build_mcp_server": ".serve",
-    "exposed_mcp_tools": ".serve",
-    "resolve_store": ".serve",
-    "start_a2a_server": ".serve",
-    "AgentConfig": ".tools.a2a",
-    "AgentsConfig": ".tools.a2a",
-    "ContentPart": ".parts",
-    "ContentPartError": ".parts",
-    "UnsupportedPartError": ".parts",
-    "MEDIA_TYPES": ".parts",
-    "text": ".parts",
-    "image": ".parts",
-    "file": ".parts",
-    "audio": ".parts",
-    "part": ".parts",
-    "estimate_tokens": ".parts",
-    "summarize": ".parts",
-    "set_max_part_bytes": ".parts",
-    "get_max_part_bytes": ".parts",
-    "encode_part": ".llm.parts_wire",
-    "ClientStyle": ".client",
-    "HTTP_DEFAULT_TIMEOUT": ".client",
-    "HttpTransport": ".llm.urllib_transport",
-    "InProcessTransport": ".llm.inprocess",
-    "UrllibTransport": ".llm.urllib_transport",
-    "A2AAgent": ".tools.a2a",
-    "Agent": ".tools.a2a",
-    "agent": ".tools.a2a",
-    "agent_tools": ".tools.a2a",
-    "parse_agents_config": ".tools.a2a",
-    "ServeHandle": ".serve",
-    "TaskStore": ".serve",
-    "InMemoryTaskStore": ".serve",
-    "FileTaskStore": ".serve",
-    "serve_app": ".serve",
-    "serve_agent": ".serve",
-    "ACPClient": ".acp",
-    "ACPError": ".acp",
-    "ACPOptions": ".acp",
-    "ACPPermissionTimeoutError": ".acp",
-    "load_acp": ".acp",
-    "Worker": ".worker",
-    "BuiltinsConfig": ".tools.builtins",
-    "DEFAULT_TIMEOUT": ".tools.mcp",
-    "McpConfig": ".tools.mcp",
-    "McpInventory": ".tools.mcp",
-    "McpSource": ".tools.mcp",
-    "McpStatus": ".tools.mcp",
-    "PostgresStore": ".stores.postgres",
-    "SKILLS_PROMPT_PREAMBLE": ".tools.skills",
-    "SKILL_TOOL_DESCRIPTION": ".tools.skills",
-    "ServerConfig": ".tools.mcp",
-    "ServerInventory": ".tools.mcp",
-    "SkillDef": ".tools.skills",
-    "SkillInfo": ".tools.skills",
-    "SkillInventory": ".tools.skills",
-    "SkillSkip": ".tools.skills",
-    "SkillSource": ".tools.skills",
-    "SqliteStore": ".stores.sqlite",
-    "ToolInfo": ".tools.mcp",
-    "TranslateResult": ".translate",
-    "TranslatedToolCall": ".translate",
-    "answer_to_elicit_result": ".tools.mcp",
-    "apply_tools_filter": ".tools.mcp",
-    "builtins_enabled": ".tools.builtins",
-    "create_builtin_tools": ".tools.builtins",
-    "define_tool": ".tools.native",
-    "elicitation_to_request": ".tools.mcp",
-    "expand_env_headers": ".tools.mcp",
-    "http_tool": ".tools.http",
-    "is_enabled": ".tools.mcp",
-    "is_remote": ".tools.mcp",
-    "list_mcp_tools": ".tools.mcp",
-    "list_skills": ".tools.skills",
-    "load_mcp": ".tools.mcp",
-    "load_mcp_with_context": ".tools.mcp",
-    "load_skills": ".tools.skills",
-    "openai_messages_to_anthropic": ".translate",
-    "parse_mcp_config": ".tools.mcp",
-    "select_builtins": ".tools.builtins",
-    "tool": ".tools.native",
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "._types": (
+        "JSONSchema",
+        "Message",
+        "PendingRunResult",
+        "RunResult",
+        "RunStatus",
+        "Tool",
+        "ToolCallRecord",
+        "ToolContext",
+        "ToolResult",
+        "ToolSource",
+        "Usage",
+        "is_pending",
+        "sanitize",
+    ),
+    ".acp": ("ACPClient", "ACPError", "ACPOptions", "ACPPermissionTimeoutError", "load_acp"),
+    ".client": ("HTTP_DEFAULT_TIMEOUT", "Client", "ClientStyle", "Conversation"),
+    ".errors": (
+        "AnswerConflict",
+        "AnswerMismatch",
+        "BadResponse",
+        "CallbackError",
+        "CheckpointError",
+        "InvalidAnswer",
+        "LeaseLost",
+        "ProviderError",
+        "RequestExpired",
+        "ResumeError",
+        "RunCancelled",
+        "RunTimeout",
+        "StoreError",
+        "ToolnexusError",
+        "TransportError",
+        "UnknownRequest",
+        "UsageError",
+    ),
+    ".factory": ("create_client", "create_in_process_client"),
+    ".llm.base": ("Transport",),
+    ".llm.inprocess": ("InProcessTransport",),
+    ".llm.parts_wire": ("encode_part",),
+    ".llm.retry": ("ErrorClassifier", "ErrorInfo", "ErrorTier", "OnError"),
+    ".llm.transport": ("AiohttpTransport", "LegacyTransport"),
+    ".llm.urllib_transport": ("HttpTransport", "UrllibTransport"),
+    ".loop.checkpoint": ("Checkpoint",),
+    ".loop.edits": ("edited_arguments_problem",),
+    ".loop.hooks": ("Hooks",),
+    ".observability": ("MetricEvent", "Metrics", "OnMetric"),
+    ".parts": (
+        "MEDIA_TYPES",
+        "ContentPart",
+        "ContentPartError",
+        "UnsupportedPartError",
+        "audio",
+        "estimate_tokens",
+        "file",
+        "get_max_part_bytes",
+        "image",
+        "part",
+        "set_max_part_bytes",
+        "summarize",
+        "text",
+    ),
+    ".serve": (
+        "A2AConfig",
+        "FileTaskStore",
+        "InMemoryTaskStore",
+        "MCPServeConfig",
+        "OnCall",
+        "OnTask",
+        "ServeHandle",
+        "TaskStore",
+        "build_agent_card",
+        "build_mcp_server",
+        "exposed_mcp_tools",
+        "resolve_store",
+        "serve_agent",
+        "serve_app",
+        "start_a2a_server",
+    ),
+    ".stores.base": ("ConversationStore",),
+    ".stores.memory": ("InMemoryConversationStore",),
+    ".stores.postgres": ("PostgresStore",),
+    ".stores.runs": (
+        "EXPIRED_BY",
+        "AnswerChannel",
+        "AnswerRecord",
+        "Claim",
+        "InMemoryRunStore",
+        "InMemoryStore",
+        "PendingEntry",
+        "RunStore",
+    ),
+    ".stores.sqlite": ("SqliteStore",),
+    ".suspension": (
+        "RELAY_CALLS_KEY",
+        "RELAY_IS_ERROR_KEY",
+        "RELAY_KIND",
+        "RELAY_OUTPUT_KEY",
+        "RELAY_RESULTS_KEY",
+        "Answer",
+        "RelayCall",
+        "RelayResult",
+        "Request",
+        "WaitFor",
+        "answer_declined",
+        "answer_output",
+        "auth_required",
+        "is_expired",
+        "is_relay_request",
+        "pending",
+        "pending_of",
+        "relay_answer",
+        "relay_calls_of",
+        "relay_tool",
+    ),
+    ".toolkit": (
+        "BUILTIN_NAMES",
+        "Toolkit",
+        "create_toolkit",
+        "to_anthropic",
+        "to_gemini",
+        "to_openai",
+    ),
+    ".tools.a2a": (
+        "A2AAgent",
+        "Agent",
+        "AgentConfig",
+        "AgentsConfig",
+        "agent",
+        "agent_tools",
+        "parse_agents_config",
+    ),
+    ".tools.builtins": (
+        "BuiltinsConfig",
+        "builtins_enabled",
+        "create_builtin_tools",
+        "select_builtins",
+    ),
+    ".tools.http": ("http_tool",),
+    ".tools.mcp": (
+        "DEFAULT_TIMEOUT",
+        "McpConfig",
+        "McpInventory",
+        "McpSource",
+        "McpStatus",
+        "ServerConfig",
+        "ServerInventory",
+        "ToolInfo",
+        "answer_to_elicit_result",
+        "apply_tools_filter",
+        "elicitation_to_request",
+        "expand_env_headers",
+        "is_enabled",
+        "is_remote",
+        "list_mcp_tools",
+        "load_mcp",
+        "load_mcp_with_context",
+        "parse_mcp_config",
+    ),
+    ".tools.native": ("define_tool", "tool"),
+    ".tools.skills": (
+        "SKILLS_PROMPT_PREAMBLE",
+        "SKILL_TOOL_DESCRIPTION",
+        "SkillDef",
+        "SkillInfo",
+        "SkillInventory",
+        "SkillSkip",
+        "SkillSource",
+        "list_skills",
+        "load_skills",
+    ),
+    ".translate": ("TranslateResult", "TranslatedToolCall", "openai_messages_to_anthropic"),
+    ".waiting": ("StoreWaitFor", "store_wait_for"),
+    ".worker": ("Worker",),
 }
-"""Public names whose modules load on first use (SQLite, Postgres, the tool sources, ...):
-``import toolnexus`` stays cheap (DESIGN §6, §8)."""
+"""Module (relative to this package) -> the public names it defines, loaded on first use.
+tests/test_lazy_namespace.py pins it to ``__all__`` and to the ``TYPE_CHECKING`` imports above."""
+
+_SUBMODULES = frozenset(
+    {
+        "a2a",
+        "acp",
+        "adapters",
+        "agents",
+        "builtin",
+        "client",
+        "content",
+        "http",
+        "mcp_serve",
+        "mcp_source",
+        "native",
+        "serve",
+        "skill",
+        "testing",
+        "toolkit",
+        "translate",
+        "types",
+    }
+)
+"""The public submodules (COMPAT §1 and §11 paths, `toolnexus.agents`, `toolnexus.testing`): also
+reachable as attributes after a bare ``import toolnexus``, loaded on first use like the names."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+if not TYPE_CHECKING:  # unseen by type checkers, so a misspelt name stays a static error
+    from ._lazy import lazy_names as _lazy_names
 
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    __getattr__, __dir__ = _lazy_names(
+        globals(),
+        {name: module for module, names in _EXPORTS.items() for name in names},
+        submodules=_SUBMODULES,
+    )

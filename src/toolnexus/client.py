@@ -29,6 +29,7 @@ from ._error_body import (
     redact_identifiers,
     safe_error_body,
 )
+from ._lazy import lazy_names as _lazy_names
 from ._types import (
     LIMIT_COMPLETION,
     LIMIT_MAX_TURNS,
@@ -115,13 +116,8 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is not None:
-        import importlib
-
-        return getattr(importlib.import_module(module, __package__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = _lazy_names(globals(), _LAZY)
 
 
 log = logging.getLogger("toolnexus")

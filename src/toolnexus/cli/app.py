@@ -7,7 +7,6 @@ meaningful code, never a traceback. ``--json`` writes machine-readable output on
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
 import sys
@@ -59,6 +58,8 @@ def _named(module: Any, name: str) -> tuple[type[BaseException], ...]:
 
 def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
     """Run one command's coroutine; map the library's errors to exit codes."""
+    import asyncio  # here, not at the top: ``toolnexus --help`` needs no event loop
+
     try:
         return asyncio.run(work())
     except UnknownRequest as exc:

@@ -7,12 +7,13 @@ import contextlib
 import json
 import re
 from collections.abc import AsyncGenerator
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
-from ..loop.edits import EDIT_KEY
-from ..stores.requests import AnswerRecord, RunStore
-from ..suspension import Answer
+
+if TYPE_CHECKING:  # the records load with the command that uses them, not for ``--help``
+    from ..stores.requests import AnswerRecord, RunStore
+    from ..suspension import Answer
 
 __all__ = ["answer_from_flags", "open_store", "parse_age", "record_json"]
 
@@ -65,6 +66,9 @@ def answer_from_flags(
             ``--reason`` without ``--decline``, ``--args`` without ``--approve``, or
             ``--data``/``--args`` that is not a JSON object.
     """
+    from ..loop.edits import EDIT_KEY
+    from ..suspension import Answer
+
     given = [
         name
         for name, on in (

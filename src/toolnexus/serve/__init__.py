@@ -9,8 +9,9 @@ pulls in neither the SDKs nor starlette until one is used.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_names as _lazy_names
 
 if TYPE_CHECKING:
     from .a2a import OnTask
@@ -88,14 +89,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+if not TYPE_CHECKING:
+    __getattr__, __dir__ = _lazy_names(globals(), _LAZY)
