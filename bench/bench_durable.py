@@ -41,22 +41,24 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
    resumed model call per request, carrying the winner's tool output). Two floors, each two
    workers with bare psycopg and aiohttp. The judged one does our durable work by hand, on our
    schema and our halted rows (so with the indexes the contract needs: the pending index and
-   worker queue that must stay fast at 100,000 rows, retention, the inbox's), one per row:
-   for *answer + resume* the answer UPDATE with NOTIFY (a loser reads who won), the winner's
-   take UPDATE with a lease and a new fencing token RETURNING the checkpoint, the resolved
-   call recorded by a fenced UPDATE before the model call, the model call, the fenced settle
-   UPDATE with the outcome and NOTIFY; for *resume with answer* a SELECT of the checkpoint
-   and the row's state (a row visibly taken is lost at once), the claim UPDATE with lease and
-   token, then the same. It skips what only ours does: validating the answer and the ids, the
-   guards (echo, tools, relay payload, edit check), the engine's restore and tracing, the
-   conflict's wording. The minimal floor (``UPDATE … WHERE status='pending' RETURNING
-   checkpoint``; model; ``UPDATE`` answered, in a table with only its primary key) is shown
-   for information: by contract ours must do more — a lease and a fencing token (a stalled
-   worker cannot commit a second outcome), the resolved call recorded before the model call
-   (a crash then never runs the tool twice), the answer record and the outcome, NOTIFY for
-   waiters and workers, and the indexes above on every write — one statement more per
-   request and several times the server's work per statement. Target: ours ≥ 0.8× the judged
-   floor's answers/s. Also each side's CPU time per request.
+   worker queue that must stay fast at 100,000 rows, retention, the inbox's), one per row.
+   For *answer + resume*: the answer UPDATE with NOTIFY (a loser then reads who won); the
+   winner's take UPDATE with a lease and a new fencing token, RETURNING the checkpoint; the
+   resolved call recorded by a fenced UPDATE before the model call; the model call; the
+   fenced settle UPDATE with the outcome (the transcript included, as ours keeps it when no
+   conversation store does) and NOTIFY. For *resume with answer*: a SELECT of the checkpoint
+   and the row's state (a row visibly taken is lost at once, without the claim), the claim
+   UPDATE with lease and token, then the same. It skips what only ours does: validating the
+   answer and the ids, the guards (echo, tools, relay payload, edit check), the engine's
+   restore, apply and tracing, the checkpoint's schema checks, the conflict's wording. The
+   minimal floor (``UPDATE … WHERE status='pending' RETURNING checkpoint``; model; ``UPDATE``
+   answered, in a table with only its primary key) is shown for information: by contract ours
+   must do more — a lease and a fencing token (a stalled worker cannot commit a second
+   outcome), the resolved call recorded before the model call (a crash then never runs the
+   tool twice), the answer record and the outcome, NOTIFY for waiters and workers, and the
+   indexes above on every write: 5 statements per request (answer + resume) and 6 (resume
+   with answer) against its 4, each two to three times the server's work. Target: ours ≥ 0.8×
+   the judged floor's answers/s. Also each side's CPU time per request.
 """
 
 from __future__ import annotations
@@ -1092,7 +1094,11 @@ async def durable_floor(
         messages = [*checkpoint["messages"], tool_message(halted["call_id"], output)]
         body = {"model": RACE_MODEL, "messages": messages, "tools": CLOSE_TICKET_DECLARATION}
         final = await post_json(session, chat, body)
-        outcome = json.dumps({"status": "done", "text": final.get("content"), "turns": 2})
+        # The outcome keeps the transcript, as ours must when no conversation store holds it.
+        transcript = [*messages, {"role": "assistant", "content": final.get("content")}]
+        outcome = json.dumps(
+            {"status": "done", "text": final.get("content"), "turns": 2, "messages": transcript}
+        )
         # T8: settled with the outcome, fenced, and announced.
         cur = await conn.execute(_DURABLE_DONE, (time.time(), outcome, key, token, key.hex()))
         assert await cur.fetchone() is not None
