@@ -999,6 +999,7 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         ids: list[str] = orders["ids"]
         await asyncio.sleep(orders["at"] - time.time())  # both workers start together
         pending = iter(ids)
+        sent = count_statements()
         started, cpu = time.perf_counter(), time.process_time()
 
         async def lane(index: int) -> None:
@@ -1011,6 +1012,7 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         await asyncio.gather(*(lane(i) for i in range(LANES)))
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - cpu
+        statements = sent[0]
     report = {
         "name": name,
         "won": won,
@@ -1018,8 +1020,26 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         "errors": errors,
         "seconds": elapsed,
         "cpu": cpu,
+        "statements": statements,
     }
     print(json.dumps(report), flush=True)
+
+
+def count_statements() -> list[int]:
+    """From now on, count the statements this process sends (``[count]``): every side's
+    statements go through psycopg's ``AsyncConnection.execute`` (ours: the store's
+    connections; a ``conn.transaction()`` block would add its BEGIN and COMMIT, none here)."""
+    import psycopg
+
+    sent = [0]
+    real = psycopg.AsyncConnection.execute
+
+    async def execute(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        sent[0] += 1
+        return await real(conn, *args, **kwargs)
+
+    psycopg.AsyncConnection.execute = execute  # pyright: ignore[reportAttributeAccessIssue]
+    return sent
 
 
 async def durable_floor(
@@ -1159,6 +1179,7 @@ class Race:
 
     seconds: float = 0.0
     cpu: float = 0.0  # both workers' CPU time (time.process_time), seconds
+    statements: int = 0  # both workers' SQL statements
     requests: int = 0
     duplicates: int = 0
     wins: dict[str, int] = field(default_factory=dict)
@@ -1244,6 +1265,7 @@ async def run_race(
     race = Race(
         seconds=max(r["seconds"] for r in reports),
         cpu=sum(r["cpu"] for r in reports),
+        statements=sum(r["statements"] for r in reports),
         requests=len(ids),
     )
     winner: dict[str, str] = {}
@@ -1345,6 +1367,9 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
     def cpu(side: str) -> float:
         return median([r.cpu * 1000 / r.requests for r in races[side]])
 
+    def sql(side: str) -> float:
+        return median([r.statements / r.requests for r in races[side]])
+
     def ratio(side: str, floor_side: str) -> float:
         pairs = zip(races[floor_side], races[side], strict=True)
         return median([o.per_second / f.per_second for f, o in pairs])
@@ -1369,6 +1394,14 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
                 f"{cpu(judged):.2f}",
                 f"{cpu(side):.2f}",
                 f"{cpu(side) / cpu(judged):.2f}x",
+                "-",
+                None,
+            ),
+            Row(
+                "  SQL statements per request (both worker processes)",
+                f"{sql(judged):.2f}",
+                f"{sql(side):.2f}",
+                f"minimal floor {sql('floor'):.2f}",
                 "-",
                 None,
             ),
