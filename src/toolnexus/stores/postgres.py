@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import AsyncGenerator, Callable, Coroutine
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar
@@ -625,14 +625,23 @@ class PostgresStore(PostgresInboxIndex):
             cur = await conn.execute(sql, args)
             return await cur.fetchone()
 
-    @asynccontextmanager
-    async def _connection(self) -> AsyncGenerator[AsyncConnection[Any]]:
-        async with self._translated():
-            # The first open waits inside psycopg_pool, whose `wait_for` can swallow a cancel
-            # (see `_promptly`): a worker stopped as it starts must stop, not open the pool.
-            pool = self._pool or await self._connection_pool()
-            async with pool.connection() as conn:
-                yield conn
+    def _connection(self) -> _Pooled:
+        """A pooled autocommit connection for one operation; psycopg failures become
+        `StoreError`."""
+        return _Pooled(self._checkout, self._where)
+
+    async def _checkout(
+        self,
+    ) -> tuple[AsyncConnectionPool[AsyncConnection[Any]], AsyncConnection[Any]]:
+        if self._closed:
+            raise StoreError(f"the store for {self._where} is closed")
+        # The first open waits inside psycopg_pool, whose `wait_for` can swallow a cancel
+        # (see `_promptly`): a worker stopped as it starts must stop, not open the pool.
+        pool = self._pool or await self._connection_pool()
+        try:
+            return pool, await pool.getconn()
+        except _psycopg().Error as exc:
+            raise _translate(exc, self._where) from exc
 
     async def _connection_pool(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
         async with self._translated():
@@ -694,6 +703,57 @@ class PostgresStore(PostgresInboxIndex):
                 "server is up and the URL right"
             ) from None
         await conn.close()
+
+
+class _Pooled:
+    """``async with store._connection() as conn``: a connection of the store's pool, given
+    back on exit; a psycopg failure inside is raised as `StoreError`.
+
+    The pool's own ``getconn`` / ``putconn``, without the generator-based context managers
+    of ``pool.connection()`` and `contextlib`: every statement of the store passes here
+    (bench/bench_durable.py, the race, counts them). On autocommit connections nothing else
+    differs: ``pool.connection()`` also commits (a no-op outside a transaction) or rolls back
+    (a ``conn.transaction()`` block has rolled back already), and ``putconn`` discards a
+    connection left busy (a statement interrupted by a cancel).
+    """
+
+    __slots__ = ("_checkout", "_conn", "_pool", "_where")
+
+    def __init__(
+        self,
+        checkout: Callable[
+            [], Awaitable[tuple[AsyncConnectionPool[AsyncConnection[Any]], AsyncConnection[Any]]]
+        ],
+        where: str,
+    ) -> None:
+        self._checkout = checkout
+        self._where = where
+        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
+        self._conn: AsyncConnection[Any] | None = None
+
+    async def __aenter__(self) -> AsyncConnection[Any]:
+        self._pool, self._conn = await self._checkout()
+        return self._conn
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        pool, conn = self._pool, self._conn
+        self._pool = self._conn = None
+        if pool is not None and conn is not None:
+            await pool.putconn(conn)
+        if exc is not None and isinstance(exc, _psycopg().Error):
+            raise _translate(exc, self._where) from exc
+
+
+def _psycopg() -> Any:
+    """The psycopg module (imported by the store's constructor already)."""
+    import psycopg
+
+    return psycopg
 
 
 def _check_claim(claim: object) -> Claim:
