@@ -204,7 +204,11 @@ class Worker:
                     if rid in self._held:  # (not if the run settled while this renew ran)
                         self._held[rid] = renewed
                 except LeaseLost:
-                    log.warning("toolnexus: worker's lease on request %s was lost", rid)
+                    # A renew that crossed this run's own completion fails too: let the run's
+                    # end (ready by now) take it off the held ones before calling it lost.
+                    await asyncio.sleep(0)
+                    if rid in self._held:
+                        log.warning("toolnexus: worker's lease on request %s was lost", rid)
                 except Exception:
                     log.warning("toolnexus: worker could not renew request %s", rid, exc_info=True)
 

@@ -315,7 +315,14 @@ async def work(opts: argparse.Namespace, store: Any, kills: KillPoints) -> dict[
         "errors": worker.errors,
         "taken": kills.taken,
         "completed": kills.completed,
-        "lease_lost": kills.lease_lost,
+        # A heartbeat's renew that was in flight while this process completed the same run
+        # fails harmlessly (the run is settled): that is no lost lease. A completion here was
+        # fenced by the claim, so the claim was never lost before it.
+        "lease_lost": [
+            [op, rid]
+            for op, rid in kills.lease_lost
+            if not (op == "renew" and rid in kills.completed)
+        ],
         "timed_out": timed_out,
         "stop_hung": stop_hung,
         "stop_s": round(stop_s, 3),
