@@ -30,7 +30,10 @@ memory]`` at its site; keep them when editing there, and measure before adding o
 - ``ModelCall.call_model`` is not a coroutine without a hook (one frame fewer in flight), and
   ``ModelCall.send`` awaits the first attempt directly (the retry loop and the abort wrapper
   only after a failure, or with a cancel event or deadline);
-- ``ModelCall._build_body`` keeps no rendering cache during the first turn;
+- ``ModelCall._build_body`` keeps no rendering cache during the first turn, and
+  ``ModelCall._send_turn`` passes ``None``, not an empty list, for a body without parts;
+- `AiohttpTransport.post` builds no options dict without a timeout;
+- ``RunState.model_asked`` is a tuple (empty and shared in the common run), not a list;
 - `Toolkit.run_tools` shares one tool list and name index among the toolkit's runs.
 
 The run's data lives in `toolnexus.loop.state`; the pure transcript rules in
@@ -358,7 +361,7 @@ class Engine(ModelCalls):
         """
         if not slots:  # a halt at the model call: the model gets the answer on its next call
             state.model_answer = answer
-            state.model_asked.append(request.id)
+            state.model_asked += (request.id,)
             return
         targets = [s for s in slots if s.request is not None and s.request.id == request.id]
         for position, slot in enumerate(targets):
@@ -524,7 +527,7 @@ class Engine(ModelCalls):
                             return self._finished(state, self._halt_at_model(state, request))
                         state.turn_slots = ()
                         state.model_answer = await self.ask(state, request)
-                        state.model_asked.append(request.id)
+                        state.model_asked += (request.id,)
                         continue
                     slots = self._take_turn(state, turn)
                     text = turn.text
