@@ -119,7 +119,9 @@ class AiohttpTransport:
     Args:
         session: a host-owned session to send through.
         connector_limit: the most simultaneous connections of the transport's own session
-            (``0`` ⇒ unlimited); ignored when ``session`` is given.
+            (``0`` ⇒ unlimited); ignored when ``session`` is given. A ``post`` (without a
+            per-request ``timeout``) beyond it waits in the transport, first come first
+            served, before its body is encoded and its request made.
 
     >>> transport = AiohttpTransport()
     >>> reply = await transport.post(url, headers, body, timeout=None)
@@ -138,6 +140,9 @@ class AiohttpTransport:
         self._owned = session is None
         self._limit = connector_limit
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The own session's connections, counted before a post is made (see `post`): made
+        # with the session, for its event loop; none for a host's session.
+        self._slots: asyncio.Semaphore | None = None
         self._headers_in: dict[str, str] | None = None
         self._headers_out: dict[str, str] = {}
 
@@ -150,6 +155,7 @@ class AiohttpTransport:
             timeout=aiohttp.ClientTimeout(total=None),
         )
         self._session, self._loop = session, asyncio.get_running_loop()
+        self._slots = asyncio.Semaphore(self._limit) if self._limit else None
         if stale is not None:
             # Its loop is gone (a host running each call under a new asyncio.run()); closing
             # it here only marks it closed, which is all that can be done from this loop.
@@ -209,35 +215,44 @@ class AiohttpTransport:
             UsageError: the URL is malformed or the body cannot be encoded.
         """
         # `_send` and `_read` inlined: this is the loop's hot path, one await per step.
-        # [parked-run memory] without a timeout, no options dict: the thousands of calls
-        # waiting for a pooled connection hold no more than the floor's.
-        data = _encode(body)
         session = self._live_session()
         if session is None:
             session = await self._fresh_session()
+        slots = self._slots if timeout is None else None
+        if slots is not None:
+            # [parked-run memory] a call beyond the pool's connections waits here, before
+            # its body is encoded and aiohttp's request is made: thousands of runs in their
+            # model call at once hold a waiter each, not a request each (≈ 3.7 KiB).
+            await slots.acquire()
         try:
-            if timeout is None:
-                response = await session.post(
-                    url, data=data, headers=self._wire_headers(headers), allow_redirects=False
-                )
-            else:
-                response = await session.post(
-                    url,
-                    data=data,
-                    headers=self._wire_headers(headers),
-                    allow_redirects=False,
-                    timeout=_attempt_limit(timeout),
-                )
+            data = _encode(body)
             try:
-                data = await response.read()
-            except BaseException:
-                response.close()
+                # [parked-run memory] without a timeout, no options dict.
+                if timeout is None:
+                    response = await session.post(
+                        url, data=data, headers=self._wire_headers(headers), allow_redirects=False
+                    )
+                else:
+                    response = await session.post(
+                        url,
+                        data=data,
+                        headers=self._wire_headers(headers),
+                        allow_redirects=False,
+                        timeout=_attempt_limit(timeout),
+                    )
+                try:
+                    data = await response.read()
+                except BaseException:
+                    response.close()
+                    raise
+            except ToolnexusError:
                 raise
-        except ToolnexusError:
-            raise
-        except Exception as exc:
-            raise _translate(exc, url, timeout) from exc
-        response.release()
+            except Exception as exc:
+                raise _translate(exc, url, timeout) from exc
+            response.release()
+        finally:
+            if slots is not None:
+                slots.release()
         if not 200 <= response.status < 300:
             raise _status_error(response.status, _text(data), response.headers.get("Retry-After"))
         return _decode(data)
