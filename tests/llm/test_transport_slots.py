@@ -161,3 +161,29 @@ def test_the_slots_follow_a_new_event_loop_per_call() -> None:
 
     for _ in range(2):  # contended in each loop: a semaphore bound to the first would fail
         assert asyncio.run(round_trip()) == [{"n": 0}, {"n": 1}, {"n": 2}]
+
+
+async def test_a_post_cancelled_after_it_was_handed_a_slot_passes_the_slot_on() -> None:
+    gate = Gate()
+    transport = AiohttpTransport(connector_limit=1)
+    try:
+        async with serve(gate.handler) as url:
+            held = asyncio.create_task(transport.post(url, {}, {"n": 1}, timeout=None))
+            await gate.until_inside(1)
+            handed = asyncio.create_task(transport.post(url, {}, {"n": 2}, timeout=None))
+            later = asyncio.create_task(transport.post(url, {}, {"n": 3}, timeout=None))
+            await asyncio.sleep(0.02)  # both wait for the connection
+            slots = transport._slots  # pyright: ignore[reportPrivateUsage]
+            assert slots is not None
+            slots.give()  # one more slot, handed to the first waiter ...
+            handed.cancel()  # ... cancelled before it could run: the slot goes on to `later`
+            with pytest.raises(asyncio.CancelledError):
+                await handed
+            assert not slots._waiters  # pyright: ignore[reportPrivateUsage]
+            gate.open.set()
+            assert (await asyncio.wait_for(held, WAIT)) == {"n": 1}
+            assert (await asyncio.wait_for(later, WAIT)) == {"n": 3}
+        # Both slots are back: the pool's one and the one handed in; none was lost.
+        assert slots._free == 2  # pyright: ignore[reportPrivateUsage]
+    finally:
+        await transport.aclose()

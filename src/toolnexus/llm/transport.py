@@ -25,6 +25,7 @@ import inspect
 import json
 import math
 import sys
+from collections import deque
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -142,7 +143,7 @@ class AiohttpTransport:
         self._loop: asyncio.AbstractEventLoop | None = None
         # The own session's connections, counted before a post is made (see `post`): made
         # with the session, for its event loop; none for a host's session.
-        self._slots: asyncio.Semaphore | None = None
+        self._slots: _Slots | None = None
         self._headers_in: dict[str, str] | None = None
         self._headers_out: dict[str, str] = {}
 
@@ -155,7 +156,7 @@ class AiohttpTransport:
             timeout=aiohttp.ClientTimeout(total=None),
         )
         self._session, self._loop = session, asyncio.get_running_loop()
-        self._slots = asyncio.Semaphore(self._limit) if self._limit else None
+        self._slots = _Slots(self._limit) if self._limit else None
         if stale is not None:
             # Its loop is gone (a host running each call under a new asyncio.run()); closing
             # it here only marks it closed, which is all that can be done from this loop.
@@ -223,7 +224,14 @@ class AiohttpTransport:
             # [parked-run memory] a call beyond the pool's connections waits here, before
             # its body is encoded and aiohttp's request is made: thousands of runs in their
             # model call at once hold a waiter each, not a request each (≈ 3.7 KiB).
-            await slots.acquire()
+            waiter = slots.take()
+            if waiter is not None:
+                try:
+                    await waiter
+                except BaseException:
+                    if waiter.done() and not waiter.cancelled():
+                        slots.give()  # handed a slot, then cancelled: pass it on
+                    raise
         try:
             data = _encode(body)
             try:
@@ -252,7 +260,7 @@ class AiohttpTransport:
             response.release()
         finally:
             if slots is not None:
-                slots.release()
+                slots.give()
         if not 200 <= response.status < 300:
             raise _status_error(response.status, _text(data), response.headers.get("Retry-After"))
         return _decode(data)
@@ -296,6 +304,40 @@ class AiohttpTransport:
         session, self._session = self._session, (None if self._owned else self._session)
         if self._owned and session is not None:
             await session.close()
+
+
+class _Slots:
+    """The own pool's connections, counted before a post is made (`AiohttpTransport.post`):
+    a post beyond them waits here, first come first served, until one is handed over.
+
+    Not `asyncio.Semaphore`: its ``acquire`` is a coroutine that scans the waiters even when a
+    slot is free (≈ 1.4 µs per model call); `take` is a decrement. A waiter handed a slot
+    (`give`) keeps it; one cancelled first is skipped.
+    """
+
+    __slots__ = ("_free", "_waiters")
+
+    def __init__(self, count: int) -> None:
+        self._free = count
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    def take(self) -> asyncio.Future[None] | None:
+        """``None``: a slot is taken. Else the future a slot will be handed over by."""
+        if self._free:
+            self._free -= 1
+            return None
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        return waiter
+
+    def give(self) -> None:
+        """Give a slot back: to the first waiter still waiting, else to the pool."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
 
 
 def _attempt_limit(timeout: float) -> aiohttp.ClientTimeout:
