@@ -39,7 +39,8 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
      (0.29) and the host's ``wait_for`` coroutine (0.21) — two frames more than the floor's —
      ``RunState`` with its messages list, usage dict and records list (≈ 0.4), the
      canonical transcript we keep instead of the reply (≈ 0.6: the assistant message, its
-     call, the user message), the pending ``Request``/``ToolResult`` and the redactor's masked copy of it (≈ 0.4).
+     call, the user message), the pending ``Request``/``ToolResult`` and the redactor's
+     masked copy of it (≈ 0.4).
      A 120-B block shows at ``opentelemetry/trace/__init__.py:436`` in ours: a block the
      allocator recycled through a free list (with ``tracing=False`` it shows at
      ``aiohttp/client.py:1561`` instead, and the total is the same), not an OpenTelemetry cost.
