@@ -33,7 +33,7 @@ memory]`` at its site; keep them when editing there, and measure before adding o
 - ``ModelCall._build_body`` keeps no rendering cache during the first turn, and
   ``ModelCall._send_turn`` passes ``None``, not an empty list, for a body without parts;
 - `AiohttpTransport.post` waits for one of the own pool's connections before it encodes the
-  body and makes aiohttp's request (a semaphore of ``connector_limit`` slots, in front of
+  body and makes aiohttp's request (a counter of ``connector_limit`` slots, in front of
   the connector's own limit): the runs beyond the pool — most of a thousand in their first
   model call — hold a waiter each instead of an encoded body and aiohttp's request state
   (≈ 3.7 KiB each; the largest single item, as it sets the peak that sets the RSS); and it
