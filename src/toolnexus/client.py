@@ -447,10 +447,15 @@ class Client(Answering):
     ) -> Finished:
         """`_drive` without streaming: no events to pass through, just the last step (its
         halt saved)."""
-        with _Observed(self, state, started):
+        started = time.perf_counter() if started is None else started
+        try:
             finished = await self._engine.complete(state, resumed=resumed)
             if finished.checkpoint is not None:
                 await self._runs.save_halt(finished.checkpoint)
+        except BaseException as exc:
+            self._run_event(state, started, error=exc)
+            raise
+        self._run_event(state, started, error=None)
         return finished
 
     # -- the loop ------------------------------------------------------------------------
@@ -476,16 +481,19 @@ class Client(Answering):
             A `RunResult`; ``status`` is ``done``, ``pending`` (a tool suspended and there is
             no ``wait_for``) or ``incomplete`` (``max_turns`` ran out).
         """
-        # [parked-run memory] `_final` and `Engine.complete`, inlined: a run parked on a human
-        # keeps one coroutine frame fewer (see `toolnexus.loop.engine`).
+        # [parked-run memory] `_final`, inlined: a run parked on a human keeps one coroutine
+        # frame fewer, and its ``run`` metric is a ``try`` here, not an object it keeps (see
+        # `toolnexus.loop.engine`).
         state = self._state(prompt, toolkit, history, cancel)
-        with _Observed(self, state, None):
-            finished: object = None
-            async for step in self._engine.drive(state, stream=False):
-                finished = step
-            assert isinstance(finished, Finished)
+        started = time.perf_counter()
+        try:
+            finished = await self._engine.complete(state)
             if finished.checkpoint is not None:
                 await self._runs.save_halt(finished.checkpoint)
+        except BaseException as exc:
+            self._run_event(state, started, error=exc)
+            raise
+        self._run_event(state, started, error=None)
         if self._parks:
             return await self._park(finished, toolkit, state)
         return finished.result
@@ -631,29 +639,3 @@ class Client(Answering):
 def _options_of(config: EngineConfig, store: Any) -> dict[str, Any]:
     """The attribute view of a client built from an `EngineConfig` (the internal form)."""
     return {"hooks": config.hooks, "store": store}
-
-
-class _Observed:
-    """Emits a run's ``run`` metric event when the block around it ends, however it ends.
-
-    A small object rather than a ``try`` in a helper coroutine [parked-run memory]: it is what
-    every parked run keeps while it waits.
-    """
-
-    __slots__ = ("client", "started", "state")
-
-    def __init__(self, client: Client, state: RunState, started: float | None) -> None:
-        self.client = client
-        self.state = state
-        self.started = time.perf_counter() if started is None else started
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.client._run_event(self.state, self.started, error=exc)  # pyright: ignore[reportPrivateUsage]

@@ -1,9 +1,10 @@
 """The engine: one state machine that moves a run forward, turn by turn.
 
 call the model → plan the tool calls → execute them concurrently → record each result or
-suspension → decide (continue, finish, halt). The loop is written once, `Engine.drive`: it
-yields a stream's events along the way and ends with a `Finished` step that carries the result
-and, when the run halted, its checkpoint. ``run`` and ``ask`` drain it (`Engine.complete`).
+suspension → decide (continue, finish, halt). The loop is written once, `Engine._loop`: it
+hands a stream's events out along the way (`Engine.drive` iterates them) and ends with a
+`Finished` step that carries the result and, when the run halted, its checkpoint. ``run`` and
+``ask`` await it (`Engine.complete`).
 Resolving a suspension — inline through ``wait_for`` or later from a checkpoint — is one code
 path: re-execute the call with ``ctx.answer`` (see `Engine.resolve`).
 
@@ -14,24 +15,31 @@ frames and the few objects they hold, so each frame and copy between a run and i
 tracemalloc KiB per parked run, against the floor). Every trick is marked ``[parked-run
 memory]`` at its site; keep them when editing there, and measure before adding one:
 
-- `Client.run` inlines ``_final`` and `Engine.complete` (one frame fewer);
+- the loop is one coroutine (`Engine._loop`): ``run``, ``ask`` and the agent runtime await
+  it (`Engine.complete` returns it); only streaming iterates it, through
+  `toolnexus.loop.events.EventStream` — an async generator cost its object, an ``asend``
+  awaitable and an entry in the event loop's weak set of async generators (≈ 0.25 KiB per
+  run, in flight and parked);
+- `Client.run` inlines ``_final`` (one frame fewer), and emits its ``run`` metric from a
+  ``try`` of its own frame, not from a context-manager object it keeps (≈ 0.1 KiB);
 - `Engine.ask`, `Engine._wait` and `Engine._start` (a single call) are not coroutines: the
   awaitable they return is awaited by the caller (one frame fewer each);
-- `Engine.drive` asks about a single call after it ran, not from inside it (one frame fewer),
+- `Engine._loop` asks about a single call after it ran, not from inside it (one frame fewer),
   drops the model's raw reply (``del turn``) before the calls run;
 - `Engine._ask` drops the run's rendering cache (``state.bodies``) while it waits;
 - ``ModelCall.call_model`` is not a coroutine without a hook (one frame fewer in flight), and
   ``ModelCall.send`` awaits the first attempt directly (the retry loop and the abort wrapper
   only after a failure, or with a cancel event or deadline);
-- ``ModelCall._build_body`` keeps no rendering cache during the first turn;
-- `Toolkit.run_tools` shares one tool list and name index among the toolkit's runs;
-- ``client._Observed`` (the ``run`` metric) is a small object, not a ``try`` in a helper
-  coroutine.
-
-Known cost: `Engine.drive` is an async generator (the loop written once, streaming and not):
-its object and the ``asend`` awaitable hold ≈ 0.4 KiB per run against ≈ 0.26 KiB for the
-coroutine frame of the loop it replaced (≈ 0.15 KiB per parked run, found with tracemalloc
-snapshots by line: ``client.py``'s ``async for step in self._engine.drive(...)``).
+- ``ModelCall._build_body`` keeps no rendering cache during the first turn, and
+  ``ModelCall._send_turn`` passes ``None``, not an empty list, for a body without parts;
+- `AiohttpTransport.post` waits for one of the own pool's connections before it encodes the
+  body and makes aiohttp's request (a counter of ``connector_limit`` slots, in front of
+  the connector's own limit): the runs beyond the pool — most of a thousand in their first
+  model call — hold a waiter each instead of an encoded body and aiohttp's request state
+  (≈ 3.7 KiB each; the largest single item, as it sets the peak that sets the RSS); and it
+  builds no options dict without a timeout;
+- ``RunState.model_asked`` is a tuple (empty and shared in the common run), not a list;
+- `Toolkit.run_tools` shares one tool list and name index among the toolkit's runs.
 
 The run's data lives in `toolnexus.loop.state`; the pure transcript rules in
 `toolnexus.loop.transcript`.
@@ -43,7 +51,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -69,6 +77,7 @@ from ..tools.validation import parse_arguments, validate_arguments
 from . import edits
 from . import transcript as tx
 from .checkpoint import Checkpoint, Outstanding
+from .events import EventStream, emit
 from .execute import coerce_result, invoke_tool, unknown_tool_result
 from .hooks import call_callback
 from .model_call import ModelCalls
@@ -357,7 +366,7 @@ class Engine(ModelCalls):
         """
         if not slots:  # a halt at the model call: the model gets the answer on its next call
             state.model_answer = answer
-            state.model_asked.append(request.id)
+            state.model_asked += (request.id,)
             return
         targets = [s for s in slots if s.request is not None and s.request.id == request.id]
         for position, slot in enumerate(targets):
@@ -462,17 +471,19 @@ class Engine(ModelCalls):
 
     # -- the loop ----------------------------------------------------------------------------
 
-    async def complete(self, state: RunState, *, resumed: list[Slot] | None = None) -> Finished:
+    def complete(
+        self, state: RunState, *, resumed: list[Slot] | None = None
+    ) -> Coroutine[Any, Any, Finished]:
         """Run turns until the model answers, a limit stops the run, or a call halts it: the
-        loop `drive` plays, without events (``run``, ``ask``, the agent runtime)."""
-        async for step in self.drive(state, stream=False, resumed=resumed):
-            if isinstance(step, Finished):
-                return step
-        raise AssertionError("the engine's loop ended without finishing")  # pragma: no cover
+        loop `drive` plays, without events (``run``, ``ask``, the agent runtime).
 
-    async def drive(
+        The loop coroutine itself [parked-run memory]: awaited by the caller, it is the run's
+        only frame for the loop (`toolnexus.loop.events`)."""
+        return self._loop(state, stream=False, resumed=resumed)
+
+    def drive(
         self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
-    ) -> AsyncIterator[Event | Finished]:
+    ) -> EventStream[Event | Finished]:
         """The turn loop — the only one: call the model, run the calls, resolve or halt, repeat.
 
         The last item is always the `Finished` step (the result, and the checkpoint when the
@@ -484,6 +495,11 @@ class Engine(ModelCalls):
         With ``resumed``, the halted turn's calls (already resolved, still suspended, or not
         yet run) are settled first, as if the turn had just been executed.
         """
+        return EventStream(self._loop(state, stream=stream, resumed=resumed))
+
+    async def _loop(self, state: RunState, *, stream: bool, resumed: list[Slot] | None) -> Finished:
+        """`drive`'s loop: hands its events out with `emit` (only when ``stream``) and returns
+        the `Finished` step."""
         if self.cfg.tracing is not None and state.span is None:
             self.start_span(state)
         try:
@@ -494,8 +510,7 @@ class Engine(ModelCalls):
                 if slots is None:
                     stop = self._stop_before_call(state, limit)
                     if stop is not None:
-                        yield self._finished(state, Finished(stop))
-                        return
+                        return self._finished(state, Finished(stop))
                     try:
                         if stream:
                             turn: ModelTurn | None = None
@@ -503,7 +518,7 @@ class Engine(ModelCalls):
                                 if isinstance(item, ModelTurn):
                                     turn = item
                                 else:
-                                    yield item
+                                    await emit(item)
                             assert turn is not None
                         else:
                             turn = await self.call_model(state)
@@ -512,31 +527,31 @@ class Engine(ModelCalls):
                         request = self._stamp(halt.request, None)
                         self.model_question(state, request)
                         if stream:
-                            yield {"type": "pending", "request": request}
+                            await emit({"type": "pending", "request": request})
                         if state.wait_for is None:
-                            yield self._finished(state, self._halt_at_model(state, request))
-                            return
+                            return self._finished(state, self._halt_at_model(state, request))
                         state.turn_slots = ()
                         state.model_answer = await self.ask(state, request)
-                        state.model_asked.append(request.id)
+                        state.model_asked += (request.id,)
                         continue
                     slots = self._take_turn(state, turn)
                     text = turn.text
                     del turn  # [parked-run memory] its raw reply: not kept while calls run
                     if not slots:
                         if stream:
-                            yield {"type": "usage", "usage": dict(state.usage)}
+                            await emit({"type": "usage", "usage": dict(state.usage)})
                         done = self._done(state, text or "", "done", None)
-                        yield self._finished(state, Finished(done))
-                        return
+                        return self._finished(state, Finished(done))
                     if stream:
                         for s in slots:
-                            yield {
-                                "type": "tool_call",
-                                "id": s.id,
-                                "name": s.name,
-                                "args": tx.peek(s),
-                            }
+                            await emit(
+                                {
+                                    "type": "tool_call",
+                                    "id": s.id,
+                                    "name": s.name,
+                                    "args": tx.peek(s),
+                                }
+                            )
                 # Several calls run concurrently, each asking the host as soon as it suspends
                 # (not when streaming: a ``pending`` event must come first). A single call is
                 # asked about below, after it ran [parked-run memory]: one frame fewer.
@@ -545,18 +560,16 @@ class Engine(ModelCalls):
                 for s in slots:
                     if s.request is not None:
                         if stream:
-                            yield {"type": "pending", "request": s.request}
+                            await emit({"type": "pending", "request": s.request})
                         if state.wait_for is not None:
                             await self.resolve(state, s, await self.ask(state, s.request))
                     if s.request is not None:
-                        yield self._finished(state, self._halt(state, slots, s))
-                        return
+                        return self._finished(state, self._halt(state, slots, s))
                     if stream:
-                        yield tx.result_event(s)
+                        await emit(tx.result_event(s))
                 self.append_results(state, slots)
                 if state.turns >= limit:
-                    yield self._finished(state, Finished(self._capped(state, text)))
-                    return
+                    return self._finished(state, Finished(self._capped(state, text)))
                 slots = None
         except BaseException as exc:
             if state.span is not None:

@@ -209,11 +209,12 @@ class ModelCalls:
         else:
             with answering(answer):  # the coroutine runs in this context when awaited
                 turn = await call
-        state.model_asked.clear()
+        state.model_asked = ()
         return turn
 
     def _send_turn(self, state: RunState, body: dict[str, Any]) -> Awaitable[ModelTurn]:
-        parts = transcript_parts(state.messages)
+        # [parked-run memory] ``None``, not an empty list, for the common body without parts.
+        parts = transcript_parts(state.messages) or None
         return self.send(
             body,
             cancel=state.cancel,

@@ -192,7 +192,9 @@ class RunState:
     redactor: Redactor | None = None  # the client's and the toolkit's secrets, for tool results
     sent_model: str = ""  # the model of the last body sent ("" before the first call)
     model_answer: Answer | None = None  # for the next model call, which halted asking (model_halt)
-    model_asked: list[str] = field(default_factory=lambda: [])  # ids answered in this model call
+    # The ids answered in this model call: a tuple, empty in the common run, not a list of its
+    # own [parked-run memory].
+    model_asked: tuple[str, ...] = ()
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""
