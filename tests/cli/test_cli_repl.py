@@ -4,7 +4,10 @@ during an approval. No endpoint is configured, so the scripted local model drive
 
 from __future__ import annotations
 
+import ctypes
 import os
+import platform
+import signal
 import socket
 import subprocess
 import sys
@@ -190,3 +193,32 @@ def test_a_failed_turn_is_reported_and_the_repl_goes_on(tmp_path: Path) -> None:
     finally:
         child.close(force=True)
     assert child.exitstatus == 0
+
+
+_TGKILL = {"x86_64": 234, "aarch64": 131}.get(platform.machine())
+
+
+def _signal_thread(pid: int, tid: int, sig: int) -> None:
+    """Send ``sig`` to one thread of another process (``tgkill``)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(_TGKILL, pid, tid, sig) != 0:
+        raise OSError(ctypes.get_errno(), "tgkill failed")
+
+
+@pytest.mark.skipif(_TGKILL is None or sys.platform != "linux", reason="tgkill on Linux only")
+def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_cancels_the_turn(
+    repl: pexpect.spawn, tmp_path: Path
+) -> None:
+    """The kernel may deliver a terminal's SIGINT to any thread of the process; the REPL's
+    main thread must see it while it waits for the turn."""
+    gate(repl, "touch started && sleep 30")
+    repl.sendline("y")
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "started").exists():  # the tool is running
+        assert time.monotonic() < deadline, "the approved command never started"
+        time.sleep(0.02)
+    others = [int(t) for t in os.listdir(f"/proc/{repl.pid}/task") if int(t) != repl.pid]
+    assert others, "the REPL runs its loop on a thread of its own"
+    _signal_thread(repl.pid, max(others), signal.SIGINT)
+    repl.expect_exact("(cancelled)", timeout=20)
+    repl.expect_exact("> ")

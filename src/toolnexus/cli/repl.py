@@ -25,7 +25,7 @@ import sys
 import threading
 import uuid
 from collections.abc import Coroutine
-from concurrent.futures import Future
+from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
@@ -390,10 +390,19 @@ def repl(settings: Settings) -> int:
         thread.join(timeout=30)
 
 
+def _awaited(future: Future[T]) -> T:
+    """``future.result()``, waking every tenth of a second: the kernel may hand a Ctrl-C to
+    any thread of the process, and one that lands on the loop's thread (or a worker's) only
+    raises `KeyboardInterrupt` here once this thread runs again."""
+    while not future.done():
+        wait((future,), timeout=0.1)
+    return future.result()
+
+
 def _turn(session: Session, line: str, on_loop: Any, loop: asyncio.AbstractEventLoop) -> int:
     future = on_loop(session.turn(line))
     try:
-        return future.result()
+        return _awaited(future)
     except KeyboardInterrupt:
         loop.call_soon_threadsafe(session.cancel.set)
         try:
