@@ -1000,6 +1000,13 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         await asyncio.sleep(orders["at"] - time.time())  # both workers start together
         pending = iter(ids)
         sent = count_statements()
+        profile = os.environ.get("BENCH_RACE_PROFILE")  # a directory: cProfile each worker
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile(time.process_time)
+            profiler.enable()
         started, cpu = time.perf_counter(), time.process_time()
 
         async def lane(index: int) -> None:
@@ -1012,6 +1019,9 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         await asyncio.gather(*(lane(i) for i in range(LANES)))
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - cpu
+        if profiler is not None and profile:
+            profiler.disable()
+            profiler.dump_stats(os.path.join(profile, f"{side}-{name}-{os.getpid()}.prof"))
         statements = sent[0]
     report = {
         "name": name,

@@ -56,8 +56,11 @@ class HaltRow(NamedTuple):
     """``expires_at`` as epoch seconds (``0.0`` when unreadable: counts as past)."""
 
 
-def halt_row(checkpoint: Checkpoint) -> HaltRow:
+def halt_row(checkpoint: Checkpoint, *, digest: bool = True) -> HaltRow:
     """Encode a checkpoint and its pending-index columns.
+
+    ``digest=False`` leaves out the halted call's digest and deadline (``""``, ``None``), for
+    a write that does not store them (the Postgres progress write, every SQLite write).
 
     Raises:
         UsageError: see `toolnexus.stores.runs.encode_checkpoint`.
@@ -74,8 +77,8 @@ def halt_row(checkpoint: Checkpoint) -> HaltRow:
         checkpoint.created_at,
         req.expiresAt,
         req.prompt,
-        call_digest(name, arguments),
-        _deadline(req.expiresAt),
+        call_digest(name, arguments) if digest else "",
+        _deadline(req.expiresAt) if digest else None,
     )
 
 

@@ -458,7 +458,7 @@ class PostgresStore(PostgresInboxIndex):
         Raises:
             LeaseLost: the claim is no longer the request's current one.
         """
-        row = halt_row(checkpoint)
+        row = halt_row(checkpoint, digest=False)  # T7 keeps the digest T1 stored
         held = _check_claim(claim)
         async with self._connection() as conn:
             await runs.save_progress(conn, row, checkpoint.queue, held, self._now())
