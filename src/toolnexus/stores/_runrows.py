@@ -33,6 +33,7 @@ __all__ = [
     "load_checkpoint",
     "needs_checkpoint",
     "pending",
+    "recorded_answer",
     "recorded_digests",
     "request_record",
     "stored_digest",
@@ -122,6 +123,16 @@ def recorded_digests(
         return digest or "", digest or ""
     approved, halted = answer_digests(load_checkpoint(text, request_id, where), answer)
     return (digest, digest) if digest is not None else (approved, halted)
+
+
+def recorded_answer(reply: Answer, text: str) -> Answer:
+    """The answer as a store gives it back once recorded: ``reply`` read back from ``text``,
+    its JSON (`toolnexus.stores.checks.encode_answer` of it). Without ``data`` the round trip
+    changes nothing (its other fields were checked, its text is valid Unicode): ``reply``
+    itself, without the decode."""
+    if reply.data is None:
+        return reply
+    return Answer.from_dict(json.loads(text))
 
 
 def answer_record(

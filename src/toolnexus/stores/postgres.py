@@ -416,7 +416,7 @@ class PostgresStore(PostgresInboxIndex):
         lease = check_seconds(lease_s, "lease_s", positive=True)
         now = self._now()
         async with self._connection() as conn:
-            return await runs.claim(conn, rid, text, who, tag, now, now + lease)
+            return await runs.claim(conn, rid, text, answer, who, tag, now, now + lease)
 
     async def take(
         self,

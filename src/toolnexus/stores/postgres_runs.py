@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -55,6 +54,7 @@ from ._runrows import (
     answer_record,
     lapsed_status,
     needs_checkpoint,
+    recorded_answer,
     recorded_digests,
     request_record,
     stored_digest,
@@ -342,8 +342,9 @@ async def post_answer(
             await _lock_waiting(conn, request_id, now, want_checkpoint=False, lock=False)
         else:
             if row is not None and row[0]:
-                found = answer_record(request_id, text, now, answered_by, row[1], where)
-                return replace(found, status="answered")
+                digest_ = row[1] if isinstance(row[1], str) else ""
+                parsed = recorded_answer(reply, text)
+                return AnswerRecord(request_id, parsed, now, answered_by, digest_, "answered")
             # Nothing recorded: unknown, or answered / claimed / settled first (a lost race).
             _check_waiting(request_id, now, None if row is None else row[2:])
     # Still waiting (an edit to check against the stored checkpoint, expired, unreadable, or
@@ -426,12 +427,14 @@ async def claim(
     conn: AsyncConnection[Any],
     request_id: str,
     text: str,
+    reply: Answer,
     answered_by: str | None,
     digest: str,
     now: float,
     lease_until: float,
 ) -> Claim:
-    """T4: take ``request_id`` for resuming with the host's own answer.
+    """T4: take ``request_id`` for resuming with the host's own answer (``reply``, checked,
+    encoded as ``text``).
 
     Raises:
         AnswerConflict: answered, claimed under a live lease, or settled.
@@ -450,7 +453,7 @@ async def claim(
         cur = await conn.execute(_CLAIM, values)
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
-            parsed = Answer.from_dict(json.loads(text))
+            parsed = recorded_answer(reply, text)
             return Claim(request_id, row[0], parsed, answered_by, lease_until)
         if row is not None:  # not claimable: the row as its holder committed it
             by, status, recorded, lease = row[1:]
