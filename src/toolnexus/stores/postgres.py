@@ -294,6 +294,13 @@ class PostgresStore(PostgresInboxIndex):
             return None
         return load_checkpoint(row[0], rid, self._where)
 
+    async def load_waiting(self, request_id: str) -> Checkpoint | None:
+        """`load_halt` for a resume with the host's own answer: refuses (`AnswerConflict`) a
+        request the row already shows claimed or settled, as the claim would."""
+        rid = check_request_id(request_id)
+        async with self._connection() as conn:
+            return await runs.load_waiting(conn, rid, self._now(), self._where)
+
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
         """The recorded answer and status of ``request_id``; ``None`` while pending/unknown.
 

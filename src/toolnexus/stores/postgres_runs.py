@@ -73,6 +73,8 @@ from .requests import EXPIRED_BY, AnswerRecord, Claim
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
+    from ..loop.checkpoint import Checkpoint
+
 __all__ = [
     "CHANNEL",
     "PENDING",
@@ -83,6 +85,7 @@ __all__ = [
     "claim",
     "complete",
     "expire",
+    "load_waiting",
     "post_answer",
     "purge",
     "release",
@@ -421,6 +424,35 @@ async def cancel(
 
 
 # -- resuming: T4–T10 ------------------------------------------------------------------------
+
+
+_LOAD_WAITING = (
+    "SELECT checkpoint, status, recorded, lease_until, answered_by FROM toolnexus_halts"
+    " WHERE key = %s"
+)
+
+
+async def load_waiting(
+    conn: AsyncConnection[Any], request_id: str, now: float, where: str
+) -> Checkpoint | None:
+    """The checkpoint a host's own answer would resume (``load_halt`` before T4), read with
+    the row's state: a request this read already shows claimed under a live lease or settled
+    is refused here — as T4 would refuse it — without the guards and the claim. An answered
+    one is returned (T4 then refuses it, or a retrying host takes its own recorded answer).
+
+    Raises:
+        AnswerConflict: claimed under a live lease, done, expired or cancelled (names who).
+        CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
+    """
+    cur = await conn.execute(_LOAD_WAITING, (row_key(request_id),))
+    row = await cur.fetchone()
+    if row is None:
+        return None
+    text, status, recorded, lease_until, by = row
+    current = lapsed_status(status, recorded, lease_until, now)
+    if current not in ("pending", "answered"):
+        raise conflict(request_id, from_bytea(by), current, lease_until)
+    return None if text is None else load_checkpoint(text, request_id, where)
 
 
 async def claim(
