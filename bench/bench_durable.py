@@ -35,7 +35,8 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
    every one of them (8 at a time, same order, so they collide on each), two ways: **answer +
    resume** (``client.answer`` — exactly one `post_answer` wins — then the winner
    ``client.resume(toolkit, request_id)``: `take` and the resume) and **resume with answer**
-   (``client.resume(toolkit, answer)``: the claim decides). Every request must be resumed
+   (``client.resume(toolkit, answer)``: the claim decides; a row its first read already shows
+   taken is lost there, as in the judged floor). Every request must be resumed
    exactly once (the other worker gets `AnswerConflict` naming the winner) — checked in the
    workers' reports, in the store's answer records and in the model server's request log (one
    resumed model call per request, carrying the winner's tool output). Two floors, each two
@@ -1366,7 +1367,8 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
     notes.append(
         "race: ours (answer + resume) = client.answer, and the winner client.resume(toolkit,"
         " request_id) (post_answer; take, save_progress, model, complete); ours (resume with"
-        " answer) = client.resume(toolkit, answer) (load_halt; claim; save_progress, model,"
+        " answer) = client.resume(toolkit, answer) (load_waiting — a visibly taken row is lost"
+        " there; claim; save_progress, model,"
         " complete). Judged floors: the same statements by hand on our schema. Minimal floor:"
         " UPDATE ... WHERE status = 'pending' RETURNING checkpoint; model; UPDATE answered"
     )
