@@ -227,7 +227,7 @@ async def test_a_resume_refused_by_a_live_claim_does_not_read_the_record() -> No
 # -- the host's resume: a read that shows the request taken refuses it without the claim -------
 
 
-async def test_load_waiting_refuses_what_the_claim_would_and_returns_what_it_may_take(
+async def test_load_waiting_refuses_a_live_claim_and_returns_what_the_claim_may_take(
     store: PostgresStore, clock: Clock
 ) -> None:
     for rid in ("pending", "answered", "claimed", "lapsed", "done", "cancelled"):
@@ -244,11 +244,13 @@ async def test_load_waiting_refuses_what_the_claim_would_and_returns_what_it_may
         loaded = await store.load_waiting(rid)
         assert loaded is not None
         assert loaded.pending.id == rid
-    for rid, status in (("claimed", "claimed"), ("done", "done"), ("cancelled", "cancelled")):
-        with pytest.raises(AnswerConflict) as refused:
-            await store.load_waiting(rid)
-        assert (refused.value.answered_by, refused.value.status) == ("ana", status)
-    assert await store.load_waiting("nobody") is None
+    with pytest.raises(AnswerConflict) as refused:
+        await store.load_waiting("claimed")
+    assert (refused.value.answered_by, refused.value.status) == ("ana", "claimed")
+    # No checkpoint (settled, unknown): None, as load_halt says; the caller tells why.
+    for rid in ("done", "cancelled", "nobody"):
+        assert await store.load_waiting(rid) is None
+        assert await store.load_halt(rid) is None
     # Nothing was written: the claim still holds, the settled rows are as they were.
     with pytest.raises(AnswerConflict):
         await store.claim("claimed", yes("claimed"), answered_by="bob", lease_s=30)

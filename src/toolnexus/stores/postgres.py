@@ -296,7 +296,7 @@ class PostgresStore(PostgresInboxIndex):
 
     async def load_waiting(self, request_id: str) -> Checkpoint | None:
         """`load_halt` for a resume with the host's own answer: refuses (`AnswerConflict`) a
-        request the row already shows claimed or settled, as the claim would."""
+        halted run the row already shows claimed under a live lease, as the claim would."""
         rid = check_request_id(request_id)
         async with self._connection() as conn:
             return await runs.load_waiting(conn, rid, self._now(), self._where)

@@ -436,23 +436,24 @@ async def load_waiting(
     conn: AsyncConnection[Any], request_id: str, now: float, where: str
 ) -> Checkpoint | None:
     """The checkpoint a host's own answer would resume (``load_halt`` before T4), read with
-    the row's state: a request this read already shows claimed under a live lease or settled
-    is refused here — as T4 would refuse it — without the guards and the claim. An answered
-    one is returned (T4 then refuses it, or a retrying host takes its own recorded answer).
+    the row's state: a halted run this read already shows claimed by another resume under a
+    live lease is refused here — as T4 would refuse it — without the guards and the claim.
+    Anything else is ``load_halt``'s answer: an answered run's checkpoint (T4 then refuses
+    it, or a retrying host takes its own recorded answer), ``None`` for no checkpoint (no
+    row, a settled run, a bare claim's row: the caller says why, as after ``load_halt``).
 
     Raises:
-        AnswerConflict: claimed under a live lease, done, expired or cancelled (names who).
+        AnswerConflict: claimed under a live lease (names who, and until when).
         CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
     """
     cur = await conn.execute(_LOAD_WAITING, (row_key(request_id),))
     row = await cur.fetchone()
-    if row is None:
+    if row is None or row[0] is None:
         return None
     text, status, recorded, lease_until, by = row
-    current = lapsed_status(status, recorded, lease_until, now)
-    if current not in ("pending", "answered"):
-        raise conflict(request_id, from_bytea(by), current, lease_until)
-    return None if text is None else load_checkpoint(text, request_id, where)
+    if lapsed_status(status, recorded, lease_until, now) == "claimed":
+        raise conflict(request_id, from_bytea(by), "claimed", lease_until)
+    return load_checkpoint(text, request_id, where)
 
 
 async def claim(
