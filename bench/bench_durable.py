@@ -60,7 +60,8 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
    every one of them (8 at a time, same order, so they collide on each), two ways: **answer +
    resume** (``client.answer`` — exactly one `post_answer` wins — then the winner
    ``client.resume(toolkit, request_id)``: `take` and the resume) and **resume with answer**
-   (``client.resume(toolkit, answer)``: the claim decides). Every request must be resumed
+   (``client.resume(toolkit, answer)``: the claim decides; a row its first read already shows
+   taken is lost there, as in the judged floor). Every request must be resumed
    exactly once (the other worker gets `AnswerConflict` naming the winner) — checked in the
    workers' reports, in the store's answer records and in the model server's request log (one
    resumed model call per request, carrying the winner's tool output). Two floors, each two
@@ -1031,6 +1032,13 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         await asyncio.sleep(orders["at"] - time.time())  # both workers start together
         pending = iter(ids)
         sent = count_statements()
+        profile = os.environ.get("BENCH_RACE_PROFILE")  # a directory: cProfile each worker
+        profiler = None
+        if profile:
+            import cProfile
+
+            profiler = cProfile.Profile(time.process_time)
+            profiler.enable()
         started, cpu = time.perf_counter(), time.process_time()
 
         async def lane(index: int) -> None:
@@ -1043,6 +1051,9 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
         await asyncio.gather(*(lane(i) for i in range(LANES)))
         elapsed = time.perf_counter() - started
         cpu = time.process_time() - cpu
+        if profiler is not None and profile:
+            profiler.disable()
+            profiler.dump_stats(os.path.join(profile, f"{side}-{name}-{os.getpid()}.prof"))
         statements = sent[0]
     report = {
         "name": name,
@@ -1387,7 +1398,8 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
     notes.append(
         "race: ours (answer + resume) = client.answer, and the winner client.resume(toolkit,"
         " request_id) (post_answer; take, save_progress, model, complete); ours (resume with"
-        " answer) = client.resume(toolkit, answer) (load_halt; claim; save_progress, model,"
+        " answer) = client.resume(toolkit, answer) (load_waiting — a visibly taken row is lost"
+        " there; claim; save_progress, model,"
         " complete). Judged floors: the same statements by hand on our schema. Minimal floor:"
         " UPDATE ... WHERE status = 'pending' RETURNING checkpoint; model; UPDATE answered"
     )

@@ -201,7 +201,12 @@ class Answering:
                 raise UnknownRequest(f'no answered run waits on request "{rid}" for a resumer')
             return await self.resume_claim(toolkit, claim, cancel=cancel)
         reply = as_answer(answer)
-        checkpoint = await self._runs.load_halt(reply.id)
+        # A store that can tell from the same read that the request is taken already (the
+        # Postgres one) refuses it there, as the claim would, without the guards and claim.
+        load: Callable[[str], Awaitable[Checkpoint | None]] = getattr(
+            self._runs, "load_waiting", self._runs.load_halt
+        )
+        checkpoint = await load(reply.id)
         if checkpoint is None:
             await self._refuse_if_answered(reply.id)
             raise UnknownRequest(f'no halted run waits on request "{reply.id}"')

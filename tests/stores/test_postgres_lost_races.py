@@ -222,3 +222,67 @@ async def test_a_resume_refused_by_a_live_claim_does_not_read_the_record() -> No
             resumed = await client.resume(tk, Answer(other.pending.id, True))
             assert resumed.status == "done"
             assert store.reads > 0
+
+
+# -- the host's resume: a read that shows the request taken refuses it without the claim -------
+
+
+async def test_load_waiting_refuses_a_live_claim_and_returns_what_the_claim_may_take(
+    store: PostgresStore, clock: Clock
+) -> None:
+    for rid in ("pending", "answered", "claimed", "lapsed", "done", "cancelled"):
+        await store.save_halt(checkpoint(rid))
+    await store.post_answer("answered", yes("answered"), answered_by="ana")
+    await store.claim("claimed", yes("claimed"), answered_by="ana", lease_s=30)
+    await store.claim("lapsed", yes("lapsed"), answered_by="ana", lease_s=5)
+    held = await store.claim("done", yes("done"), answered_by="ana", lease_s=30)
+    await store.complete("done", held, outcome={"status": "done"})
+    await store.cancel("cancelled", answered_by="ana")
+    clock.now += 10  # the 5 s lease lapsed: claimable again (T10), the 30 s one holds
+
+    for rid in ("pending", "answered", "lapsed"):
+        loaded = await store.load_waiting(rid)
+        assert loaded is not None
+        assert loaded.pending.id == rid
+    with pytest.raises(AnswerConflict) as refused:
+        await store.load_waiting("claimed")
+    assert (refused.value.answered_by, refused.value.status) == ("ana", "claimed")
+    # No checkpoint (settled, unknown): None, as load_halt says; the caller tells why.
+    for rid in ("done", "cancelled", "nobody"):
+        assert await store.load_waiting(rid) is None
+        assert await store.load_halt(rid) is None
+    # Nothing was written: the claim still holds, the settled rows are as they were.
+    with pytest.raises(AnswerConflict):
+        await store.claim("claimed", yes("claimed"), answered_by="bob", lease_s=30)
+    for rid in ("done", "cancelled"):
+        record = await store.answer_record(rid)
+        assert record is not None
+        assert record.answered_by == "ana"
+
+
+async def test_a_resume_refused_by_a_visible_claim_sends_one_statement(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tk = await create_toolkit(extra_tools=[gate], builtins=False)
+    async with (
+        ScriptedModel([tool_calls(call("gate", {}, id="c1")), text("done")]) as model,
+        PostgresStore(pg_url, max_size=2) as store,
+    ):
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            halted = await client.run("go", tk)
+            assert halted.pending is not None
+            rid = halted.pending.id
+            await store.claim(rid, Answer(rid, True), answered_by="ana", lease_s=60)
+            spy = Statements(monkeypatch)
+
+            with pytest.raises(AnswerConflict) as held:
+                await client.resume(tk, Answer(rid, True), answered_by="bob")
+
+            assert (held.value.answered_by, held.value.status) == ("ana", "claimed")
+            assert len(spy.sent) == 1  # the read; no guards, no claim
+            with pytest.raises(AnswerConflict) as still:  # ana's claim is untouched
+                await store.claim(rid, Answer(rid, True), answered_by="bob", lease_s=60)
+            assert still.value.answered_by == "ana"
+            assert len(model.requests) == 1  # only the halting call: nothing resumed

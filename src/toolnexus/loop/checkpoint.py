@@ -78,13 +78,16 @@ def _json_safe(value: Any) -> Any:
 _ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=_json_default)
 
 
-def result_to_json(result: ToolResult) -> dict[str, Any]:
-    """A ToolResult as JSON data (metadata made JSON-safe; parts as their canonical dicts)."""
+def result_to_json(result: ToolResult, *, safe: bool = True) -> dict[str, Any]:
+    """A ToolResult as JSON data (metadata made JSON-safe; parts as their canonical dicts).
+
+    ``safe=False`` leaves metadata and parts as they are, for an encoder whose ``default``
+    makes the odd value JSON-safe on the way out (`Checkpoint.dumps`)."""
     out: dict[str, Any] = {"output": result.output, "is_error": result.is_error}
     if result.metadata:
-        out["metadata"] = _json_safe(result.metadata)
+        out["metadata"] = _json_safe(result.metadata) if safe else result.metadata
     if result.parts:
-        out["parts"] = _json_safe(result.parts)
+        out["parts"] = _json_safe(result.parts) if safe else result.parts
     return out
 
 
@@ -113,7 +116,10 @@ def _parts(value: Any, where: str) -> list[dict[str, Any]]:
 
 
 def _check_message_parts(messages: list[Any]) -> None:
+    """Every message an object, and every content part in it well-formed."""
     for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise CheckpointError("checkpoint messages must be a list of objects")
         m = cast(dict[str, Any], message)
         if "parts" in m:
             _parts(m["parts"], f"messages[{i}]")
@@ -173,7 +179,8 @@ class Outstanding:
     arguments can be checked without the toolkit (``True``: any object; ``False``: the call
     takes no edits; ``None``: unknown — a checkpoint written before it was kept)."""
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, safe: bool = True) -> dict[str, Any]:
+        """The call as JSON data; ``safe=False`` as for `result_to_json`."""
         out: dict[str, Any] = {
             "call_id": self.call_id,
             "name": self.name,
@@ -181,11 +188,12 @@ class Outstanding:
             "state": self.state,
         }
         if self.result is not None:
-            out["result"] = result_to_json(self.result)
+            out["result"] = result_to_json(self.result, safe=safe)
         if self.request is not None:
             out["request"] = self.request.to_dict()
         if self.input_schema is not None:
-            out["input_schema"] = _json_safe(self.input_schema)
+            schema = self.input_schema
+            out["input_schema"] = _json_safe(schema) if safe else schema
         return out
 
     @classmethod
@@ -275,7 +283,7 @@ class Checkpoint:
             "tool_calls": [
                 _json_safe(r.to_dict()) if safe else r.to_dict() for r in self.tool_calls
             ],
-            "outstanding": [o.to_json() for o in self.outstanding],
+            "outstanding": [o.to_json(safe=safe) for o in self.outstanding],
             "pending": self.pending.to_dict(),
             "fingerprint": self.fingerprint,
             "conversation_id": self.conversation_id,
@@ -362,7 +370,7 @@ class Checkpoint:
                 f"(supported: 1..{CHECKPOINT_VERSION}); upgrade toolnexus to read it"
             )
         messages = d.get("messages")
-        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):  # pyright: ignore[reportUnknownVariableType]
+        if not isinstance(messages, list):
             raise CheckpointError("checkpoint messages must be a list of objects")
         _check_message_parts(cast(list[Any], messages))
         outstanding_raw = d.get("outstanding")
@@ -439,8 +447,12 @@ def _usage(value: Any) -> Usage:
         raise CheckpointError("checkpoint usage must be an object")
     raw: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
     for key in usage:
-        if raw.get(key) is not None:
-            usage[key] = _count(raw[key], f"checkpoint usage.{key}")
+        count = raw.get(key)
+        if count is None:
+            continue
+        if type(count) is not int or count < 0:  # a bool, a float, a string, a negative
+            count = _count(count, f"checkpoint usage.{key}")
+        usage[key] = count
     return usage
 
 

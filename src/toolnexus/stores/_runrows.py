@@ -33,6 +33,7 @@ __all__ = [
     "load_checkpoint",
     "needs_checkpoint",
     "pending",
+    "recorded_answer",
     "recorded_digests",
     "request_record",
     "stored_digest",
@@ -56,8 +57,11 @@ class HaltRow(NamedTuple):
     """``expires_at`` as epoch seconds (``0.0`` when unreadable: counts as past)."""
 
 
-def halt_row(checkpoint: Checkpoint) -> HaltRow:
+def halt_row(checkpoint: Checkpoint, *, digest: bool = True) -> HaltRow:
     """Encode a checkpoint and its pending-index columns.
+
+    ``digest=False`` leaves out the halted call's digest and deadline (``""``, ``None``), for
+    a write that does not store them (the Postgres progress write, every SQLite write).
 
     Raises:
         UsageError: see `toolnexus.stores.runs.encode_checkpoint`.
@@ -74,8 +78,8 @@ def halt_row(checkpoint: Checkpoint) -> HaltRow:
         checkpoint.created_at,
         req.expiresAt,
         req.prompt,
-        call_digest(name, arguments),
-        _deadline(req.expiresAt),
+        call_digest(name, arguments) if digest else "",
+        _deadline(req.expiresAt) if digest else None,
     )
 
 
@@ -119,6 +123,16 @@ def recorded_digests(
         return digest or "", digest or ""
     approved, halted = answer_digests(load_checkpoint(text, request_id, where), answer)
     return (digest, digest) if digest is not None else (approved, halted)
+
+
+def recorded_answer(reply: Answer, text: str) -> Answer:
+    """The answer as a store gives it back once recorded: ``reply`` read back from ``text``,
+    its JSON (`toolnexus.stores.checks.encode_answer` of it). Without ``data`` the round trip
+    changes nothing (its other fields were checked, its text is valid Unicode): ``reply``
+    itself, without the decode."""
+    if reply.data is None:
+        return reply
+    return Answer.from_dict(json.loads(text))
 
 
 def answer_record(

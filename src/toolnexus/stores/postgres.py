@@ -294,6 +294,13 @@ class PostgresStore(PostgresInboxIndex):
             return None
         return load_checkpoint(row[0], rid, self._where)
 
+    async def load_waiting(self, request_id: str) -> Checkpoint | None:
+        """`load_halt` for a resume with the host's own answer: refuses (`AnswerConflict`) a
+        halted run the row already shows claimed under a live lease, as the claim would."""
+        rid = check_request_id(request_id)
+        async with self._connection() as conn:
+            return await runs.load_waiting(conn, rid, self._now(), self._where)
+
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
         """The recorded answer and status of ``request_id``; ``None`` while pending/unknown.
 
@@ -416,7 +423,7 @@ class PostgresStore(PostgresInboxIndex):
         lease = check_seconds(lease_s, "lease_s", positive=True)
         now = self._now()
         async with self._connection() as conn:
-            return await runs.claim(conn, rid, text, who, tag, now, now + lease)
+            return await runs.claim(conn, rid, text, answer, who, tag, now, now + lease)
 
     async def take(
         self,
@@ -458,7 +465,7 @@ class PostgresStore(PostgresInboxIndex):
         Raises:
             LeaseLost: the claim is no longer the request's current one.
         """
-        row = halt_row(checkpoint)
+        row = halt_row(checkpoint, digest=False)  # T7 keeps the digest T1 stored
         held = _check_claim(claim)
         async with self._connection() as conn:
             await runs.save_progress(conn, row, checkpoint.queue, held, self._now())

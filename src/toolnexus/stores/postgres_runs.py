@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import Iterable
 from dataclasses import replace
@@ -55,6 +54,7 @@ from ._runrows import (
     answer_record,
     lapsed_status,
     needs_checkpoint,
+    recorded_answer,
     recorded_digests,
     request_record,
     stored_digest,
@@ -73,6 +73,8 @@ from .requests import EXPIRED_BY, AnswerRecord, Claim
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
+    from ..loop.checkpoint import Checkpoint
+
 __all__ = [
     "CHANNEL",
     "PENDING",
@@ -83,6 +85,7 @@ __all__ = [
     "claim",
     "complete",
     "expire",
+    "load_waiting",
     "post_answer",
     "purge",
     "release",
@@ -342,8 +345,9 @@ async def post_answer(
             await _lock_waiting(conn, request_id, now, want_checkpoint=False, lock=False)
         else:
             if row is not None and row[0]:
-                found = answer_record(request_id, text, now, answered_by, row[1], where)
-                return replace(found, status="answered")
+                digest_ = row[1] if isinstance(row[1], str) else ""
+                parsed = recorded_answer(reply, text)
+                return AnswerRecord(request_id, parsed, now, answered_by, digest_, "answered")
             # Nothing recorded: unknown, or answered / claimed / settled first (a lost race).
             _check_waiting(request_id, now, None if row is None else row[2:])
     # Still waiting (an edit to check against the stored checkpoint, expired, unreadable, or
@@ -422,16 +426,48 @@ async def cancel(
 # -- resuming: T4–T10 ------------------------------------------------------------------------
 
 
+_LOAD_WAITING = (
+    "SELECT checkpoint, status, recorded, lease_until, answered_by FROM toolnexus_halts"
+    " WHERE key = %s"
+)
+
+
+async def load_waiting(
+    conn: AsyncConnection[Any], request_id: str, now: float, where: str
+) -> Checkpoint | None:
+    """The checkpoint a host's own answer would resume (``load_halt`` before T4), read with
+    the row's state: a halted run this read already shows claimed by another resume under a
+    live lease is refused here — as T4 would refuse it — without the guards and the claim.
+    Anything else is ``load_halt``'s answer: an answered run's checkpoint (T4 then refuses
+    it, or a retrying host takes its own recorded answer), ``None`` for no checkpoint (no
+    row, a settled run, a bare claim's row: the caller says why, as after ``load_halt``).
+
+    Raises:
+        AnswerConflict: claimed under a live lease (names who, and until when).
+        CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
+    """
+    cur = await conn.execute(_LOAD_WAITING, (row_key(request_id),))
+    row = await cur.fetchone()
+    if row is None or row[0] is None:
+        return None
+    text, status, recorded, lease_until, by = row
+    if lapsed_status(status, recorded, lease_until, now) == "claimed":
+        raise conflict(request_id, from_bytea(by), "claimed", lease_until)
+    return load_checkpoint(text, request_id, where)
+
+
 async def claim(
     conn: AsyncConnection[Any],
     request_id: str,
     text: str,
+    reply: Answer,
     answered_by: str | None,
     digest: str,
     now: float,
     lease_until: float,
 ) -> Claim:
-    """T4: take ``request_id`` for resuming with the host's own answer.
+    """T4: take ``request_id`` for resuming with the host's own answer (``reply``, checked,
+    encoded as ``text``).
 
     Raises:
         AnswerConflict: answered, claimed under a live lease, or settled.
@@ -450,7 +486,7 @@ async def claim(
         cur = await conn.execute(_CLAIM, values)
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
-            parsed = Answer.from_dict(json.loads(text))
+            parsed = recorded_answer(reply, text)
             return Claim(request_id, row[0], parsed, answered_by, lease_until)
         if row is not None:  # not claimable: the row as its holder committed it
             by, status, recorded, lease = row[1:]

@@ -92,7 +92,7 @@ class SqliteRunStore:
             UsageError: not a `Checkpoint`, or not storable (see `encode_checkpoint`).
             StoreError: the database failed; nothing changed.
         """
-        row = halt_row(checkpoint)
+        row = halt_row(checkpoint, digest=False)
         job = partial(sqlite_runs.save_halt, row, checkpoint.queue)
         await self._fast(job, wal_pages(row.checkpoint) + 1)
 
@@ -260,7 +260,7 @@ class SqliteRunStore:
         Raises:
             LeaseLost: the claim is no longer the request's current one.
         """
-        row = halt_row(checkpoint)
+        row = halt_row(checkpoint, digest=False)
         held = (claim.request_id, claim.token)
         job = partial(sqlite_runs.save_progress, row, checkpoint.queue, *held, self._now())
         await self._fast(job, wal_pages(row.checkpoint) + 1)
