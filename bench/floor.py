@@ -67,3 +67,21 @@ def check_floor(text: str) -> None:
     """Fail loudly when the floor did not reach the final answer."""
     if text != FINAL_TEXT:
         raise RuntimeError(f"the floor ended with {text!r}")
+
+
+async def post_json(
+    session: aiohttp.ClientSession, url: str, body: dict[str, Any]
+) -> dict[str, Any]:
+    """The floor's model call: POST the body, parse the reply, return its message."""
+    data = json.dumps(body, ensure_ascii=False).encode()
+    async with session.post(url, data=data, headers=HEADERS) as response:
+        raw = await response.read()
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}: {raw[:200]!r}")
+    message: dict[str, Any] = json.loads(raw)["choices"][0]["message"]
+    return message
+
+
+def tool_message(call_id: str, output: str) -> dict[str, Any]:
+    """A tool result message of the OpenAI wire."""
+    return {"role": "tool", "tool_call_id": call_id, "content": output}
