@@ -40,6 +40,14 @@ def repl(tmp_path: Path) -> Iterator[pexpect.spawn]:
     child.close(force=True)
 
 
+def wait_started(folder: Path) -> None:
+    """Until the approved command has made ``started`` (it is running now)."""
+    deadline = time.monotonic() + 30
+    while not (folder / "started").exists():
+        assert time.monotonic() < deadline, "the approved command never started"
+        time.sleep(0.02)
+
+
 def gate(child: pexpect.spawn, command: str) -> None:
     child.sendline(f'bash {{"command": "{command}"}}')
     child.expect_exact("[y]es [n]o [a]lways [e]dit: ")
@@ -100,10 +108,7 @@ def test_a_question_is_answered_in_the_terminal(repl: pexpect.spawn) -> None:
 def test_ctrl_c_cancels_the_turn_and_the_repl_goes_on(repl: pexpect.spawn, tmp_path: Path) -> None:
     gate(repl, "touch started && sleep 30")
     repl.sendline("y")
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "started").exists():  # the tool is running
-        assert time.monotonic() < deadline, "the approved command never started"
-        time.sleep(0.02)
+    wait_started(tmp_path)  # the tool is running
     repl.sendintr()
     repl.expect_exact("(cancelled)", timeout=25)
     repl.expect_exact("> ")
@@ -213,12 +218,36 @@ def test_a_ctrl_c_the_kernel_hands_to_another_thread_still_cancels_the_turn(
     main thread must see it while it waits for the turn."""
     gate(repl, "touch started && sleep 30")
     repl.sendline("y")
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "started").exists():  # the tool is running
-        assert time.monotonic() < deadline, "the approved command never started"
-        time.sleep(0.02)
+    wait_started(tmp_path)  # the tool is running
     others = [int(t) for t in os.listdir(f"/proc/{repl.pid}/task") if int(t) != repl.pid]
     assert others, "the REPL runs its loop on a thread of its own"
     _signal_thread(repl.pid, max(others), signal.SIGINT)
     repl.expect_exact("(cancelled)", timeout=20)
     repl.expect_exact("> ")
+
+
+def test_ctrl_c_cancels_the_turn_even_when_the_repl_started_with_sigint_ignored(
+    tmp_path: Path,
+) -> None:
+    """A shell's background job (no job control) starts with SIGINT ignored, and so does
+    everything it runs; the REPL still answers Ctrl-C."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
+    child = pexpect.spawn(
+        sys.executable,
+        ["-m", "toolnexus", "run"],
+        cwd=str(tmp_path),
+        env=env,
+        encoding="utf-8",
+        timeout=40,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    try:
+        child.expect_exact("> ")
+        gate(child, "touch started && sleep 30")
+        child.sendline("y")
+        wait_started(tmp_path)
+        child.sendintr()
+        child.expect_exact("(cancelled)", timeout=20)
+        child.expect_exact("> ")
+    finally:
+        child.close(force=True)

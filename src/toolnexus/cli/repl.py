@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import json
 import os
+import signal
 import sys
 import threading
 import uuid
@@ -361,6 +362,10 @@ def _arguments(rest: str) -> dict[str, Any]:
 
 def repl(settings: Settings) -> int:
     """Run the REPL (or one ``--once`` prompt); returns the exit code."""
+    if threading.current_thread() is threading.main_thread():
+        # Ctrl-C cancels a turn even when this process started with SIGINT ignored (as a
+        # shell's background job, or a program that ignores it, passes it on).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="toolnexus-repl", daemon=True)
     thread.start()
