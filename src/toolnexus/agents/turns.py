@@ -13,7 +13,6 @@ any process, and the verifier still sees every attempt's calls.
 
 from __future__ import annotations
 
-import inspect
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -47,10 +46,7 @@ class Turns(RuntimeBase):
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            if h.on_text is None:
-                finished = await engine.complete(state, resumed=resumed)
-            else:
-                finished = await _streamed(engine, state, resumed, h.on_text)
+            finished = await engine.complete(state, resumed=resumed, on_text=h.on_text)
         except BaseException as exc:
             error = exc
             raise
@@ -194,17 +190,3 @@ def _result_of(run: RunResult, gate: dict[str, Any] | None) -> TaskResult:
         return TaskResult(text=text, status="incomplete", limit=limit)
     return TaskResult(text=run.text, status="done")
 
-
-async def _streamed(
-    engine: Engine, state: RunState, resumed: list[Any] | None, on_text: Callable[[str], Any]
-) -> Finished:
-    """`Engine.complete`, streaming: each text delta of the model goes to ``on_text`` (sync or
-    async) as it arrives."""
-    async for step in engine.drive(state, stream=True, resumed=resumed):
-        if isinstance(step, Finished):
-            return step
-        if step["type"] == "text":
-            value = on_text(step["delta"])
-            if inspect.isawaitable(value):
-                await value
-    raise AssertionError("the engine's loop ended without finishing")  # pragma: no cover

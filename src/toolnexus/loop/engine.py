@@ -51,7 +51,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
@@ -472,14 +472,33 @@ class Engine(ModelCalls):
     # -- the loop ----------------------------------------------------------------------------
 
     def complete(
-        self, state: RunState, *, resumed: list[Slot] | None = None
+        self,
+        state: RunState,
+        *,
+        resumed: list[Slot] | None = None,
+        on_text: Callable[[str], Any] | None = None,
     ) -> Coroutine[Any, Any, Finished]:
         """Run turns until the model answers, a limit stops the run, or a call halts it: the
         loop `drive` plays, without events (``run``, ``ask``, the agent runtime).
 
-        The loop coroutine itself [parked-run memory]: awaited by the caller, it is the run's
-        only frame for the loop (`toolnexus.loop.events`)."""
-        return self._loop(state, stream=False, resumed=resumed)
+        Without ``on_text``, the loop coroutine itself [parked-run memory]: awaited by the
+        caller, it is the run's only frame for the loop (`toolnexus.loop.events`). With it,
+        the loop streams and each text delta goes to ``on_text`` (sync or async) as it comes."""
+        if on_text is None:
+            return self._loop(state, stream=False, resumed=resumed)
+        return self._complete_streaming(state, resumed, on_text)
+
+    async def _complete_streaming(
+        self, state: RunState, resumed: list[Slot] | None, on_text: Callable[[str], Any]
+    ) -> Finished:
+        async for step in self.drive(state, stream=True, resumed=resumed):
+            if isinstance(step, Finished):
+                return step
+            if step["type"] == "text":
+                value = on_text(step["delta"])
+                if inspect.isawaitable(value):
+                    await value
+        raise AssertionError("the engine's loop ended without finishing")  # pragma: no cover
 
     def drive(
         self, state: RunState, *, stream: bool, resumed: list[Slot] | None = None
