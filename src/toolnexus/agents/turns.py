@@ -189,4 +189,3 @@ def _result_of(run: RunResult, gate: dict[str, Any] | None) -> TaskResult:
             text += verifying_note(int(gate["attempt"]), str(gate.get("reason", "")))
         return TaskResult(text=text, status="incomplete", limit=limit)
     return TaskResult(text=run.text, status="done")
-
