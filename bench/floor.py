@@ -63,6 +63,54 @@ async def run(session: aiohttp.ClientSession, url: str, turns: int) -> str:
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": output})
 
 
+ANTHROPIC_TOOLS: list[dict[str, Any]] = [
+    {
+        "name": "add",
+        "description": "Add two numbers.",
+        "input_schema": TOOLS[0]["function"]["parameters"],
+    }
+]
+ANTHROPIC_HEADERS = {
+    "Content-Type": "application/json",
+    "anthropic-version": "2023-06-01",
+    "x-api-key": API_KEY,
+}
+
+
+async def run_anthropic(session: aiohttp.ClientSession, url: str, turns: int) -> str:
+    """`run` on the Anthropic messages wire: the same conversation, the same bytes as ours.
+
+    The body keys and order are the ones our client sends (``max_tokens`` 4096, ``system``
+    always present); the assistant turn is kept as the reply's content blocks and each tool
+    result goes back in a user message of ``tool_result`` blocks.
+    """
+    endpoint = url + "/v1/messages"
+    messages: list[dict[str, Any]] = [{"role": "user", "content": PROMPT}]
+    body = {
+        "model": model_name(turns),
+        "max_tokens": 4096,
+        "messages": messages,
+        "system": "",
+        "tools": ANTHROPIC_TOOLS,
+    }
+    while True:
+        data = json.dumps(body, ensure_ascii=False).encode()
+        async with session.post(endpoint, data=data, headers=ANTHROPIC_HEADERS) as response:
+            raw = await response.read()
+            if response.status != 200:
+                raise RuntimeError(f"HTTP {response.status}: {raw[:200]!r}")
+        content = json.loads(raw)["content"]
+        calls = [block for block in content if block["type"] == "tool_use"]
+        if not calls:
+            return "".join(block["text"] for block in content if block["type"] == "text")
+        messages.append({"role": "assistant", "content": calls})
+        results = [
+            {"type": "tool_result", "tool_use_id": call["id"], "content": add(**call["input"])}
+            for call in calls
+        ]
+        messages.append({"role": "user", "content": results})
+
+
 def check_floor(text: str) -> None:
     """Fail loudly when the floor did not reach the final answer."""
     if text != FINAL_TEXT:

@@ -22,12 +22,15 @@ from common import Row, print_table
 
 async def measure(quick: bool) -> tuple[list[Row], str]:
     rows = bench_import.measure(quick=quick)[0]
-    same, note = await bench_loop.check_same_bytes()
-    if not same:
-        raise SystemExit(f"the floor and our client did not exchange the same bytes: {note}")
+    notes: list[str] = []
+    for style in ("openai", "anthropic"):
+        same, note = await bench_loop.check_same_bytes(style)
+        if not same:
+            raise SystemExit(f"the floor and our client did not exchange the same bytes: {note}")
+        notes.append(note)
     rows += (await bench_loop.measure(quick=quick))[0]
     rows += (await bench_throughput.measure(quick=quick, separate=True))[0]
-    return rows, note
+    return rows, "\n".join(notes)
 
 
 def main() -> None:
