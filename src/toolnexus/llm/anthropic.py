@@ -118,7 +118,7 @@ def _raise_error(payload: dict[str, Any]) -> None:
     raise ProviderError(f"provider error: {message}", body=json.dumps(payload, default=str))
 
 
-_PROMPT_KEYS = ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_NO_USAGE = empty_usage()  # (read, never handed out)
 
 
 def _usage(value: Any, into: Usage | None = None) -> Usage:
@@ -127,9 +127,18 @@ def _usage(value: Any, into: Usage | None = None) -> Usage:
     (``cache_read_input_tokens``) and newly cached (``cache_creation_input_tokens``) ones are
     added. A usage naming none of the three (a stream's ``message_delta``) keeps ``into``'s."""
     usage = cast(dict[str, Any], value) if isinstance(value, dict) else {}
-    base = into or empty_usage()
-    if any(key in usage for key in _PROMPT_KEYS):
-        prompt = sum(token_count(usage.get(key)) for key in _PROMPT_KEYS)
+    base = into or _NO_USAGE
+    # (Spelled out rather than looped over: this runs on every reply.)
+    if (
+        "input_tokens" in usage
+        or "cache_read_input_tokens" in usage
+        or "cache_creation_input_tokens" in usage
+    ):
+        prompt = (
+            token_count(usage.get("input_tokens"))
+            + token_count(usage.get("cache_read_input_tokens"))
+            + token_count(usage.get("cache_creation_input_tokens"))
+        )
     else:
         prompt = base["prompt_tokens"]
     completion = usage.get("output_tokens", base["completion_tokens"])
@@ -330,7 +339,9 @@ def _body(
     stream: bool,
     max_tokens: int | None,
     tool_choice: Any,
+    declared: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The body; ``declared`` is ``tools`` already converted (`tools_from_openai`)."""
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
@@ -339,7 +350,7 @@ def _body(
     # Always present, as the existing package sends it ("" without system text).
     body["system"] = system if system is not None else ""
     if tools:
-        body["tools"] = tools_from_openai(tools)
+        body["tools"] = declared if declared is not None else tools_from_openai(tools)
         choice = map_tool_choice(tool_choice)
         if choice is not None:
             body["tool_choice"] = choice
@@ -356,10 +367,14 @@ class AnthropicTranscript:
     ones `AnthropicDialect.build_body` makes.
     """
 
-    __slots__ = ("_rendering",)
+    __slots__ = ("_declared", "_rendering")
 
     def __init__(self, parts: PartPolicy | None = None) -> None:
         self._rendering = AnthropicRendering(parts)
+        # The run's tool list (the same object every turn) and its conversion. Only the
+        # engine's unhooked path renders through a transcript: no hook sees the body, so
+        # the converted declarations can be shared between turns instead of rebuilt.
+        self._declared: tuple[Sequence[dict[str, Any]], list[dict[str, Any]]] | None = None
 
     def build_body(
         self,
@@ -372,7 +387,10 @@ class AnthropicTranscript:
     ) -> dict[str, Any]:
         """The body for this turn (see `AnthropicDialect.build_body`)."""
         rendered, system = self._rendering.render(messages)
-        return _body(model, rendered, system, tools, stream, None, tool_choice)
+        declared = self._declared
+        if declared is None or declared[0] is not tools:
+            declared = self._declared = (tools, tools_from_openai(tools))
+        return _body(model, rendered, system, tools, stream, None, tool_choice, declared[1])
 
 
 class AnthropicDialect:
