@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("toolnexus")
+_JOINED_KEPT = 8
+"""How many clients' joined redactors a toolkit keeps (`Toolkit.run_redactor`)."""
 
 BUILTIN_NAMES: tuple[str, ...] = (
     "bash",
@@ -142,7 +144,9 @@ class Toolkit:
             self._adopt(t)
         self._exposures = tuple(exposures)
         self._warned = False
-        self._joined: tuple[Redactor, Redactor] | None = None
+        # client redactor -> joined redactor, for the last few clients (a halting client
+        # and a worker often share a toolkit): each joined one keeps its secrets cached.
+        self._joined: dict[int, tuple[Redactor, Redactor]] = {}
         self.wait_for = wait_for
         self._skills_prompt = skills_prompt
         self._mcp_status = mcp_status
@@ -214,10 +218,15 @@ class Toolkit:
 
     def run_redactor(self, client: Redactor) -> Redactor:
         """The redactor of a run of ``client`` over this toolkit: both registries, live."""
-        joined = self._joined
-        if joined is None or joined[0] is not client:
-            joined = self._joined = (client, Redactor.joined(client, self.redactor))
-        return joined[1]
+        held = self._joined
+        found = held.get(id(client))
+        if found is not None and found[0] is client:
+            return found[1]
+        if len(held) >= _JOINED_KEPT:
+            del held[next(iter(held))]  # the oldest
+        joined = Redactor.joined(client, self.redactor)
+        held[id(client)] = (client, joined)
+        return joined
 
     def warn_exposure(self, endpoint: str) -> None:
         """Log once, at WARNING, when this toolkit gives unconfined built-ins to a model that

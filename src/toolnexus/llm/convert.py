@@ -189,17 +189,16 @@ def _tool_use_blocks(calls: Any, i: int) -> list[dict[str, Any]]:
         raise UsageError(f"messages[{i}].tool_calls must be a list")
     blocks: list[dict[str, Any]] = []
     for j, call in enumerate(cast(list[Any], calls)):
-        where = f"messages[{i}].tool_calls[{j}]"
         if not isinstance(call, dict):
-            raise UsageError(f"{where} must be a dict")
+            raise UsageError(f"messages[{i}].tool_calls[{j}] must be a dict")
         call = cast(dict[str, Any], call)
         function = call.get("function")
         name = cast(dict[str, Any], function).get("name") if isinstance(function, dict) else None
         if not isinstance(name, str) or not name:
-            raise UsageError(f"{where} has no function name")
+            raise UsageError(f"messages[{i}].tool_calls[{j}] has no function name")
         call_id = call.get("id")
         if not isinstance(call_id, str) or not call_id:
-            raise UsageError(f"{where} has no id")
+            raise UsageError(f"messages[{i}].tool_calls[{j}] has no id")
         arguments = cast(dict[str, Any], function).get("arguments")
         blocks.append(
             {"type": "tool_use", "id": call_id, "name": name, "input": arguments_object(arguments)}
