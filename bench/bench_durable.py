@@ -50,8 +50,10 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
    ("live worker"). *Persist + restore* is the time inside the store's calls (JSON included),
    timed by a `SqliteStore` subclass. Two floors make the same two model calls by hand (bare
    aiohttp): the judged one does our job by hand in a database with our schema (INSERT the
-   checkpoint with its pending-index columns; SELECT; claim UPDATE with a lease and the call's
-   digest; UPDATE with the resolved call; complete UPDATE — 4 commits, as ours); the minimal one
+   checkpoint with its pending-index columns; SELECT; claim UPDATE with a lease, the call's
+   digest and a new fencing token; UPDATE with the resolved call, fenced; the settle UPDATE
+   with the run's outcome (its transcript included, as ours keeps it without a conversation
+   store), fenced — 4 commits, as ours; the Postgres judged floor does the same); the minimal one
    (INSERT; SELECT; UPDATE answered — 2 commits, no lease, no record of the resolved call, no
    pending index) is shown for information. Extra rows: the same cycle with conversation
    memory (``ask(id=…)`` / ``ask_with_answer``) and with the in-memory stores.
@@ -391,8 +393,10 @@ _FLOOR_ANSWER = (
 # The same job as ours, by hand, in the same database (our schema: the conversations and
 # handle tables beside ``halts`` and the partial index that serves the pending list, so that
 # opening a connection parses the same schema): INSERT the checkpoint with its index columns;
-# SELECT it; claim it under a lease with the answer and the call's digest; record the
-# resolved call in the checkpoint; complete it.
+# SELECT it; claim it under a lease with the answer and the call's digest, taking a new
+# fencing token; record the resolved call in the checkpoint (fenced by the token); settle it
+# with the run's outcome (status, text, turns, usage and the transcript, which ours keeps when
+# no conversation store does; fenced) — as the Postgres judged floor in bench_race.py does.
 _SAME_SCHEMA = [statement for migration in MIGRATIONS for statement in migration.statements]
 _SAME_WRITE = (
     "INSERT INTO halts (request_id, status, checkpoint, kind, tool, conversation_id,"
@@ -400,13 +404,13 @@ _SAME_WRITE = (
 )
 _SAME_READ = "SELECT checkpoint FROM halts WHERE request_id = ?"
 _SAME_CLAIM = (
-    "UPDATE halts SET status = 'claimed', answer = ?, digest = ?, lease_until = ?"
-    " WHERE request_id = ? AND status = 'pending'"
+    "UPDATE halts SET status = 'claimed', answer = ?, digest = ?, lease_until = ?,"
+    " token = token + 1 WHERE request_id = ? AND status = 'pending' RETURNING token"
 )
-_SAME_PROGRESS = "UPDATE halts SET checkpoint = ? WHERE request_id = ?"
+_SAME_PROGRESS = "UPDATE halts SET checkpoint = ? WHERE request_id = ? AND token = ?"
 _SAME_COMPLETE = (
-    "UPDATE halts SET status = 'answered', answered_at = ?, lease_until = NULL,"
-    " checkpoint = NULL WHERE request_id = ? AND status = 'claimed'"
+    "UPDATE halts SET status = 'done', answered_at = ?, settled_at = ?, lease_until = NULL,"
+    " checkpoint = NULL, outcome = ? WHERE request_id = ? AND token = ?"
 )
 
 
@@ -448,8 +452,9 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
     Minimal (``same=False``): INSERT the checkpoint; SELECT it back; UPDATE it answered — no
     lease, no record of the resolved call, no pending index. ``same``: our job by hand in our
     table — INSERT (with the pending-index columns); SELECT; claim UPDATE (answer, digest,
-    lease); the tool runs; progress UPDATE (the resolved call in the checkpoint); the model
-    call; complete UPDATE.
+    lease, a new fencing token); the tool runs; progress UPDATE (the resolved call in the
+    checkpoint, fenced); the model call; settle UPDATE (the outcome with the transcript,
+    fenced).
     """
     out = Cycle()
     chat = url + "/v1/chat/completions"
@@ -518,11 +523,14 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
                 call = loaded["outstanding"][0]
                 digest = hashlib.sha256(f"add\n{call['arguments']}".encode()).hexdigest()
                 values = (answer, digest, time.time() + 300, request["id"])
-                taken = worker.execute(_SAME_CLAIM, values)
+                claimed = worker.execute(_SAME_CLAIM, values).fetchall()
+                if len(claimed) != 1:
+                    raise RuntimeError("the floor's request was answered twice")
+                token = claimed[0][0]
             else:
                 taken = worker.execute(_FLOOR_ANSWER, (answer, time.time(), request["id"]))
-            if taken.rowcount != 1:
-                raise RuntimeError("the floor's request was answered twice")
+                if taken.rowcount != 1:
+                    raise RuntimeError("the floor's request was answered twice")
             store += time.perf_counter() - t
             halted = loaded["outstanding"][0]
             output = add(**json.loads(halted["arguments"]))
@@ -532,7 +540,7 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
                 halted["result"] = {"output": output, "is_error": False}
                 del halted["request"]
                 progress = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False)
-                worker.execute(_SAME_PROGRESS, (progress, request["id"]))
+                worker.execute(_SAME_PROGRESS, (progress, request["id"], token))
                 store += time.perf_counter() - t
             resumed = [*loaded["messages"]]
             resumed.append(tool_message(halted["call_id"], output))
@@ -542,7 +550,16 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
             model += time.perf_counter() - t
             if same:
                 t = time.perf_counter()
-                done = worker.execute(_SAME_COMPLETE, (time.time(), request["id"]))
+                outcome = {
+                    "status": "done",
+                    "text": final["content"],
+                    "turns": TURNS,
+                    "usage": {"prompt_tokens": 20, "completion_tokens": 10, "total_tokens": 30},
+                    "messages": [*resumed, {"role": "assistant", "content": final["content"]}],
+                }
+                kept = json.dumps(outcome, separators=(",", ":"), ensure_ascii=False)
+                now = time.time()
+                done = worker.execute(_SAME_COMPLETE, (now, now, kept, request["id"], token))
                 if done.rowcount != 1:
                     raise RuntimeError("the floor's claim was lost")
                 store += time.perf_counter() - t
@@ -753,8 +770,9 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
     notes.append(
         "floor (same job), per cycle, by hand in our halts table (its pending index incl.):"
         " json.dumps + INSERT the checkpoint; (fresh: connect;) SELECT it back + json.loads;"
-        " claim UPDATE (answer, sha256 digest, lease); json.dumps + progress UPDATE; complete"
-        " UPDATE — 4 commits, as ours (save_halt; load_halt; claim; save_halt; complete)."
+        " claim UPDATE (answer, sha256 digest, lease, new token); json.dumps + fenced progress"
+        " UPDATE; json.dumps of the outcome (transcript incl.) + fenced settle UPDATE — 4"
+        " commits, as ours (save_halt; load_halt; claim; save_progress; complete)."
         " Minimal floor: INSERT; SELECT; one UPDATE to answered — 2 commits, no lease (a"
         " resume that dies strands the run or lets two run), no record of the resolved call (a"
         " retried resume runs the approved tool again)"
