@@ -211,6 +211,34 @@ async def test_a_credential_header_of_the_client_is_masked_in_tool_results(
     assert scripted.requests[0].headers.get("x-gateway-token") == value  # still sent
 
 
+@define_tool
+def say(words: str) -> str:
+    """Say ``words`` back."""
+    return words
+
+
+async def test_runs_of_many_clients_over_one_toolkit_each_mask_their_own_key(
+    scripted: ScriptedModel,
+) -> None:
+    # More clients than the toolkit keeps joined redactors for, taking turns: each run masks
+    # its own client's key, and only that one.
+    keys = [_secret() for _ in range(10)]
+    toolkit = await create_toolkit(extra_tools=[say], builtins=False)
+    clients = [
+        create_client(base_url=scripted.openai_base_url, model="m", api_key=key) for key in keys
+    ]
+    try:
+        for _ in range(2):
+            for i, client in enumerate(clients):
+                other = keys[(i + 1) % len(keys)]
+                scripted.add(tool_calls(call("say", {"words": f"{keys[i]} {other}"})), text("ok"))
+                result = await client.run("say the keys", toolkit)
+                assert result.tool_calls[0].output == f"{MASK} {other}"
+    finally:
+        for client in clients:
+            await client.aclose()
+
+
 async def test_a_raising_tool_logs_a_masked_traceback_at_debug_only(
     scripted: ScriptedModel, client_for: ClientFor, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -297,6 +297,24 @@ async def test_an_overtaken_resumer_cannot_renew_or_release(store: Any, clock: C
     await store.complete("req-1", current)
 
 
+async def test_a_claim_overtaken_after_its_lease_is_fenced_out(store: Any, clock: Clock) -> None:
+    await halted(store)
+    stale = await store.claim("req-1", yes(), answered_by="crashed", lease_s=10)
+    clock.now += 10
+    current = await store.claim("req-1", yes(), answered_by="rescuer", lease_s=60)
+    assert current.token > stale.token
+    with pytest.raises(LeaseLost):
+        await store.save_progress(checkpoint(turn=9), stale)
+    with pytest.raises(LeaseLost):
+        await store.complete("req-1", stale, outcome={"status": "done", "text": "twice"})
+    await store.save_progress(checkpoint(turn=9), current)
+    await store.complete("req-1", current, outcome={"status": "done", "text": "once"})
+    settled = await store.answer_record("req-1")
+    assert settled is not None
+    assert (settled.status, settled.answered_by) == ("done", "rescuer")
+    assert settled.outcome == {"status": "done", "text": "once"}
+
+
 async def test_the_holder_records_progress_and_renews(store: Any, clock: Clock) -> None:
     await halted(store)
     await store.post_answer("req-1", yes())
