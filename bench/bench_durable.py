@@ -616,7 +616,7 @@ def _timed(name: str) -> Callable[..., Awaitable[Any]]:
     return timed
 
 
-for _name in ("get", "save", "save_halt", "load_halt", "claim", "complete"):
+for _name in ("get", "save", "save_halt", "load_halt", "claim", "save_progress", "complete"):
     setattr(TimedStore, _name, _timed(_name))
 
 
