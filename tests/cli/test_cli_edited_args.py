@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import pytest
 from test_cli_store_commands import brain, cli, halt
 
+from proc_support import stop
 from test_edited_arguments import EDITED, Ledger, call_args, digest, llm_of, tree, tree_brain
 from toolnexus import Tool, ToolResult, create_client, pending
 from toolnexus.agents import AgentRuntime, Handle
@@ -57,8 +57,7 @@ async def run_worker_once(model: ScriptedModel, store_url: str, ledger: Path, ri
     assert worker.stdout is not None
     line = await asyncio.wait_for(worker.stdout.readline(), 50)
     assert line.decode().strip() == f"{rid}: done"
-    worker.send_signal(signal.SIGTERM)
-    _, err = await asyncio.wait_for(worker.communicate(), 30)
+    _, err = await stop(worker, 30, "the worker")
     assert worker.returncode == 0
     assert "1 resumed, 0 failed" in err.decode()
 

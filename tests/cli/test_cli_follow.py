@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pexpect
 import pytest
 from test_cli_store_commands import HERE, brain, cli, halt
 
+from proc_support import stop
 from toolnexus.testing import ScriptedModel
 
 
@@ -54,8 +54,7 @@ async def test_answer_wait_prints_the_final_text_once_a_worker_finished_the_run(
         try:
             code, out, err = await answering
         finally:
-            worker.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(worker.communicate(), 30)
+            await stop(worker, 30, "the worker")
     assert code == 0, err
     assert out.strip() == "Done: refunded W-1."
     assert f"{rid}: approved as ana" in err
@@ -75,8 +74,7 @@ async def test_answer_wait_json_carries_the_outcome(store_url: str, tmp_path: Pa
                 "--json",
             )  # fmt: skip
         finally:
-            worker.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(worker.communicate(), 30)
+            await stop(worker, 30, "the worker")
     assert code == 0, err
     record = json.loads(out)
     assert record["status"] == "done"

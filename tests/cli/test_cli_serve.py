@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import socket
 import sys
 import uuid
@@ -20,6 +19,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from proc_support import stop
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
 
 HERE = Path(__file__).parent
@@ -76,13 +76,7 @@ async def serving(*args: str, env: dict[str, str]) -> AsyncIterator[Served]:
             raise AssertionError(f"serve did not start: {line!r} {err.decode()!r}")
         yield Served(line.split()[1], line.strip(), proc)
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 20)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await stop(proc, 20, "toolnexus serve")
 
 
 async def refused(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
@@ -196,8 +190,7 @@ async def test_serve_inbox_co_mounts_the_inbox_beside_a2a_outside_the_bearer_tok
 async def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
     async with ScriptedModel(default=brain) as model:
         async with serving("--a2a", env=app_env(model, tmp_path)) as served:
-            served.proc.send_signal(signal.SIGTERM)
-            _, err = await asyncio.wait_for(served.proc.communicate(), 20)
+            _, err = await stop(served.proc, 20, "toolnexus serve")
     assert served.proc.returncode == 0
     assert "serve: stopped" in err.decode()
     assert "Traceback" not in err.decode()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 from cli_app import refund_tool
 
+from proc_support import stop
 from toolnexus import create_client
 from toolnexus.stores.url import resolve_store
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
@@ -114,8 +114,7 @@ async def test_an_answer_from_the_command_line_is_finished_by_a_worker_exactly_o
         assert worker.stdout is not None
         line = await asyncio.wait_for(worker.stdout.readline(), 50)
         assert line.decode().strip() == f"{rid}: done"
-        worker.send_signal(signal.SIGTERM)
-        _, err_bytes = await asyncio.wait_for(worker.communicate(), 30)
+        _, err_bytes = await stop(worker, 30, "the worker")
         assert worker.returncode == 0
         assert "1 resumed, 0 failed" in err_bytes.decode()
     assert ledger.read_text() == "refunded A-1\n"

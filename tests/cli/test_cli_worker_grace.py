@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from stubborn_app import TOOL
 
+from proc_support import stop
 from toolnexus import Answer, create_client
 from toolnexus.stores.url import resolve_store
 from toolnexus.testing import ScriptedModel, call, tool_calls
@@ -55,8 +55,7 @@ async def test_a_stop_that_cannot_finish_ends_after_the_grace_period(tmp_path: P
             line = await asyncio.wait_for(worker.stderr.readline(), 50)
             assert line, seen  # the worker died before the tool started
             seen.append(line.decode().strip())
-        worker.send_signal(signal.SIGTERM)
-        _, err = await asyncio.wait_for(worker.communicate(), 30)
+        _, err = await stop(worker, 30, "the worker")
     assert worker.returncode == 1
     text = err.decode()
     assert "worker: the shutdown took longer than 1s; exiting now" in text

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import signal
 import sys
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -27,6 +26,7 @@ from urllib.parse import quote
 from browser_support import served
 from inbox_host import brain, instruction, tools
 
+from proc_support import stop
 from toolnexus import create_client
 from toolnexus.inbox import inbox_app
 from toolnexus.stores.url import resolve_store
@@ -103,14 +103,8 @@ class Site:
             assert b"worker: ready" in ready, ready
             yield proc
         finally:
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(proc.wait(), 20)
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
-        assert proc.returncode == 0, await proc.stderr.read()
+            _, err = await stop(proc, 20, "the worker")
+        assert proc.returncode == 0, err
 
 
 @asynccontextmanager
@@ -139,14 +133,8 @@ async def serve_process(site: Site, *args: str) -> AsyncIterator[str]:
         assert line.startswith("serving "), (line, await proc.stderr.read())
         yield line.split()[1]
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 20)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
-    assert proc.returncode == 0, await proc.stderr.read()
+        _, err = await stop(proc, 20, "toolnexus serve")
+    assert proc.returncode == 0, err
 
 
 def write_users(path: Path) -> Path:

@@ -9,9 +9,7 @@ import asyncio
 import json
 import os
 import re
-import signal
 import sys
-import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,6 +20,7 @@ import pytest
 from inbox_support import USERS
 from inbox_worker_app import refund_tool
 
+from proc_support import stop
 from toolnexus import create_client
 from toolnexus.stores.url import resolve_store
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
@@ -62,30 +61,20 @@ async def halt(model: ScriptedModel, store_url: str, ledger: Path, order: str) -
 
 @asynccontextmanager
 async def toolnexus(*args: str, env: dict[str, str] | None = None) -> AsyncIterator[Any]:
-    with tempfile.TemporaryFile() as log:  # what the process says, for a failure's message
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "toolnexus",
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=log,
-            env={**os.environ, **(env or {})},
-            cwd=HERE,
-        )
-        try:
-            yield proc
-        finally:
-            if proc.returncode is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(proc.communicate(), 30)
-                except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
-                    log.seek(0)
-                    said = log.read().decode(errors="replace")
-                    pytest.fail(f"toolnexus {args[0]} outlived SIGTERM by 30 s; it said:\n{said}")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "toolnexus",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, **(env or {})},
+        cwd=HERE,
+    )
+    try:
+        yield proc
+    finally:
+        await stop(proc, 30, f"toolnexus {args[0]}")
 
 
 async def signed_in(http: httpx.AsyncClient) -> str:
