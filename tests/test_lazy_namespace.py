@@ -170,6 +170,21 @@ def test_a_compat_path_imported_first_gives_the_same_classes() -> None:
     assert fresh(probe).split() == ["toolnexus._types", "toolnexus.client"]
 
 
+@pytest.mark.parametrize("first", ["toolnexus._types", "toolnexus.suspension", "toolnexus"])
+def test_type_hints_of_the_context_and_the_result_resolve_whichever_module_loads_first(
+    first: str,
+) -> None:
+    probe = (
+        f"import {first}\n"
+        "import typing, toolnexus\n"
+        "context = typing.get_type_hints(toolnexus.ToolContext)\n"
+        "result = typing.get_type_hints(toolnexus.RunResult)\n"
+        "assert 'toolnexus.suspension.Answer' in str(context['answer']), context['answer']\n"
+        "print(result['pending'])\n"
+    )
+    assert "toolnexus.suspension.Request" in fresh(probe)
+
+
 def test_star_import_binds_exactly_all() -> None:
     probe = (
         "import toolnexus\n"

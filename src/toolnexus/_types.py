@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias, TypeGuard
@@ -251,3 +252,11 @@ def is_pending(result: RunResult) -> TypeGuard[PendingRunResult]:
     """Whether ``result`` halted on a request (``status == "pending"``); narrows it for type
     checkers to `PendingRunResult`, whose ``pending`` is not ``None``."""
     return result.status == "pending" and result.pending is not None
+
+
+# `Answer` and `Request` are in annotations here but live in `toolnexus.suspension`, which
+# imports this module: it binds them into this namespace when it loads, so that
+# `typing.get_type_hints` resolves `ToolContext` and `RunResult` (pydantic, FastAPI and
+# dataclass tooling read them). Loaded from here unless it is the one importing us.
+if "toolnexus.suspension" not in sys.modules:
+    from . import suspension as _suspension  # noqa: F401  # pyright: ignore[reportUnusedImport]

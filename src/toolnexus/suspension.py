@@ -16,6 +16,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -484,3 +485,9 @@ def answer_declined(id: str, reason: str = "declined") -> Answer:
             f'toolnexus: Answer reason must be "declined", "cancelled" or "expired", got {reason!r}'
         )
     return Answer(id=id, ok=False, reason=reason)
+
+
+# `toolnexus._types` annotates with these two but cannot import them (see its last lines).
+_types_module = sys.modules["toolnexus._types"]
+_types_module.Answer = Answer  # pyright: ignore[reportAttributeAccessIssue]
+_types_module.Request = Request  # pyright: ignore[reportAttributeAccessIssue]
