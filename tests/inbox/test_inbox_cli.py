@@ -82,6 +82,16 @@ def test_a_port_in_use_is_a_usage_error(capsys: Any, tmp_path: Path, users: Path
     assert (code, "cannot listen" in err) == (2, True)
 
 
+def test_a_negative_sign_in_limit_is_a_usage_error(
+    capsys: Any, tmp_path: Path, users: Path
+) -> None:
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    args = ("--store", url, "--users", str(users), "--port", "0", "--max-failed-sign-ins", "-1")
+    code, err = run(capsys, *args)
+    assert code == 2
+    assert "the sign-in limit must be an int >= 0, got -1" in err
+
+
 def test_the_command_has_help(capsys: Any) -> None:
     assert main(["inbox", "--help"]) == 0
     assert "--users" in capsys.readouterr().out

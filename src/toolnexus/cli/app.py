@@ -338,6 +338,10 @@ def build() -> Callable[[list[str] | None], int]:
         public_url: Annotated[
             str | None, typer.Option(help="The inbox's address, for links.")
         ] = None,
+        max_failed_sign_ins: Annotated[
+            int,
+            typer.Option(help="Wrong tokens per client address per minute before 429 (0: off)."),
+        ] = 10,
     ) -> int:
         """Serve the approvals inbox page over a run store (a worker resumes the runs)."""
         from .inbox import read_secret, run_inbox
@@ -356,6 +360,7 @@ def build() -> Callable[[list[str] | None], int]:
                 poll_interval=poll_interval,
                 secret=secret,
                 public_url=public_url,
+                max_failed_sign_ins=max_failed_sign_ins,
             )
         )
 

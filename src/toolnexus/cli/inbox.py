@@ -44,6 +44,7 @@ async def run_inbox(
     poll_interval: float = 1.0,
     secret: bytes | None = None,
     public_url: str | None = None,
+    max_failed_sign_ins: int = 10,
 ) -> int:
     """Serve the inbox over the store at ``store_url`` until SIGINT/SIGTERM."""
     from ..inbox import inbox_app
@@ -57,6 +58,7 @@ async def run_inbox(
             poll_interval=poll_interval,
             secret=secret,
             public_url=public_url,
+            max_failed_sign_ins=max_failed_sign_ins,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

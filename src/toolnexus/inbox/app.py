@@ -10,6 +10,7 @@ a worker holding the toolkit resumes the run, and the detail page follows it.
 from __future__ import annotations
 
 import importlib.resources
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -17,7 +18,16 @@ from ..errors import CheckpointError, UsageError
 from ..serve.security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
-from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
+from .auth import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    SESSION_S,
+    Session,
+    SignInLimit,
+    Users,
+    load_users,
+    login_nonce,
+)
 from .html import CSP, Markup, esc, href, page, quote_id
 from .live import OnRequest, Watcher
 from .views import Views
@@ -62,6 +72,7 @@ class InboxApp:
         public_url: str | None,
         owns_store: bool,
         secure_cookies: bool | None = None,
+        sign_ins: SignInLimit | None = None,
     ) -> None:
         from starlette.applications import Starlette
         from starlette.routing import Route
@@ -77,6 +88,8 @@ class InboxApp:
         self._owns_store = owns_store
         self._public = public_url.rstrip("/") if public_url else None
         self._secure = secure_cookies
+        self.sign_ins = sign_ins if sign_ins is not None else SignInLimit()
+        """Wrong tokens per client address (the form and bearer tokens alike)."""
         self.watcher = Watcher(
             store,
             poll_interval=poll_interval,
@@ -187,7 +200,16 @@ class InboxApp:
         async def endpoint(request: HttpRequest) -> Response:
             from starlette.responses import JSONResponse, RedirectResponse
 
+            address = _address(request)
+            if "authorization" in request.headers:
+                wait = self.sign_ins.retry_after(address)
+                if wait is not None:  # refused before the token is even looked at
+                    return _too_many(wait)
             session = self._session(request)
+            if session is False:
+                self.sign_ins.failed(address)
+            elif isinstance(session, Session) and session.bearer:
+                self.sign_ins.succeeded(address)
             if isinstance(session, Session) and (not api or session.bearer):
                 if (
                     request.method == "POST"
@@ -415,10 +437,22 @@ class InboxApp:
         expected = request.cookies.get(LOGIN_COOKIE) or ""
         if not given or not expected or not hmac.compare_digest(given.encode(), expected.encode()):
             return await self._login_form(request, "The form expired: please sign in again.", 403)
+        address = _address(request)
+        wait = self.sign_ins.retry_after(address)
+        if wait is not None:
+            response = await self._login_form(
+                request,
+                f"Too many wrong tokens from this address: try again in {math.ceil(wait)} s.",
+                429,
+            )
+            response.headers["retry-after"] = str(math.ceil(wait))
+            return response
         token = (form.get("token") or [""])[0].strip()
         user = self.users.by_token(token) if token else None
         if user is None:
+            self.sign_ins.failed(address)
             return await self._login_form(request, "That token is not known.", 401)
+        self.sign_ins.succeeded(address)
         base = _base(request)
         response = RedirectResponse(href(base), status_code=303)
         response.set_cookie(
@@ -503,6 +537,23 @@ class InboxApp:
         return JSONResponse({"error": outcome.message}, status_code=outcome.status)
 
 
+def _address(request: HttpRequest) -> str:
+    """The client's address, as the server saw it (uvicorn applies ``X-Forwarded-For`` from
+    the proxies it trusts, 127.0.0.1 by default)."""
+    return request.client.host if request.client is not None else ""
+
+
+def _too_many(wait: float) -> Response:
+    from starlette.responses import JSONResponse
+
+    seconds = math.ceil(wait)
+    return JSONResponse(
+        {"error": f"too many wrong tokens from this address; retry after {seconds} s"},
+        status_code=429,
+        headers={"retry-after": str(seconds)},
+    )
+
+
 def _base(request: HttpRequest) -> str:
     return str(request.scope.get("root_path") or "").rstrip("/")
 
@@ -551,6 +602,7 @@ def inbox_app(
     secret: bytes | str | None = None,
     public_url: str | None = None,
     secure_cookies: bool | None = None,
+    max_failed_sign_ins: int = 10,
 ) -> InboxApp:
     """The approvals inbox over ``store`` (a run store, or a store URL it opens and closes).
 
@@ -570,6 +622,9 @@ def inbox_app(
         public_url: the inbox's address, for the link in a webhook's document.
         secure_cookies: mark the cookies ``Secure`` (``None``: when the request came over
             https; say ``True`` behind a proxy that terminates TLS).
+        max_failed_sign_ins: wrong tokens (sign-in form or bearer) one client address may
+            send per minute before it is refused with 429 until the oldest is a minute old
+            (0: no limit).
 
     Example:
         >>> app = inbox_app("sqlite:///state.db", users={"ana": "a-long-token"})  # doctest: +SKIP
@@ -598,4 +653,5 @@ def inbox_app(
         public_url=public_url,
         owns_store=owns,
         secure_cookies=secure_cookies,
+        sign_ins=SignInLimit(max_failed_sign_ins),
     )
