@@ -28,6 +28,10 @@ from pg_support import pg_connect, with_schema
 from toolnexus import Client, create_client
 from toolnexus.testing import ScriptedModel
 
+# Every child process a test starts prints its threads' stacks when it is aborted (a process
+# that outlives SIGTERM, in `proc_support.stop`).
+os.environ.setdefault("PYTHONFAULTHANDLER", "1")
+
 STYLES = ("openai", "anthropic")
 MODEL = "m-1"
 API_KEY = "sk-test"
