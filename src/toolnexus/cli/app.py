@@ -57,11 +57,12 @@ def _named(module: Any, name: str) -> tuple[type[BaseException], ...]:
 
 
 def _guarded(work: Callable[[], Coroutine[Any, Any, int]]) -> int:
-    """Run one command's coroutine; map the library's errors to exit codes."""
-    import asyncio  # here, not at the top: ``toolnexus --help`` needs no event loop
+    """Run one command's coroutine (so that the process ends, see `running`); map the
+    library's errors to exit codes."""
+    from .running import run_command  # here, not at the top: ``--help`` needs no event loop
 
     try:
-        return asyncio.run(work())
+        return run_command(work())
     except UnknownRequest as exc:
         return _fail(str(exc), codes.UNKNOWN)
     except RequestExpired as exc:
