@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from toolnexus.errors import UsageError
-from toolnexus.serve.security import BearerAuth, BodyLimit, secure
+from toolnexus.serve.security import BearerAuth, BodyLimit, SignInLimit, secure
 from toolnexus.serve.server import parse_addr, start
 
 seen: list[bytes] = []
@@ -83,3 +83,27 @@ def test_bad_options_are_usage_errors() -> None:
         parse_addr("h:notaport")
     assert parse_addr(":0") == ("127.0.0.1", 0)
     assert parse_addr("[::1]:80") == ("::1", 80)
+
+
+async def test_wrong_tokens_from_one_address_get_429_until_the_oldest_is_a_minute_old() -> None:
+    seen.clear()
+    now = [1000.0]
+    guard = BearerAuth(inner(), "s3cret", failures=SignInLimit(3, 60.0, clock=lambda: now[0]))
+    async with await start(guard, "127.0.0.1:0") as served:
+        async with aiohttp.ClientSession() as http:
+            async with http.post(served.url + "/", data=b"{}") as r:
+                assert r.status == 401  # no token at all is not a guess: not counted
+            wrong = {"Authorization": "Bearer guess"}
+            for _ in range(3):
+                async with http.post(served.url + "/", data=b"{}", headers=wrong) as r:
+                    assert r.status == 401
+            right = {"Authorization": "Bearer s3cret"}
+            async with http.post(served.url + "/", data=b"{}", headers=right) as r:
+                assert r.status == 429
+                assert r.headers["Retry-After"] == "60"
+                body = await r.json()
+                assert body["error"]["message"].startswith("Too many wrong tokens")
+            now[0] += 60
+            async with http.post(served.url + "/", data=b"{}", headers=right) as r:
+                assert r.status == 200
+    assert seen == [b"{}"]  # only the right token, after the lock, reached the app

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CheckpointError, UsageError
-from ..serve.security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send
+from ..serve.security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
 from .auth import (
@@ -23,7 +23,6 @@ from .auth import (
     SESSION_COOKIE,
     SESSION_S,
     Session,
-    SignInLimit,
     Users,
     load_users,
     login_nonce,

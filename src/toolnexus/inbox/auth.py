@@ -9,9 +9,10 @@ random secret per process otherwise), and changing a token ends that user's sess
 CSRF token of a session is another MAC over the same cookie, so a form is tied to the
 session that rendered it. Every comparison is constant-time (`hmac.compare_digest`).
 
-Wrong tokens are counted per client address (`SignInLimit`): past a few in a minute, that
-address is refused with 429 until the oldest ages out — the sign-in form and bearer tokens
-alike. Tokens are long random secrets; this only keeps a guesser from trying at line rate.
+Wrong tokens are counted per client address (`toolnexus.serve.security.SignInLimit`): past a
+few in a minute, that address is refused with 429 until the oldest ages out — the sign-in form
+and bearer tokens alike. Tokens are long random secrets; this only keeps a guesser from trying
+at line rate.
 """
 
 from __future__ import annotations
@@ -21,8 +22,7 @@ import hmac
 import json
 import secrets
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -34,7 +34,6 @@ __all__ = [
     "SESSION_COOKIE",
     "InboxUser",
     "Session",
-    "SignInLimit",
     "Users",
     "load_users",
 ]
@@ -238,74 +237,3 @@ class Users:
 def login_nonce() -> str:
     """A fresh random value for the login form's double-submit cookie."""
     return secrets.token_urlsafe(24)
-
-
-class SignInLimit:
-    """Failed sign-ins per client address, over a sliding window.
-
-    An address that failed ``limit`` times in the last ``window`` seconds is refused until
-    its oldest failure is that old; a success clears its count. At most ``max_addresses``
-    addresses are remembered (the longest quiet is forgotten first), so a flood of
-    addresses cannot grow it without end.
-
-    Raises:
-        UsageError: ``limit`` is not an int >= 0 (0: no limit) or ``window`` not positive.
-    """
-
-    __slots__ = ("_clock", "_failures", "limit", "max_addresses", "window")
-
-    def __init__(
-        self,
-        limit: int = 10,
-        window: float = 60.0,
-        *,
-        max_addresses: int = 10_000,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UsageError(f"the sign-in limit must be an int >= 0, got {limit!r}")
-        if isinstance(window, bool) or not window > 0:
-            raise UsageError(f"the sign-in window must be positive seconds, got {window!r}")
-        self.limit = limit
-        self.window = float(window)
-        self.max_addresses = max_addresses
-        self._clock = clock
-        self._failures: dict[str, deque[float]] = {}
-
-    def retry_after(self, address: str) -> float | None:
-        """Seconds until ``address`` may try again; ``None`` when it may now."""
-        if not self.limit:
-            return None
-        failures = self._recent(address)
-        if failures is None or len(failures) < self.limit:
-            return None
-        return max(failures[0] + self.window - self._clock(), 0.001)
-
-    def failed(self, address: str) -> None:
-        """Count a wrong token from ``address``."""
-        if not self.limit:
-            return
-        failures = self._recent(address)
-        if failures is None:
-            if len(self._failures) >= self.max_addresses:
-                del self._failures[next(iter(self._failures))]
-            failures = self._failures[address] = deque(maxlen=self.limit)
-        else:  # the most recently failing address is the last one forgotten
-            self._failures[address] = self._failures.pop(address)
-        failures.append(self._clock())
-
-    def succeeded(self, address: str) -> None:
-        """A right token from ``address``: forget its failures."""
-        self._failures.pop(address, None)
-
-    def _recent(self, address: str) -> deque[float] | None:
-        failures = self._failures.get(address)
-        if failures is None:
-            return None
-        oldest = self._clock() - self.window
-        while failures and failures[0] <= oldest:
-            failures.popleft()
-        if not failures:
-            del self._failures[address]
-            return None
-        return failures

@@ -7,7 +7,10 @@ routes — and work the same for JSON and for streamed (SSE) responses::
 
 - `BearerAuth` refuses a request without ``Authorization: Bearer <token>`` (compared in constant
   time, so the time to refuse says nothing about the token) with 401 and a
-  ``WWW-Authenticate: Bearer`` challenge. The token itself is never logged or echoed.
+  ``WWW-Authenticate: Bearer`` challenge. The token itself is never logged or echoed. Wrong
+  tokens are counted per client address (`SignInLimit`): past 10 in a minute, that address
+  gets 429 with ``Retry-After`` — before its token is looked at — until the oldest is a
+  minute old.
 - `BodyLimit` refuses a body larger than ``max_bytes`` with 413 — by its ``Content-Length``
   before reading a byte, or while reading a body sent without one — and hands the app a body it
   has read whole, so the app never sees a truncated request.
@@ -24,6 +27,9 @@ from __future__ import annotations
 
 import hmac
 import json
+import math
+import time
+from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -34,6 +40,7 @@ __all__ = [
     "ASGIApp",
     "BearerAuth",
     "BodyLimit",
+    "SignInLimit",
     "check_token",
     "rpc_error_body",
     "secure",
@@ -81,6 +88,77 @@ def check_token(token: object) -> str:
     return token
 
 
+class SignInLimit:
+    """Failed sign-ins per client address, over a sliding window.
+
+    An address that failed ``limit`` times in the last ``window`` seconds is refused until
+    its oldest failure is that old; a success clears its count. At most ``max_addresses``
+    addresses are remembered (the longest quiet is forgotten first), so a flood of
+    addresses cannot grow it without end.
+
+    Raises:
+        UsageError: ``limit`` is not an int >= 0 (0: no limit) or ``window`` not positive.
+    """
+
+    __slots__ = ("_clock", "_failures", "limit", "max_addresses", "window")
+
+    def __init__(
+        self,
+        limit: int = 10,
+        window: float = 60.0,
+        *,
+        max_addresses: int = 10_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"the sign-in limit must be an int >= 0, got {limit!r}")
+        if isinstance(window, bool) or not window > 0:
+            raise UsageError(f"the sign-in window must be positive seconds, got {window!r}")
+        self.limit = limit
+        self.window = float(window)
+        self.max_addresses = max_addresses
+        self._clock = clock
+        self._failures: dict[str, deque[float]] = {}
+
+    def retry_after(self, address: str) -> float | None:
+        """Seconds until ``address`` may try again; ``None`` when it may now."""
+        if not self.limit:
+            return None
+        failures = self._recent(address)
+        if failures is None or len(failures) < self.limit:
+            return None
+        return max(failures[0] + self.window - self._clock(), 0.001)
+
+    def failed(self, address: str) -> None:
+        """Count a wrong token from ``address``."""
+        if not self.limit:
+            return
+        failures = self._recent(address)
+        if failures is None:
+            if len(self._failures) >= self.max_addresses:
+                del self._failures[next(iter(self._failures))]
+            failures = self._failures[address] = deque(maxlen=self.limit)
+        else:  # the most recently failing address is the last one forgotten
+            self._failures[address] = self._failures.pop(address)
+        failures.append(self._clock())
+
+    def succeeded(self, address: str) -> None:
+        """A right token from ``address``: forget its failures."""
+        self._failures.pop(address, None)
+
+    def _recent(self, address: str) -> deque[float] | None:
+        failures = self._failures.get(address)
+        if failures is None:
+            return None
+        oldest = self._clock() - self.window
+        while failures and failures[0] <= oldest:
+            failures.popleft()
+        if not failures:
+            del self._failures[address]
+            return None
+        return failures
+
+
 class BearerAuth:
     """Refuse every HTTP request that lacks ``Authorization: Bearer <token>``.
 
@@ -90,21 +168,41 @@ class BearerAuth:
         realm: the realm named in the ``WWW-Authenticate`` challenge.
     """
 
-    __slots__ = ("_app", "_challenge", "_expected")
+    __slots__ = ("_app", "_challenge", "_expected", "failures")
 
-    def __init__(self, app: ASGIApp, token: str, *, realm: str = "toolnexus") -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        token: str,
+        *,
+        realm: str = "toolnexus",
+        failures: SignInLimit | None = None,
+    ) -> None:
         self._app = app
         self._expected = check_token(token).encode()
         self._challenge = f'Bearer realm="{realm}"'.encode()
+        self.failures = failures if failures is not None else SignInLimit()
+        """Wrong tokens per client address."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") != "http":
             await self._app(scope, receive, send)
             return
+        client = scope.get("client")
+        address = str(client[0]) if client else ""
+        wait = self.failures.retry_after(address)
+        if wait is not None:  # refused before the token is even looked at
+            seconds = str(math.ceil(wait)).encode()
+            message = f"Too many wrong tokens from this address: retry after {int(seconds)} s"
+            await _reply(send, 429, rpc_error_body(-32600, message), ((b"retry-after", seconds),))
+            return
         given = _bearer(scope)
         if given is not None and hmac.compare_digest(given, self._expected):
+            self.failures.succeeded(address)
             await self._app(scope, receive, send)
             return
+        if given is not None:
+            self.failures.failed(address)
         challenge = self._challenge
         if given is not None:
             challenge += b', error="invalid_token"'
