@@ -296,7 +296,8 @@ class PostgresStore(PostgresInboxIndex):
 
     async def load_waiting(self, request_id: str) -> Checkpoint | None:
         """`load_halt` for a resume with the host's own answer: refuses (`AnswerConflict`) a
-        halted run the row already shows claimed under a live lease, as the claim would."""
+        halted run the row already shows claimed under a live lease, as the claim would, or
+        settled, as its answer record would."""
         rid = check_request_id(request_id)
         async with self._connection() as conn:
             return await runs.load_waiting(conn, rid, self._now(), self._where)
