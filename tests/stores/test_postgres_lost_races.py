@@ -247,10 +247,16 @@ async def test_load_waiting_refuses_a_live_claim_and_returns_what_the_claim_may_
     with pytest.raises(AnswerConflict) as refused:
         await store.load_waiting("claimed")
     assert (refused.value.answered_by, refused.value.status) == ("ana", "claimed")
-    # No checkpoint (settled, unknown): None, as load_halt says; the caller tells why.
-    for rid in ("done", "cancelled", "nobody"):
-        assert await store.load_waiting(rid) is None
+    # Settled: refused as its answer record would be (who answered, how it ended), in the
+    # same read; load_halt has no checkpoint for it.
+    for rid, status in (("done", "done"), ("cancelled", "cancelled")):
+        with pytest.raises(AnswerConflict) as settled:
+            await store.load_waiting(rid)
+        assert (settled.value.answered_by, settled.value.status) == ("ana", status)
         assert await store.load_halt(rid) is None
+    # Unknown: None, as load_halt says; the caller tells why.
+    assert await store.load_waiting("nobody") is None
+    assert await store.load_halt("nobody") is None
     # Nothing was written: the claim still holds, the settled rows are as they were.
     with pytest.raises(AnswerConflict):
         await store.claim("claimed", yes("claimed"), answered_by="bob", lease_s=30)
@@ -286,3 +292,39 @@ async def test_a_resume_refused_by_a_visible_claim_sends_one_statement(
                 await store.claim(rid, Answer(rid, True), answered_by="bob", lease_s=60)
             assert still.value.answered_by == "ana"
             assert len(model.requests) == 1  # only the halting call: nothing resumed
+
+
+async def test_a_resume_refused_by_a_settled_run_sends_one_statement(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tk = await create_toolkit(extra_tools=[gate], builtins=False)
+    script = [tool_calls(call("gate", {}, id="c1")), tool_calls(call("gate", {}, id="c2"))]
+    script.append(text("done"))
+    async with (
+        ScriptedModel(script) as model,
+        PostgresStore(pg_url, max_size=2) as store,
+    ):
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            finished = await client.run("go", tk)
+            cancelled = await client.run("go", tk)
+            assert finished.pending is not None
+            assert cancelled.pending is not None
+            done_id, cancelled_id = finished.pending.id, cancelled.pending.id
+            resumed = await client.resume(tk, Answer(done_id, True), answered_by="ana")
+            assert resumed.status == "done"
+            await client.cancel(cancelled_id, answered_by="ana")
+            calls = len(model.requests)
+            spy = Statements(monkeypatch)
+
+            for rid, status in ((done_id, "done"), (cancelled_id, "cancelled")):
+                with pytest.raises(AnswerConflict) as settled:
+                    await client.resume(tk, Answer(rid, True), answered_by="bob")
+                assert (settled.value.answered_by, settled.value.status) == ("ana", status)
+            assert len(spy.sent) == 2  # one read each; no answer record, no guards, no claim
+            assert len(model.requests) == calls  # nothing resumed
+            for rid, status in ((done_id, "done"), (cancelled_id, "cancelled")):
+                record = await store.answer_record(rid)
+                assert record is not None
+                assert (record.status, record.answered_by) == (status, "ana")

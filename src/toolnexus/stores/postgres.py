@@ -6,10 +6,12 @@ resolve to exactly one resume. Built on psycopg 3 (async) with a `psycopg_pool` 
 pool; both come with the ``postgres`` extra and are imported only when a store is created.
 
 - Each operation runs on a pooled autocommit connection (its statements prepared by psycopg
-  after a few uses). The run store's statements are in `toolnexus.stores.postgres_runs`:
-  the request states of `toolnexus.stores.requests` (T1–T12) with the in-memory store's
-  semantics, the racing ones (``claim``, ``take``, the fenced writes of a claim's holder)
-  one statement each, so PostgreSQL's row lock decides every race.
+  after a few uses), lent by `toolnexus.stores.postgres_conn` (which also opens the pool and
+  turns psycopg failures into `StoreError`). The run store's statements are in
+  `toolnexus.stores.postgres_runs`: the request states of `toolnexus.stores.requests`
+  (T1–T12) with the in-memory store's semantics, the racing ones (``claim``, ``take``, the
+  fenced writes of a claim's holder) one statement each, so PostgreSQL's row lock decides
+  every race.
 - Migrations (`toolnexus.stores.postgres_schema`) run when the pool opens, under an advisory
   lock.
 - `wait_for_answer` and `wait_for_queued` use ``LISTEN toolnexus_answers`` on one dedicated
@@ -30,12 +32,10 @@ store belongs to the event loop that first used it, like the pool under it.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, LiteralString, Self, TypeVar
+from typing import Any, LiteralString, Self
 
 from .._types import Message
 from ..errors import StoreError, UsageError
@@ -55,21 +55,15 @@ from .checks import (
     encode_answer,
     encode_outcome,
 )
+from .postgres_conn import Connections, Pooled, describe, import_driver, promptly
 from .postgres_inbox import PostgresInboxIndex, pending_filters
 from .postgres_runs import CHANNEL, Listener
 from .postgres_schema import from_bytea as _s
-from .postgres_schema import migrate
 from .postgres_schema import row_key as _key
 from .postgres_schema import to_bytea as _b
 from .requests import DEFAULT_LEASE_S, AnswerRecord, Claim, PendingEntry
 
-if TYPE_CHECKING:
-    from psycopg import AsyncConnection
-    from psycopg_pool import AsyncConnectionPool
-
 __all__ = ["CHANNEL", "PostgresStore"]
-
-T = TypeVar("T")
 
 _GET = "SELECT messages FROM toolnexus_conversations WHERE key = %s"
 _SAVE = (
@@ -102,17 +96,6 @@ _SAVE_HALT = (
     " halt_digest = EXCLUDED.halt_digest, deadline = EXCLUDED.deadline"
 )
 _LOAD_HALT = "SELECT checkpoint FROM toolnexus_halts WHERE key = %s"
-
-
-def _import() -> tuple[Any, Any]:
-    try:
-        import psycopg
-        import psycopg_pool
-    except ImportError as exc:
-        raise ImportError(
-            "the postgres store needs psycopg 3 and psycopg_pool: pip install 'toolnexus[postgres]'"
-        ) from exc
-    return psycopg, psycopg_pool
 
 
 class PostgresStore(PostgresInboxIndex):
@@ -148,7 +131,7 @@ class PostgresStore(PostgresInboxIndex):
         connect_timeout: float = 5.0,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        psycopg, _ = _import()
+        psycopg, _ = import_driver()
         for name, size, low in (("min_size", min_size, 0), ("max_size", max_size, 1)):
             if isinstance(size, bool) or not isinstance(size, int) or size < low:  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise UsageError(f"{name} must be an int >= {low}, got {size!r}")
@@ -160,27 +143,28 @@ class PostgresStore(PostgresInboxIndex):
             params: dict[str, Any] = psycopg.conninfo.conninfo_to_dict(url)
         except psycopg.Error as exc:
             raise UsageError(f"cannot parse the postgres connection string: {exc}") from exc
-        self._timeout = check_seconds(timeout, "timeout", positive=True)
+        wait_s = check_seconds(timeout, "timeout", positive=True)
         given = params.get("connect_timeout")
-        self._connect_timeout = min(
-            check_seconds(connect_timeout, "connect_timeout", positive=True), self._timeout
-        )
+        connect_s = min(check_seconds(connect_timeout, "connect_timeout", positive=True), wait_s)
         if given is not None and str(given).isdigit() and int(given) > 0:
-            self._connect_timeout = float(given)
+            connect_s = float(given)
         self._url = url
-        self._where = _describe(params)
+        self._where = describe(params)
         # The LISTEN connection is opened outside the pool: bound its connect the same way.
         self._listen_kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in params:
-            self._listen_kwargs["connect_timeout"] = max(1, round(self._timeout))
-        self._min_size = min_size
-        self._max_size = max_size
+            self._listen_kwargs["connect_timeout"] = max(1, round(wait_s))
+        self._conns = Connections(
+            url,
+            self._where,
+            min_size=min_size,
+            max_size=max_size,
+            timeout=wait_s,
+            connect_timeout=connect_s,
+        )
         self._now = clock or time.time
-        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
-        self._opening: asyncio.Lock | None = None
         self._listener: Listener | None = None
         self._heard = -1  # the listener's count when wait_for_queued last returned
-        self._closed = False
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r})"
@@ -296,7 +280,8 @@ class PostgresStore(PostgresInboxIndex):
 
     async def load_waiting(self, request_id: str) -> Checkpoint | None:
         """`load_halt` for a resume with the host's own answer: refuses (`AnswerConflict`) a
-        halted run the row already shows claimed under a live lease, as the claim would."""
+        halted run the row already shows claimed under a live lease, as the claim would, or
+        settled, as its answer record would."""
         rid = check_request_id(request_id)
         async with self._connection() as conn:
             return await runs.load_waiting(conn, rid, self._now(), self._where)
@@ -521,7 +506,7 @@ class PostgresStore(PostgresInboxIndex):
         The store LISTENs before it reads the row, so an answer committed at any moment is
         either read or announced. A lost ``LISTEN`` connection wakes every waiter, which
         re-reads its row and listens again on a new connection. A cancel is raised at once
-        in every phase (see `_promptly`), and the waiter is always unregistered.
+        in every phase (see `promptly`), and the waiter is always unregistered.
 
         Raises:
             StoreError: the database is unreachable, or the store was closed.
@@ -535,7 +520,7 @@ class PostgresStore(PostgresInboxIndex):
             listener = self._listening()
             waiter = listener.register(note)
             try:
-                record = await _promptly(self._look(listener, rid))
+                record = await promptly(self._look(listener, rid))
                 if record is not None:
                     return record
                 if deadline is not None and loop.time() >= deadline:
@@ -565,7 +550,7 @@ class PostgresStore(PostgresInboxIndex):
         listener = self._listening()
         waiter = listener.register(None)
         try:
-            started = await _promptly(self._listen(listener))
+            started = await promptly(self._listen(listener))
             if started or listener.heard != self._heard:
                 return
             async with asyncio.timeout_at(deadline):
@@ -577,14 +562,14 @@ class PostgresStore(PostgresInboxIndex):
             self._heard = listener.heard
 
     def _listening(self) -> Listener:
-        if self._closed:
+        if self._conns.closed:
             raise StoreError(f"the store for {self._where} is closed")
         if self._listener is None:
             self._listener = Listener(self._url, self._listen_kwargs)
         return self._listener
 
     async def _listen(self, listener: Listener) -> bool:
-        async with self._translated():
+        async with self._conns.translated():
             return await listener.start()
 
     async def _look(self, listener: Listener, request_id: str) -> AnswerRecord | None:
@@ -595,15 +580,13 @@ class PostgresStore(PostgresInboxIndex):
 
     async def aclose(self) -> None:
         """Close the pool and the LISTEN connection; parked waiters get `StoreError`."""
-        if self._closed:
+        if self._conns.closed:
             return
-        self._closed = True
+        self._conns.closed = True
         listener, self._listener = self._listener, None
         if listener is not None:
             await listener.aclose()
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            await pool.close()
+        await self._conns.aclose()
 
     async def open(self) -> None:
         """Connect now (and migrate): an unreachable server fails here, within
@@ -611,7 +594,7 @@ class PostgresStore(PostgresInboxIndex):
 
         Optional — the first operation opens the store too. ``async with store`` calls it.
         """
-        await self._connection_pool()
+        await self._conns.pool()
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -632,135 +615,10 @@ class PostgresStore(PostgresInboxIndex):
             cur = await conn.execute(sql, args)
             return await cur.fetchone()
 
-    def _connection(self) -> _Pooled:
+    def _connection(self) -> Pooled:
         """A pooled autocommit connection for one operation; psycopg failures become
-        `StoreError`."""
-        return _Pooled(self._checkout, self._where)
-
-    async def _checkout(
-        self,
-    ) -> tuple[AsyncConnectionPool[AsyncConnection[Any]], AsyncConnection[Any]]:
-        if self._closed:
-            raise StoreError(f"the store for {self._where} is closed")
-        # The first open waits inside psycopg_pool, whose `wait_for` can swallow a cancel
-        # (see `_promptly`): a worker stopped as it starts must stop, not open the pool.
-        pool = self._pool or await self._connection_pool()
-        try:
-            return pool, await pool.getconn()
-        except _psycopg().Error as exc:
-            raise _translate(exc, self._where) from exc
-
-    async def _connection_pool(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
-        async with self._translated():
-            return self._pool or await _promptly(self._open())
-
-    @asynccontextmanager
-    async def _translated(self) -> AsyncGenerator[None]:
-        psycopg, _ = _import()
-        if self._closed:
-            raise StoreError(f"the store for {self._where} is closed")
-        try:
-            yield
-        except psycopg.Error as exc:
-            raise _translate(exc, self._where) from exc
-
-    async def _open(self) -> AsyncConnectionPool[AsyncConnection[Any]]:
-        _, psycopg_pool = _import()
-        if self._opening is None:
-            self._opening = asyncio.Lock()
-        async with self._opening:
-            if self._pool is not None:
-                return self._pool
-            pool: AsyncConnectionPool[AsyncConnection[Any]] = psycopg_pool.AsyncConnectionPool(
-                self._url,
-                min_size=self._min_size,
-                max_size=self._max_size,
-                open=False,
-                timeout=self._timeout,
-                kwargs={"autocommit": True},
-                name="toolnexus",
-            )
-            await self._probe()
-            try:
-                await pool.open(wait=True, timeout=self._timeout)
-                async with pool.connection() as conn:
-                    await migrate(conn, where=self._where)
-            except BaseException:
-                await pool.close()
-                raise
-            if self._closed:
-                await pool.close()
-                raise StoreError(f"the store for {self._where} is closed")
-            self._pool = pool
-            return pool
-
-    async def _probe(self) -> None:
-        """One direct connection before the pool: the pool retries a refused connect quietly
-        until its ``timeout`` and then names no cause; this fails at once with the driver's."""
-        psycopg, _ = _import()
-        seconds = self._connect_timeout
-        try:
-            async with asyncio.timeout(seconds + 1):
-                conn = await psycopg.AsyncConnection.connect(
-                    self._url, autocommit=True, connect_timeout=max(1, math.ceil(seconds))
-                )
-        except TimeoutError:
-            raise StoreError(
-                f"cannot reach {self._where} (no answer within {seconds:g} s); check that the "
-                "server is up and the URL right"
-            ) from None
-        await conn.close()
-
-
-class _Pooled:
-    """``async with store._connection() as conn``: a connection of the store's pool, given
-    back on exit; a psycopg failure inside is raised as `StoreError`.
-
-    The pool's own ``getconn`` / ``putconn``, without the generator-based context managers
-    of ``pool.connection()`` and `contextlib`: every statement of the store passes here
-    (bench/bench_durable.py, the race, counts them). On autocommit connections nothing else
-    differs: ``pool.connection()`` also commits (a no-op outside a transaction) or rolls back
-    (a ``conn.transaction()`` block has rolled back already), and ``putconn`` discards a
-    connection left busy (a statement interrupted by a cancel).
-    """
-
-    __slots__ = ("_checkout", "_conn", "_pool", "_where")
-
-    def __init__(
-        self,
-        checkout: Callable[
-            [], Awaitable[tuple[AsyncConnectionPool[AsyncConnection[Any]], AsyncConnection[Any]]]
-        ],
-        where: str,
-    ) -> None:
-        self._checkout = checkout
-        self._where = where
-        self._pool: AsyncConnectionPool[AsyncConnection[Any]] | None = None
-        self._conn: AsyncConnection[Any] | None = None
-
-    async def __aenter__(self) -> AsyncConnection[Any]:
-        self._pool, self._conn = await self._checkout()
-        return self._conn
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        pool, conn = self._pool, self._conn
-        self._pool = self._conn = None
-        if pool is not None and conn is not None:
-            await pool.putconn(conn)
-        if exc is not None and isinstance(exc, _psycopg().Error):
-            raise _translate(exc, self._where) from exc
-
-
-def _psycopg() -> Any:
-    """The psycopg module (imported by the store's constructor already)."""
-    import psycopg
-
-    return psycopg
+        `StoreError` (see `toolnexus.stores.postgres_conn`)."""
+        return Pooled(self._conns)
 
 
 def _check_claim(claim: object) -> Claim:
@@ -771,51 +629,3 @@ def _check_claim(claim: object) -> Claim:
     if isinstance(claim.token, bool) or not isinstance(claim.token, int):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError(f"the claim's token must be an int, got {claim.token!r}")
     return claim
-
-
-async def _promptly(work: Coroutine[Any, Any, T]) -> T:
-    """Await ``work`` in a task of its own, so that a cancel of the caller is raised at once.
-
-    psycopg_pool waits with `asyncio.wait_for`, which on Python 3.11 swallows a cancel that
-    arrives just as the awaited event completes (the pool opening, a connection handed over):
-    awaited inline, such a read returns normally and the cancelled `wait_for_answer` then
-    parks until its timeout, for ever without one. Here the caller awaits `asyncio.wait`,
-    which never swallows a cancel; the orphaned work is cancelled and its result dropped.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        await asyncio.wait((task,))
-    except BaseException:
-        task.cancel()
-        task.add_done_callback(_drop)
-        raise
-    return task.result()
-
-
-def _drop(task: asyncio.Future[Any]) -> None:
-    """Retrieve an abandoned task's outcome, so asyncio does not log it as never retrieved."""
-    if not task.cancelled():
-        task.exception()
-
-
-def _describe(params: dict[str, Any]) -> str:
-    """``PostgreSQL user@host:port/db`` from parsed conninfo, never the password."""
-    user = params.get("user")
-    host = params.get("host") or params.get("hostaddr") or "localhost"
-    port = params.get("port")
-    dbname = params.get("dbname") or user or ""
-    where = f"{user}@{host}" if user else str(host)
-    if port:
-        where += f":{port}"
-    return f"PostgreSQL {where}/{dbname}"
-
-
-def _translate(exc: BaseException, where: str) -> StoreError:
-    name = type(exc).__name__
-    if name in ("PoolTimeout", "PoolClosed", "TooManyRequests"):
-        text = f"no connection to {where} was available ({exc})"
-    elif name == "OperationalError":
-        text = f"cannot reach {where} ({exc}); check that the server is up and the URL right"
-    else:
-        text = f"{where} failed: {exc}"
-    return StoreError(text)

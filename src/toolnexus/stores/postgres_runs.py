@@ -427,9 +427,10 @@ async def cancel(
 
 
 _LOAD_WAITING = (
-    "SELECT checkpoint, status, recorded, lease_until, answered_by FROM toolnexus_halts"
-    " WHERE key = %s"
+    "SELECT checkpoint, status, recorded, lease_until, answered_by, answer IS NOT NULL"
+    " FROM toolnexus_halts WHERE key = %s"
 )
+_SETTLED = ("done", "expired", "cancelled")
 
 
 async def load_waiting(
@@ -437,20 +438,27 @@ async def load_waiting(
 ) -> Checkpoint | None:
     """The checkpoint a host's own answer would resume (``load_halt`` before T4), read with
     the row's state: a halted run this read already shows claimed by another resume under a
-    live lease is refused here — as T4 would refuse it — without the guards and the claim.
-    Anything else is ``load_halt``'s answer: an answered run's checkpoint (T4 then refuses
-    it, or a retrying host takes its own recorded answer), ``None`` for no checkpoint (no
-    row, a settled run, a bare claim's row: the caller says why, as after ``load_halt``).
+    live lease is refused here — as T4 would refuse it — without the guards and the claim;
+    a settled one (done, expired, cancelled: its checkpoint dropped) with the `AnswerConflict`
+    its answer record names, without reading that record. Anything else is ``load_halt``'s
+    answer: an answered run's checkpoint (T4 then refuses it, or a retrying host takes its
+    own recorded answer), ``None`` for no checkpoint (no row, a bare claim's row: the caller
+    says why, as after ``load_halt``).
 
     Raises:
-        AnswerConflict: claimed under a live lease (names who, and until when).
+        AnswerConflict: claimed under a live lease (names who, and until when), or settled
+            (names who answered it, and how it ended).
         CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
     """
     cur = await conn.execute(_LOAD_WAITING, (row_key(request_id),))
     row = await cur.fetchone()
-    if row is None or row[0] is None:
+    if row is None:
         return None
-    text, status, recorded, lease_until, by = row
+    text, status, recorded, lease_until, by, answered = row
+    if text is None:
+        if answered and status in _SETTLED:
+            raise conflict(request_id, from_bytea(by), status)
+        return None
     if lapsed_status(status, recorded, lease_until, now) == "claimed":
         raise conflict(request_id, from_bytea(by), "claimed", lease_until)
     return load_checkpoint(text, request_id, where)
