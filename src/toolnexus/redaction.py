@@ -129,7 +129,7 @@ class Redactor:
             found_names: set[str] = set()
             self._collect_names(found_names, set())
             names = self._names = (generation, tuple(sorted(found_names)))
-        key = (generation, *(os.environ.get(n, "") for n in names[1]))
+        key = (generation, *map(os.environ.get, names[1]))
         cached = self._cache
         if cached is not None and cached[0] == key:
             return cached[1]

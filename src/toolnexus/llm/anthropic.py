@@ -134,11 +134,12 @@ def _usage(value: Any, into: Usage | None = None) -> Usage:
         or "cache_read_input_tokens" in usage
         or "cache_creation_input_tokens" in usage
     ):
-        prompt = (
-            token_count(usage.get("input_tokens"))
-            + token_count(usage.get("cache_read_input_tokens"))
-            + token_count(usage.get("cache_creation_input_tokens"))
-        )
+        fresh = usage.get("input_tokens")
+        read = usage.get("cache_read_input_tokens")
+        made = usage.get("cache_creation_input_tokens")
+        prompt = fresh if type(fresh) is int and fresh >= 0 else token_count(fresh)
+        if read is not None or made is not None:
+            prompt += token_count(read) + token_count(made)
     else:
         prompt = base["prompt_tokens"]
     completion = usage.get("output_tokens", base["completion_tokens"])

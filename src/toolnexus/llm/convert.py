@@ -88,7 +88,9 @@ def make_usage(prompt: Any, completion: Any, total: Any = None) -> Usage:
 
     ``total`` defaults to ``prompt + completion`` when the provider did not send one.
     """
-    p, c = token_count(prompt), token_count(completion)
+    # `token_count` spelled out for the common ints: this runs on every reply.
+    p = prompt if type(prompt) is int and prompt >= 0 else token_count(prompt)
+    c = completion if type(completion) is int and completion >= 0 else token_count(completion)
     t = token_count(total) if total is not None else p + c
     return {"prompt_tokens": p, "completion_tokens": c, "total_tokens": t}
 

@@ -577,13 +577,13 @@ class Engine(ModelCalls):
                 inline = not stream and state.wait_for is not None and len(slots) > 1
                 await self._start(state, slots, inline=inline)
                 for s in slots:
-                    if s.request is not None:
+                    if isinstance(s.outcome, Request):  # (`s.request`, without the call)
                         if stream:
-                            await emit({"type": "pending", "request": s.request})
+                            await emit({"type": "pending", "request": s.outcome})
                         if state.wait_for is not None:
-                            await self.resolve(state, s, await self.ask(state, s.request))
-                    if s.request is not None:
-                        return self._finished(state, self._halt(state, slots, s))
+                            await self.resolve(state, s, await self.ask(state, s.outcome))
+                        if s.request is not None:  # still: the host did not answer
+                            return self._finished(state, self._halt(state, slots, s))
                     if stream:
                         await emit(tx.result_event(s))
                 self.append_results(state, slots)
@@ -649,7 +649,7 @@ class Engine(ModelCalls):
         directly, so a run in the middle of it holds one frame fewer.
         """
         state.turn_slots = slots
-        todo = [s for s in slots if s.result is None and s.request is None]
+        todo = [s for s in slots if s.outcome is None]
         if len(todo) == 1:
             return self.start_slot(state, todo[0], inline)
         return self._start_all(state, todo, inline)
@@ -667,9 +667,10 @@ class Engine(ModelCalls):
     def append_results(self, state: RunState, slots: Sequence[Slot]) -> None:
         """Append one tool message and one record per call, in emission order."""
         for s in slots:
-            assert s.result is not None
-            state.messages.append(tx.tool_message(s.id, s.result, s.name))
-            state.records.append(tx.record(s, s.result))
+            result = s.outcome
+            assert isinstance(result, ToolResult)
+            state.messages.append(tx.tool_message(s.id, result, s.name))
+            state.records.append(tx.record(s, result))
 
     def snapshot(self, state: RunState, slots: Sequence[Slot], pending: Request) -> Checkpoint:
         """The checkpoint of ``state`` halted on ``slots`` (messages end at the assistant turn).
