@@ -30,7 +30,7 @@ from .loop.guards import as_answer, as_request, check_echo
 from .loop.rebuild import checkpoint_from_transcript
 from .stores.base import ConversationStore
 from .stores.checks import check_request_id, conflict
-from .stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
+from .stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore, WaitingReader
 from .suspension import Answer, Request
 from .waiting import StoreWaitFor
 
@@ -201,12 +201,11 @@ class Answering:
                 raise UnknownRequest(f'no answered run waits on request "{rid}" for a resumer')
             return await self.resume_claim(toolkit, claim, cancel=cancel)
         reply = as_answer(answer)
-        # A store that can tell from the same read that the request is taken already (the
-        # Postgres one) refuses it there, as the claim would, without the guards and claim.
-        load: Callable[[str], Awaitable[Checkpoint | None]] = getattr(
-            self._runs, "load_waiting", self._runs.load_halt
-        )
-        checkpoint = await load(reply.id)
+        runs = self._runs
+        if isinstance(runs, WaitingReader):  # it refuses a taken run in the same read
+            checkpoint = await runs.load_waiting(reply.id)
+        else:
+            checkpoint = await runs.load_halt(reply.id)
         if checkpoint is None:
             await self._refuse_if_answered(reply.id)
             raise UnknownRequest(f'no halted run waits on request "{reply.id}"')

@@ -144,9 +144,9 @@ class Toolkit:
             self._adopt(t)
         self._exposures = tuple(exposures)
         self._warned = False
-        # client redactor -> joined redactor, for the last few clients (a halting client
-        # and a worker often share a toolkit): each joined one keeps its secrets cached.
-        self._joined: dict[int, tuple[Redactor, Redactor]] = {}
+        # client redactor -> joined redactor, for up to `_JOINED_KEPT` clients (a halting
+        # client and a worker often share a toolkit): each joined one keeps its secrets cached.
+        self._joined: dict[Redactor, Redactor] = {}
         self.wait_for = wait_for
         self._skills_prompt = skills_prompt
         self._mcp_status = mcp_status
@@ -218,14 +218,12 @@ class Toolkit:
 
     def run_redactor(self, client: Redactor) -> Redactor:
         """The redactor of a run of ``client`` over this toolkit: both registries, live."""
-        held = self._joined
-        found = held.get(id(client))
-        if found is not None and found[0] is client:
-            return found[1]
-        if len(held) >= _JOINED_KEPT:
-            del held[next(iter(held))]  # the oldest
-        joined = Redactor.joined(client, self.redactor)
-        held[id(client)] = (client, joined)
+        held = self._joined  # (a Redactor hashes by identity)
+        joined = held.get(client)
+        if joined is None:
+            if len(held) >= _JOINED_KEPT:
+                del held[next(iter(held))]  # the first one kept
+            joined = held[client] = Redactor.joined(client, self.redactor)
         return joined
 
     def warn_exposure(self, endpoint: str) -> None:

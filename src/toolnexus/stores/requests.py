@@ -79,6 +79,7 @@ __all__ = [
     "PendingEntry",
     "RequestStatus",
     "RunStore",
+    "WaitingReader",
 ]
 
 DEFAULT_LEASE_S = 300.0
@@ -324,6 +325,28 @@ class RunStore(Protocol):
         """Requests waiting for a human (``pending``, or T10 back to pending), oldest first.
 
         ``older_than`` / ``newer_than`` are ages in seconds."""
+        ...
+
+
+@runtime_checkable
+class WaitingReader(Protocol):
+    """Optional, beside `RunStore`: the read before a resume with the host's own answer
+    (``client.resume(toolkit, answer)``).
+
+    It is `RunStore.load_halt`, except that a halted run the same read shows claimed under a
+    live lease raises the `AnswerConflict` the claim (T4) would, and a settled one the
+    `AnswerConflict` its answer record names — a racing loser pays one read, not the guards,
+    the claim and the record. `PostgresStore` has it; for a store without it the client reads
+    with ``load_halt`` and the claim refuses instead.
+    """
+
+    async def load_waiting(self, request_id: str) -> Checkpoint | None:
+        """The checkpoint to resume with the host's answer, or ``None`` (as ``load_halt``).
+
+        Raises:
+            AnswerConflict: claimed under a live lease, or settled.
+            CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
+        """
         ...
 
 

@@ -14,7 +14,6 @@ run on the worker thread, through ``_call``. Parked runs and workers wait on the
 from __future__ import annotations
 
 import asyncio
-import json
 import sqlite3
 import time
 from collections.abc import Callable
@@ -26,7 +25,14 @@ from ..errors import RequestExpired, StoreError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from . import sqlite_runs
-from ._runrows import halt_row, lapsed_status, load_checkpoint, pending, request_record
+from ._runrows import (
+    halt_row,
+    lapsed_status,
+    load_checkpoint,
+    pending,
+    recorded_answer,
+    request_record,
+)
 from .checks import (
     check_answer,
     check_filters,
@@ -216,7 +222,7 @@ class SqliteRunStore:
         lease = check_seconds(lease_s, "lease_s", positive=True)
         now = self._now()
         token = await self._fast(partial(sqlite_runs.claim, rid, text, who, tag, now, lease))
-        return Claim(rid, token, Answer.from_dict(json.loads(text)), who, now + lease)
+        return Claim(rid, token, recorded_answer(answer, text), who, now + lease)
 
     async def take(
         self,
