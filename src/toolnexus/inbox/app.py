@@ -10,7 +10,6 @@ a worker holding the toolkit resumes the run, and the detail page follows it.
 from __future__ import annotations
 
 import importlib.resources
-import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
@@ -18,15 +17,7 @@ from ..errors import CheckpointError, UsageError
 from ..serve.security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
-from .auth import (
-    LOGIN_COOKIE,
-    SESSION_COOKIE,
-    SESSION_S,
-    Session,
-    Users,
-    load_users,
-    login_nonce,
-)
+from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
 from .html import CSP, Markup, esc, href, page, quote_id
 from .live import OnRequest, Watcher
 from .views import Views
@@ -440,11 +431,9 @@ class InboxApp:
         wait = self.sign_ins.retry_after(address)
         if wait is not None:
             response = await self._login_form(
-                request,
-                f"Too many wrong tokens from this address: try again in {math.ceil(wait)} s.",
-                429,
+                request, f"Too many wrong tokens from this address: try again in {wait} s.", 429
             )
-            response.headers["retry-after"] = str(math.ceil(wait))
+            response.headers["retry-after"] = str(wait)
             return response
         token = (form.get("token") or [""])[0].strip()
         user = self.users.by_token(token) if token else None
@@ -542,10 +531,9 @@ def _address(request: HttpRequest) -> str:
     return request.client.host if request.client is not None else ""
 
 
-def _too_many(wait: float) -> Response:
+def _too_many(seconds: int) -> Response:
     from starlette.responses import JSONResponse
 
-    seconds = math.ceil(wait)
     return JSONResponse(
         {"error": f"too many wrong tokens from this address; retry after {seconds} s"},
         status_code=429,

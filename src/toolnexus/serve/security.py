@@ -120,14 +120,15 @@ class SignInLimit:
         self._clock = clock
         self._failures: dict[str, deque[float]] = {}
 
-    def retry_after(self, address: str) -> float | None:
-        """Seconds until ``address`` may try again; ``None`` when it may now."""
+    def retry_after(self, address: str) -> int | None:
+        """Whole seconds (at least 1) until ``address`` may try again, as ``Retry-After``
+        says them; ``None`` when it may now."""
         if not self.limit:
             return None
         failures = self._recent(address)
         if failures is None or len(failures) < self.limit:
             return None
-        return max(failures[0] + self.window - self._clock(), 0.001)
+        return max(math.ceil(failures[0] + self.window - self._clock()), 1)
 
     def failed(self, address: str) -> None:
         """Count a wrong token from ``address``."""
@@ -192,9 +193,9 @@ class BearerAuth:
         address = str(client[0]) if client else ""
         wait = self.failures.retry_after(address)
         if wait is not None:  # refused before the token is even looked at
-            seconds = str(math.ceil(wait)).encode()
-            message = f"Too many wrong tokens from this address: retry after {int(seconds)} s"
-            await _reply(send, 429, rpc_error_body(-32600, message), ((b"retry-after", seconds),))
+            message = f"Too many wrong tokens from this address: retry after {wait} s"
+            header = (b"retry-after", str(wait).encode())
+            await _reply(send, 429, rpc_error_body(-32600, message), (header,))
             return
         given = _bearer(scope)
         if given is not None and hmac.compare_digest(given, self._expected):
