@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pexpect
 import pytest
@@ -21,19 +22,26 @@ import pytest
 PROMPT = "\r\n> "
 
 
-@pytest.fixture
-def repl(tmp_path: Path) -> Iterator[pexpect.spawn]:
+def spawn_repl(folder: Path, **options: Any) -> pexpect.spawn:
+    """``toolnexus run`` in ``folder`` on a 40x200 terminal, on the scripted local model (no
+    ``*_BASE_URL`` passed on); ``options`` go to `pexpect.spawn`."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
     env["COLUMNS"] = "200"
-    child = pexpect.spawn(
+    return pexpect.spawn(
         sys.executable,
         ["-m", "toolnexus", "run"],
-        cwd=str(tmp_path),
+        cwd=str(folder),
         env=env,
         encoding="utf-8",
         timeout=40,
         dimensions=(40, 200),
+        **options,
     )
+
+
+@pytest.fixture
+def repl(tmp_path: Path) -> Iterator[pexpect.spawn]:
+    child = spawn_repl(tmp_path)
     child.expect_exact("scripted local model")
     child.expect_exact("> ")
     yield child
@@ -231,16 +239,7 @@ def test_ctrl_c_cancels_the_turn_even_when_the_repl_started_with_sigint_ignored(
 ) -> None:
     """A shell's background job (no job control) starts with SIGINT ignored, and so does
     everything it runs; the REPL still answers Ctrl-C."""
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_BASE_URL")}
-    child = pexpect.spawn(
-        sys.executable,
-        ["-m", "toolnexus", "run"],
-        cwd=str(tmp_path),
-        env=env,
-        encoding="utf-8",
-        timeout=40,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
+    child = spawn_repl(tmp_path, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         child.expect_exact("> ")
         gate(child, "touch started && sleep 30")
