@@ -3,37 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
+from loopback_support import WAIT, serve
 
 from toolnexus.errors import ProviderError, RunCancelled, RunTimeout
 from toolnexus.llm.abort import abortable_iter, deadline_after, run_abortable
 from toolnexus.llm.base import SSEEvent
 from toolnexus.llm.retry import RetryPolicy, call_with_retries
 from toolnexus.llm.transport import AiohttpTransport
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-WAIT = 5.0
-
-
-@asynccontextmanager
-async def serve(handler: Handler) -> AsyncGenerator[str]:
-    """A real aiohttp server on 127.0.0.1, port 0, answering POST / with ``handler``."""
-    app = web.Application()
-    app.router.add_post("/", handler)
-    # handler_cancellation: the handler is cancelled when the client drops the connection.
-    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    try:
-        yield f"http://{host}:{port}/"
-    finally:
-        await runner.cleanup()
 
 
 class Hanging:

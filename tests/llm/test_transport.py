@@ -10,35 +10,17 @@ import subprocess
 import sys
 import threading
 import urllib.error
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
+from loopback_support import WAIT, serve
 
 from toolnexus.errors import BadResponse, ProviderError, TransportError, UsageError
 from toolnexus.llm.base import SSEEvent, Transport
 from toolnexus.llm.transport import AiohttpTransport, LegacyTransport, as_transport
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-WAIT = 5.0
-
-
-@asynccontextmanager
-async def serve(handler: Handler) -> AsyncGenerator[str]:
-    """A real aiohttp server on 127.0.0.1, port 0, answering POST / with ``handler``."""
-    app = web.Application()
-    app.router.add_post("/", handler)
-    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    try:
-        yield f"http://{host}:{port}/"
-    finally:
-        await runner.cleanup()
 
 
 @pytest.fixture

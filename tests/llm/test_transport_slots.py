@@ -4,32 +4,14 @@ its body is encoded and its aiohttp request made; every slot comes back, however
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 from aiohttp import web
+from loopback_support import WAIT, serve
 
 from toolnexus.errors import ProviderError, TransportError, UsageError
 from toolnexus.llm.transport import AiohttpTransport
-
-WAIT = 5.0
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-@asynccontextmanager
-async def serve(handler: Handler) -> AsyncGenerator[str]:
-    app = web.Application()
-    app.router.add_post("/", handler)
-    runner = web.AppRunner(app, handler_cancellation=True, shutdown_timeout=0.5)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    host, port = runner.addresses[0][:2]
-    try:
-        yield f"http://{host}:{port}/"
-    finally:
-        await runner.cleanup()
 
 
 class Gate:
