@@ -618,7 +618,7 @@ class PostgresStore(PostgresInboxIndex):
     def _connection(self) -> Pooled:
         """A pooled autocommit connection for one operation; psycopg failures become
         `StoreError` (see `toolnexus.stores.postgres_conn`)."""
-        return Pooled(self._conns)
+        return self._conns.connection()
 
 
 def _check_claim(claim: object) -> Claim:
