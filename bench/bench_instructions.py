@@ -9,6 +9,11 @@ other, and read milliseconds from `bench_loop.py` on a quiet machine.
 
     .venv/bin/python bench/bench_instructions.py                 # 20-turn loops, ~4 min
     .venv/bin/python bench/bench_instructions.py --turns 3 --runs 30
+    .venv/bin/python bench/bench_instructions.py --cycle          # halt -> SQLite -> resume
+
+``--cycle`` counts, the same way, one halt -> SQLite -> resume cycle of `bench_durable.py`'s
+live worker against its same-job floor (per cycle, not per turn; SQLite's own C code, the
+same statements on both sides, is counted in both).
 
 Needs ``valgrind`` (Debian: ``apt-get install valgrind``).
 """
@@ -23,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import floor
 from common import PROMPT, Row, check_ours, endpoint, make_client, make_toolkit, print_table
@@ -35,6 +41,9 @@ VARIANTS = {
 
 async def play(who: str, turns: int, runs: int) -> None:
     """Five warm-up runs, then ``runs`` more, of ``who`` (a floor, or our client's style)."""
+    if who.startswith("cycle-"):
+        await play_cycles(who, runs)
+        return
     toolkit = await make_toolkit()
     async with endpoint("raw", separate=True) as url, floor.new_session() as session:
         client = None if who.startswith("floor") else make_client(url, who, turns)
@@ -48,6 +57,19 @@ async def play(who: str, turns: int, runs: int) -> None:
                 check_ours(await client.run(PROMPT, toolkit), turns)
         if client is not None:
             await client.aclose()
+
+
+async def play_cycles(who: str, runs: int) -> None:
+    """``runs`` live-worker halt -> resume cycles through SQLite (after one warm-up)."""
+    import bench_durable  # the cycles themselves; imported here, only the child needs them
+
+    async with endpoint("raw", separate=True) as url:
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "cycles.db"
+            if who == "cycle-floor":
+                await bench_durable.floor_cycles(url, path, runs, fresh=False, same=True)
+            else:
+                await bench_durable.ours_cycles(url, path, runs, os.environ.get("CYCLE_MODE", "live"))
 
 
 def instructions(who: str, turns: int, runs: int) -> int:
@@ -90,12 +112,28 @@ def main() -> None:
     child.add_argument("runs", type=int)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--runs", type=int, default=10, help="K (the long play is 3K)")
+    parser.add_argument(
+        "--cycle", action="store_true", help="halt -> SQLite -> resume cycles instead (K=40)"
+    )
     args = parser.parse_args()
     if args.mode == "play":
         asyncio.run(play(args.who, args.turns, args.runs))
         return
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    if args.cycle:
+        runs = 40 if args.runs == 10 else args.runs
+        f, o = per_turn("cycle-floor", 1, runs), per_turn("cycle-ours", 1, runs)
+        row = Row(
+            "live-worker cycle, k instructions/cycle",
+            f"{f:.1f}",
+            f"{o:.1f}",
+            f"+{o - f:.1f}k ({o / f:.2f}x)",
+            "-",
+            None,
+        )
+        print_table([row], "one halt -> SQLite -> resume cycle (callgrind; server in a child)")
+        return
     rows: list[Row] = []
     for name, (ours, base) in VARIANTS.items():
         f, o = per_turn(base, args.turns, args.runs), per_turn(ours, args.turns, args.runs)

@@ -15,7 +15,14 @@ from typing import Any
 
 import pytest
 
-from toolnexus import ProviderError, create_client, create_toolkit, define_tool
+from toolnexus import (
+    ProviderError,
+    Request,
+    ToolResult,
+    create_client,
+    create_toolkit,
+    define_tool,
+)
 from toolnexus.errors import TransportError
 from toolnexus.redaction import MASK, Redactor, is_secret_name
 from toolnexus.testing import ScriptedModel, call, http_error, text, tool_calls
@@ -98,6 +105,24 @@ def test_value_masks_nested_data_and_keeps_other_objects() -> None:
     marker = object()
     masked = Redactor("deep-secret").value({"a": ["x deep-secret", ("deep-secret",)], "b": marker})
     assert masked == {"a": [f"x {MASK}", (MASK,)], "b": marker}
+
+
+def test_what_holds_no_secret_comes_back_as_the_same_object() -> None:
+    redactor = Redactor("deep-secret")
+    clean = {"a": ["x", ("y",)], "req": Request(id="r1", kind="approval", prompt="ok?")}
+    assert redactor.value(clean) is clean
+    result = ToolResult("fine", metadata=clean)
+    assert redactor.result(result) is result
+    # One secret deep inside: only its path is copied, the original stays as it was.
+    dirty = {"keep": clean, "req": Request(id="r2", kind="input", prompt="deep-secret?")}
+    masked = redactor.value(dirty)
+    assert masked is not dirty
+    assert masked["keep"] is clean
+    assert masked["req"].prompt == f"{MASK}?"
+    assert dirty["req"].prompt == "deep-secret?"
+    assert redactor.result(ToolResult("deep-secret")).output == MASK
+    # Two keys that mask to the same text: the masked dict has one, never the original.
+    assert redactor.value({"deep-secret": 1, MASK: 2}) == {MASK: 2}
 
 
 # -- the provider boundary ---------------------------------------------------------------------

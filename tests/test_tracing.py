@@ -238,6 +238,22 @@ async def test_a_wait_across_processes_is_one_trace(
     assert a["execute_tool ship"]["parent"] == run_a["span_id"]
 
 
+async def test_a_provider_set_after_the_client_is_made_gets_the_next_runs_spans(
+    scripted: ScriptedModel, tmp_path: Path
+) -> None:
+    # The default tracer is OpenTelemetry's global one. Before a provider is set, a run makes
+    # no spans (it skips building them); once one is set, the same client's next run has
+    # its spans there.
+    scripted.add(text("one"), text("two"))
+    report = await _traced(scripted, "late", tmp_path / "unused.db", tmp_path / "late.json")
+    assert report["status"] == ["done", "done"]
+    names = [s["name"] for s in report["spans"]]
+    assert sorted(names) == ["chat m-1", "invoke_agent"]
+    [run] = [s for s in report["spans"] if s["name"] == "invoke_agent"]
+    assert run["status"] == "done"
+    assert len(scripted.requests) == 2
+
+
 async def _traced(scripted: ScriptedModel, mode: str, db: Path, out: Path) -> dict[str, Any]:
     # Not subprocess.run: the scripted model answers from this event loop.
     proc = await asyncio.create_subprocess_exec(

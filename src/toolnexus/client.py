@@ -357,7 +357,7 @@ class Client(Answering):
         if self._on_metric is not None:
             try:
                 value = self._on_metric(event)
-                if inspect.isawaitable(value):
+                if value is not None and inspect.isawaitable(value):
                     task = asyncio.ensure_future(value)
                     self._metric_tasks.add(task)
                     task.add_done_callback(self._metric_tasks.discard)

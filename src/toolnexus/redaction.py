@@ -25,7 +25,7 @@ import contextlib
 import dataclasses
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
 from ._env import env_references
@@ -171,7 +171,9 @@ class Redactor:
 
     def value(self, value: Any) -> Any:
         """``value`` with every string inside it masked: dicts (keys too), lists, tuples and
-        dataclass instances (such as a `Request`) are copied; other objects are kept."""
+        dataclass instances (such as a `Request`) that hold a secret are copied with it
+        masked; what holds none is returned as it is (the same object), and other objects
+        are kept."""
         secrets = self.secrets()
         return _mask(value, secrets) if secrets else value
 
@@ -182,7 +184,7 @@ class Redactor:
             return result
         output = _mask(result.output, secrets)
         metadata = _mask(result.metadata, secrets) if result.metadata else result.metadata
-        if output == result.output and metadata == result.metadata:
+        if output is result.output and metadata is result.metadata:
             return result
         return dataclasses.replace(result, output=output, metadata=metadata)
 
@@ -206,11 +208,37 @@ class Redactor:
 
 
 def _mask(value: Any, secrets: Iterable[str]) -> Any:
+    """``value`` masked; the very same object when it holds no secret (nothing is copied)."""
     if isinstance(value, str):
         for secret in secrets:
             if secret in value:
                 value = value.replace(secret, MASK)
         return value
+    if isinstance(value, dict):
+        mapping = cast(dict[Any, Any], value)
+        out: dict[Any, Any] = {}
+        same = True
+        for k, v in mapping.items():
+            mk, mv = _mask(k, secrets), _mask(v, secrets)
+            same = same and mk is k and mv is v
+            out[mk] = mv
+        return mapping if same else out
+    if isinstance(value, list | tuple):
+        held = cast(Sequence[Any], value)
+        masked_items = [_mask(v, secrets) for v in held]
+        if all(a is b for a, b in zip(masked_items, held, strict=True)):
+            return held
+        return masked_items if isinstance(held, list) else tuple(masked_items)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes: dict[str, Any] = {}
+        for f in dataclasses.fields(value):
+            held = getattr(value, f.name)
+            if f.init and isinstance(held, str | dict | list | tuple):
+                masked = _mask(held, secrets)
+                if masked is not held:
+                    changes[f.name] = masked
+        return dataclasses.replace(value, **changes) if changes else value
+    return value
     if isinstance(value, dict):
         items = cast(dict[Any, Any], value).items()
         return {_mask(k, secrets): _mask(v, secrets) for k, v in items}

@@ -249,13 +249,25 @@ def parse_traceparent(value: str) -> tuple[int, int, int] | None:
 class Tracing:
     """Starts and ends the spans of one client's runs (see the module docstring)."""
 
-    __slots__ = ("_address", "_port", "_trace", "content", "model", "provider", "tracer")
+    __slots__ = (
+        "_address",
+        "_dormant",
+        "_port",
+        "_trace",
+        "content",
+        "model",
+        "provider",
+        "tracer",
+    )
 
     def __init__(self, tracer: Any, *, provider: str, url: str, model: str, content: bool) -> None:
         from opentelemetry import trace
 
         self._trace = trace
         self.tracer = tracer
+        # The global tracer, taken before any provider was set: its spans are no-ops until
+        # one is (`_idle`).
+        self._dormant = isinstance(tracer, trace.ProxyTracer)
         self.provider = provider
         self.model = model
         self.content = content
@@ -270,6 +282,8 @@ class Tracing:
     ) -> Any:
         """The ``invoke_agent`` span of a run; a resumed run's parent (and link) is the halted
         run's span, named by its ``traceparent``."""
+        if self._dormant and self._idle():
+            return self._trace.INVALID_SPAN
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
             "gen_ai.provider.name": self.provider,
@@ -437,6 +451,15 @@ class Tracing:
 
     def _under(self, parent: Any) -> Any:
         return None if parent is None else self._trace.set_span_in_context(parent)
+
+    def _idle(self) -> bool:
+        """Whether the global tracer still has no provider behind it, so that every span it
+        starts is a no-op (the test OpenTelemetry's `ProxyTracer` makes for each span; a
+        provider, once set, stays). Untraced runs then skip building their spans."""
+        if getattr(self._trace, "_TRACER_PROVIDER", self) is None:
+            return True
+        self._dormant = False
+        return False
 
     def _remote(self, traceparent: str) -> Any:
         parsed = parse_traceparent(traceparent) if traceparent else None

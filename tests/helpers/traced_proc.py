@@ -2,6 +2,10 @@
 
     python traced_proc.py halt   <base_url> <db> <out.json>
     python traced_proc.py resume <base_url> <db> <out.json>
+    python traced_proc.py late   <base_url> <db> <out.json>
+
+``late``: a client on the *global* tracer (the default), made before any provider is set, runs
+once; then the global provider is set and the same client runs again.
 
 Each mode exports its finished spans (OpenTelemetry SDK, in-memory exporter) to ``out.json``
 with the run's status, so the parent can check that both processes' spans form one trace.
@@ -43,7 +47,27 @@ def _span(span: Any) -> dict[str, Any]:
     }
 
 
+async def late(base_url: str, out: str) -> None:
+    from opentelemetry import trace
+
+    exporter = InMemorySpanExporter()
+    async with create_client(base_url=base_url, model="m-1", api_key="sk-test") as client:
+        before = await client.run("first")
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        after = await client.run("second")
+    report = {
+        "status": [before.status, after.status],
+        "spans": [_span(s) for s in exporter.get_finished_spans()],
+    }
+    Path(out).write_text(json.dumps(report))
+
+
 async def main(mode: str, base_url: str, db: str, out: str) -> None:
+    if mode == "late":
+        await late(base_url, out)
+        return
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))

@@ -50,10 +50,15 @@ __all__ = [
 ]
 
 
+# The text ``json.dumps(value, sort_keys=True, separators=(",", ":"))`` gives, without
+# building an encoder per call. Stored digests depend on it: never change its settings.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def call_digest(name: str, arguments: str) -> str:
     """sha256 over the halted call's tool name and canonicalised arguments."""
     try:
-        canonical = json.dumps(json.loads(arguments or "{}"), sort_keys=True, separators=(",", ":"))
+        canonical = _CANONICAL.encode(json.loads(arguments or "{}"))
     except ValueError:
         canonical = arguments
     return hashlib.sha256(f"{name}\n{canonical}".encode()).hexdigest()
