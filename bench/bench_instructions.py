@@ -13,7 +13,8 @@ other, and read milliseconds from `bench_loop.py` on a quiet machine.
 
 ``--cycle`` counts, the same way, one halt -> SQLite -> resume cycle of `bench_durable.py`'s
 live worker against its same-job floor (per cycle, not per turn; SQLite's own C code, the
-same statements on both sides, is counted in both).
+same statements on both sides, is counted in both). ``BENCH_CYCLE_MODE=memory`` (or
+``conversation``) counts our side in that `bench_durable.py` variant instead.
 
 Needs ``valgrind`` (Debian: ``apt-get install valgrind``).
 """
@@ -69,7 +70,8 @@ async def play_cycles(who: str, runs: int) -> None:
             if who == "cycle-floor":
                 await bench_durable.floor_cycles(url, path, runs, fresh=False, same=True)
             else:
-                await bench_durable.ours_cycles(url, path, runs, os.environ.get("CYCLE_MODE", "live"))
+                mode = os.environ.get("BENCH_CYCLE_MODE", "live")  # or memory, conversation
+                await bench_durable.ours_cycles(url, path, runs, mode)
 
 
 def instructions(who: str, turns: int, runs: int) -> int:
