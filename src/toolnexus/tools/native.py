@@ -171,7 +171,9 @@ def _executor(fn: Callable[..., Any], tool_name: str, bind: Binder) -> Callable[
             return ToolResult(f'invalid arguments for tool "{tool_name}": {exc}', True)
         try:
             value = fn(*positional, **keywords)
-            if inspect.isawaitable(value):
+            # (A text or a ToolResult — what most tools return — is never awaited: the ABC
+            # check inside isawaitable is skipped for them.)
+            if not isinstance(value, str | ToolResult) and inspect.isawaitable(value):
                 value = await value
             return to_tool_result(value)
         except Exception as exc:
