@@ -738,7 +738,7 @@ async def calls_per_cycle(url: str, path: Path, runs: int, mode: str) -> str:
 
 
 async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
-    reps = 3 if quick else 7
+    reps = 3 if quick else 9
     runs = 40 if quick else 150
     variants = (
         "floor-fresh",
