@@ -5,9 +5,13 @@ webhook landing on any worker can resume any run, and two workers racing on one 
 resolve to exactly one resume. Built on psycopg 3 (async) with a `psycopg_pool` connection
 pool; both come with the ``postgres`` extra and are imported only when a store is created.
 
-- Each operation runs on a pooled autocommit connection (its statements prepared by psycopg
-  after a few uses), lent by `toolnexus.stores.postgres_conn` (which also opens the pool and
-  turns psycopg failures into `StoreError`). The run store's statements are in
+- Each operation runs on a pooled autocommit connection, on the cursor kept with it, lent by
+  `toolnexus.stores.postgres_conn` (which also opens the pool and turns psycopg failures into
+  `StoreError`). Every fixed statement is executed ``prepare=True``: prepared on each
+  connection at its first use, not after psycopg's default five — a worker's pool has several
+  connections, each of which would otherwise send every statement's text to be parsed and
+  planned five times (for the racing statements' CTEs, several times the cost of running
+  them prepared, on the client and more on the server). The run store's statements are in
   `toolnexus.stores.postgres_runs`: the request states of `toolnexus.stores.requests`
   (T1–T12) with the in-memory store's semantics, the racing ones (``claim``, ``take``, the
   fenced writes of a claim's holder) one statement each, so PostgreSQL's row lock decides
@@ -193,13 +197,13 @@ class PostgresStore(PostgresInboxIndex):
         key = check_id(id)
         text = encode_messages(messages)
         async with self._cursor() as cur:
-            await cur.execute(_SAVE, (_key(key), key.encode(), text, time.time()))
+            await cur.execute(_SAVE, (_key(key), key.encode(), text, time.time()), prepare=True)
 
     async def delete(self, id: str) -> bool:
         """Forget ``id``; True when a transcript was deleted."""
         key = check_id(id)
         async with self._cursor() as cur:
-            await cur.execute(_DELETE, (_key(key),))
+            await cur.execute(_DELETE, (_key(key),), prepare=True)
             return cur.rowcount > 0
 
     # -- the runtime store (handle tables) ------------------------------------------------
@@ -227,7 +231,7 @@ class PostgresStore(PostgresInboxIndex):
             "data": [data for _, data in encoded],
         }
         async with self._cursor() as cur:
-            await cur.execute(_SAVE_HANDLES, values)
+            await cur.execute(_SAVE_HANDLES, values, prepare=True)
 
     async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
         """Every stored handle row of ``runtime_id``, in handle-id order.
@@ -237,7 +241,7 @@ class PostgresStore(PostgresInboxIndex):
         """
         rid = check_runtime_id(runtime_id)
         async with self._cursor() as cur:
-            await cur.execute(_LOAD_HANDLES, (_key(rid),))
+            await cur.execute(_LOAD_HANDLES, (_key(rid),), prepare=True)
             found = await cur.fetchall()
         return [decode_handle_row(rid, _s(hid), data, self._where) for hid, data in found]
 
@@ -245,7 +249,7 @@ class PostgresStore(PostgresInboxIndex):
         """Forget the whole handle table of ``runtime_id``; True when rows were deleted."""
         rid = check_runtime_id(runtime_id)
         async with self._cursor() as cur:
-            await cur.execute(_DELETE_HANDLES, (_key(rid),))
+            await cur.execute(_DELETE_HANDLES, (_key(rid),), prepare=True)
             return cur.rowcount > 0
 
     # -- the run store: T1 and reads ------------------------------------------------------
@@ -271,7 +275,7 @@ class PostgresStore(PostgresInboxIndex):
             row.deadline,
         )
         async with self._cursor() as cur:
-            await cur.execute(_SAVE_HALT, values)
+            await cur.execute(_SAVE_HALT, values, prepare=True)
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
         """The checkpoint waiting on ``request_id`` (any status), or ``None``.
@@ -617,7 +621,7 @@ class PostgresStore(PostgresInboxIndex):
 
     async def _one(self, sql: LiteralString, args: tuple[object, ...]) -> tuple[Any, ...] | None:
         async with self._cursor() as cur:
-            await cur.execute(sql, args)
+            await cur.execute(sql, args, prepare=True)
             return await cur.fetchone()
 
     def _connection(self) -> Pooled:

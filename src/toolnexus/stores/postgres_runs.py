@@ -283,7 +283,7 @@ async def _lock_waiting(
         AnswerConflict: it was answered, is claimed under a live lease, or is settled.
     """
     values = {"key": row_key(request_id), "want": want_checkpoint}
-    await cur.execute(_LOCK if lock else _PEEK, values)
+    await cur.execute(_LOCK if lock else _PEEK, values, prepare=True)
     row = await cur.fetchone()
     _check_waiting(request_id, now, row)
     assert row is not None
@@ -341,7 +341,7 @@ async def post_answer(
 
     if not edit:
         try:
-            await cur.execute(_RECORD_WAITING, values)
+            await cur.execute(_RECORD_WAITING, values, prepare=True)
             row = await cur.fetchone()
         except psycopg.DataError:  # the stored checkpoint is not JSON: nothing was written
             await _lock_waiting(cur, request_id, now, want_checkpoint=False, lock=False)
@@ -394,7 +394,7 @@ async def _record(
         "now": now,
         "note": _note(request_id),
     }
-    await cur.execute(_RECORD, values)
+    await cur.execute(_RECORD, values, prepare=True)
 
 
 async def cancel(
@@ -416,7 +416,7 @@ async def cancel(
     }
     async with cur.connection.transaction():
         await _lock_waiting(cur, request_id, now, want_checkpoint=False)
-        await cur.execute(_CANCEL, values)
+        await cur.execute(_CANCEL, values, prepare=True)
         row = await cur.fetchone()
     assert row is not None  # the row is locked: the update cannot miss
     found = answer_record(request_id, text, now, answered_by, row[0], where)
@@ -450,7 +450,7 @@ async def load_waiting(
             (names who answered it, and how it ended).
         CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
     """
-    await cur.execute(_LOAD_WAITING, (row_key(request_id),))
+    await cur.execute(_LOAD_WAITING, (row_key(request_id),), prepare=True)
     row = await cur.fetchone()
     if row is None:
         return None
@@ -491,7 +491,7 @@ async def claim(
         "now": now,
     }
     for attempt in range(_RETRIES):
-        await cur.execute(_CLAIM, values)
+        await cur.execute(_CLAIM, values, prepare=True)
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
             parsed = recorded_answer(reply, text)
@@ -516,10 +516,10 @@ async def take(
     ``None`` when there is none."""
     values: dict[str, Any] = {"now": now, "lease": lease_until}
     if request_id is None:
-        await cur.execute(_TAKE_OLDEST, {**values, "queue": row_key(queue)})
+        await cur.execute(_TAKE_OLDEST, {**values, "queue": row_key(queue)}, prepare=True)
     else:
         values["key"] = row_key(request_id)
-        await cur.execute(_TAKE_ONE, values)
+        await cur.execute(_TAKE_ONE, values, prepare=True)
     row = await cur.fetchone()
     if row is None:
         return None
@@ -541,7 +541,9 @@ async def renew(cur: AsyncCursor[Any], claim: Claim, lease_until: float) -> Clai
         LeaseLost: ``claim`` is no longer the request's current one.
     """
     key = row_key(claim.request_id)
-    await cur.execute(_RENEW, {"key": key, "token": claim.token, "lease": lease_until})
+    await cur.execute(
+        _RENEW, {"key": key, "token": claim.token, "lease": lease_until}, prepare=True
+    )
     if cur.rowcount == 0:
         raise await _lease_lost(cur, claim.request_id)
     return replace(claim, lease_until=lease_until, taken=time.monotonic())
@@ -568,7 +570,7 @@ async def save_progress(
         "queue": row_key(queue),
         "now": now,
     }
-    await cur.execute(_PROGRESS, values)
+    await cur.execute(_PROGRESS, values, prepare=True)
     if cur.rowcount == 0:
         raise await _lease_lost(cur, claim.request_id)
 
@@ -596,14 +598,14 @@ async def complete(
     }
     settled = False  # a claim on another request is not this request's current one
     if claim is None:
-        await cur.execute(_COMPLETE, values)
+        await cur.execute(_COMPLETE, values, prepare=True)
         settled = cur.rowcount > 0
     elif claim.request_id == request_id:
         values["token"] = claim.token
-        await cur.execute(_COMPLETE_HELD, values)
+        await cur.execute(_COMPLETE_HELD, values, prepare=True)
         settled = cur.rowcount > 0
     if not settled:
-        await cur.execute(_HOLDER, (key,))
+        await cur.execute(_HOLDER, (key,), prepare=True)
         held = await cur.fetchone()
         if held is None:
             raise _unknown(request_id)
@@ -613,11 +615,11 @@ async def complete(
 async def release(cur: AsyncCursor[Any], request_id: str, token: int | None) -> None:
     """T9: give a claimed request back; a stale ``token`` (or no claim) changes nothing."""
     values = {"key": row_key(request_id), "token": token, "note": _note(request_id)}
-    await cur.execute(_RELEASE, values)
+    await cur.execute(_RELEASE, values, prepare=True)
 
 
 async def _lease_lost(cur: AsyncCursor[Any], request_id: str) -> LeaseLost:
-    await cur.execute(_HOLDER, (row_key(request_id),))
+    await cur.execute(_HOLDER, (row_key(request_id),), prepare=True)
     held = await cur.fetchone()
     return _lost(request_id, None if held is None else held[0])
 
@@ -627,7 +629,7 @@ async def _lease_lost(cur: AsyncCursor[Any], request_id: str) -> LeaseLost:
 
 async def purge(cur: AsyncCursor[Any], cutoff: float) -> int:
     """T12: delete the requests settled at or before ``cutoff``; how many."""
-    await cur.execute(_PURGE, (cutoff,))
+    await cur.execute(_PURGE, (cutoff,), prepare=True)
     return cur.rowcount
 
 
@@ -641,7 +643,7 @@ async def answer_of(
     Raises:
         StoreError: the stored answer or outcome is not readable JSON (hand-edited).
     """
-    await cur.execute(_ANSWER, (row_key(request_id),))
+    await cur.execute(_ANSWER, (row_key(request_id),), prepare=True)
     row = await cur.fetchone()
     if row is None:
         return None
