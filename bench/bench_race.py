@@ -5,7 +5,8 @@
 
 Also run by ``bench/bench_durable.py`` (``--only race``). It needs PostgreSQL:
 ``export "$(bash scripts/pg.sh start | tail -n 1)"`` first (without ``TOOLNEXUS_PG_URL`` its
-rows say "skipped"). ``BENCH_RACE_PROFILE=<dir>`` runs each worker under cProfile.
+rows say "skipped"). ``BENCH_RACE_PROFILE=<dir>`` runs each worker under cProfile,
+``BENCH_RACE_SPY=<dir>`` under py-spy (``pip install py-spy``).
 
 **Two workers racing on Postgres**. N runs halted in one `PostgresStore`; two worker
 processes each get the same N request ids at the same moment and race to answer and resume
@@ -270,18 +271,20 @@ async def race_worker(side: str, model_url: str, pg_url: str, name: str) -> None
 
 def count_statements() -> list[int]:
     """From now on, count the statements this process sends (``[count]``): every side's
-    statements go through psycopg's ``AsyncConnection.execute`` (ours: the store's
-    connections; a ``conn.transaction()`` block would add its BEGIN and COMMIT, none here)."""
+    statements go through psycopg's ``AsyncCursor.execute`` (the floors' through
+    ``AsyncConnection.execute``, which makes a cursor and calls it once; ours on the cursor
+    the store keeps with each connection; a ``conn.transaction()`` block would add its BEGIN
+    and COMMIT, none here)."""
     import psycopg
 
     sent = [0]
-    real = psycopg.AsyncConnection.execute
+    real = psycopg.AsyncCursor.execute
 
-    async def execute(conn: Any, *args: Any, **kwargs: Any) -> Any:
+    async def execute(cur: Any, *args: Any, **kwargs: Any) -> Any:
         sent[0] += 1
-        return await real(conn, *args, **kwargs)
+        return await real(cur, *args, **kwargs)
 
-    psycopg.AsyncConnection.execute = execute  # pyright: ignore[reportAttributeAccessIssue]
+    psycopg.AsyncCursor.execute = execute  # pyright: ignore[reportAttributeAccessIssue]
     return sent
 
 
@@ -456,6 +459,7 @@ async def run_race(
     """Start two workers, hand both every id at once, check exactly-once everywhere."""
     procs = [
         await asyncio.create_subprocess_exec(
+            *spied(side, name),
             sys.executable,
             _SELF,
             "race-worker",
@@ -477,6 +481,8 @@ async def run_race(
         for proc in procs:
             assert proc.stdout is not None
             line = await asyncio.wait_for(proc.stdout.readline(), 60)
+            while line.startswith(_SPY_SAYS) or (line == b"\n" and _SPY):
+                line = await asyncio.wait_for(proc.stdout.readline(), 60)
             if line.strip() != b"ready":
                 assert proc.stderr is not None
                 err = await proc.stderr.read()
@@ -504,7 +510,8 @@ async def run_race(
     for proc, (out, err) in zip(procs, outputs, strict=True):
         if proc.returncode != 0:
             raise RuntimeError(f"a {side} worker failed: {err.decode()[-2000:]}")
-        reports.append(json.loads(out.decode().splitlines()[-1]))
+        lines = out.decode().splitlines()
+        reports.append(json.loads([x for x in lines if x.startswith("{")][-1]))
     race = Race(
         seconds=max(r["seconds"] for r in reports),
         cpu=sum(r["cpu"] for r in reports),
@@ -538,6 +545,24 @@ async def run_race(
         waiting = {e.request_id for e in await store.list_pending(limit=len(ids) * 4)}
         race.problems += [f"{rid}: still pending" for rid in ids.values() if rid in waiting]
     return race
+
+
+_SPY = os.environ.get("BENCH_RACE_SPY")
+_SPY_SAYS = b"py-spy>"  # py-spy's own lines, on the worker's stdout
+
+
+def spied(side: str, name: str) -> list[str]:
+    """``BENCH_RACE_SPY=<dir>``: run each worker under ``py-spy record`` (raw, 1000 Hz,
+    non-blocking, into ``<dir>/<side>-<name>.txt``); py-spy must be installed beside this
+    Python. It samples wall time while a thread runs: on a busy machine that includes time
+    the worker waited for a core (after each send wakes a server), so weigh it with the
+    CPU-clock cProfile."""
+    where = _SPY
+    if not where:
+        return []
+    spy = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    out = os.path.join(where, f"{side}-{name}.txt")
+    return [spy, "record", "--nonblocking", "-r", "1000", "-f", "raw", "-o", out, "--"]
 
 
 async def copy_to_floor(pg_url: str, store: tn.PostgresStore, ids: dict[str, str]) -> None:

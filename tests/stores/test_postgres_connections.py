@@ -1,7 +1,8 @@
 """PostgresStore's connections (`toolnexus.stores.postgres_conn`): between operations up to
 ``min_size`` idle connections stay out of the pool and the next operation takes one of them;
 anything else — a connection in a transaction or busy, one held past ``HOLD_S``, one an
-operation waiting in the pool needs, every one on close — goes back to the pool."""
+operation waiting in the pool needs, every one on close — goes back to the pool. The store's
+own operations run on a cursor kept with each connection while it stays out."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ async def store(pg_url: str) -> AsyncIterator[PostgresStore]:
 
 
 def kept(store: PostgresStore) -> list[Any]:
-    return [conn for conn, _ in store._conns._idle]  # pyright: ignore[reportPrivateUsage]
+    return [lent.conn for lent in store._conns._idle]  # pyright: ignore[reportPrivateUsage]
 
 
 def pool_requests(store: PostgresStore) -> int:
@@ -48,6 +49,49 @@ async def test_the_next_operation_takes_the_connection_the_last_one_gave_back(
     assert [await backend(store) for _ in range(5)] == [first] * 5
     assert pool_requests(store) == asked  # the pool was not asked again
     assert len(kept(store)) == 1
+
+
+async def test_the_store_runs_its_statements_on_the_kept_connections_cursor(
+    store: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[Any] = []
+    real = psycopg.AsyncConnection.cursor
+
+    def cursor(conn: Any, *args: Any, **kwargs: Any) -> Any:
+        made.append(made_one := real(conn, *args, **kwargs))
+        return made_one
+
+    await store.list_pending(limit=1)  # the kept connection's cursor made
+    monkeypatch.setattr(psycopg.AsyncConnection, "cursor", cursor)
+    for i in range(5):
+        await store.save(f"c{i}", [{"role": "user", "content": "hi"}])
+        assert await store.get(f"c{i}") == [{"role": "user", "content": "hi"}]
+        assert await store.delete(f"c{i}")
+        assert await store.list_pending(limit=1) == []
+    assert made == []  # every operation ran on the cursor kept with the connection
+    (lent,) = store._conns._idle  # pyright: ignore[reportPrivateUsage]
+    assert lent.cursor is not None
+    assert not lent.cursor.closed
+    # A connection that goes back to the pool leaves its cursor behind: the next one out of
+    # the pool gets a new cursor of its own.
+    monkeypatch.setattr(postgres_conn, "HOLD_S", 0.0)
+    await store.list_pending(limit=1)
+    assert len(made) == 1
+    assert made[0] is not lent.cursor
+    assert kept(store) == []
+
+
+async def test_the_stores_statements_are_prepared_at_their_first_use(
+    store: PostgresStore,
+) -> None:
+    await store.get("c1")  # one statement each, once, on the kept connection
+    assert await store.answer_record("nobody") is None
+    async with store._connection() as conn:  # pyright: ignore[reportPrivateUsage]
+        cur = await conn.execute("SELECT statement FROM pg_prepared_statements")
+        prepared = {row[0] for row in await cur.fetchall()}
+    # As psycopg sends them: the placeholders numbered.
+    assert "SELECT messages FROM toolnexus_conversations WHERE key = $1" in prepared
+    assert any(s.startswith("SELECT answer, answered_at, answered_by") for s in prepared)
 
 
 async def test_no_more_than_min_size_stay_out_of_the_pool(store: PostgresStore) -> None:

@@ -45,17 +45,19 @@ async def store(pg_url: str, clock: Clock) -> AsyncIterator[PostgresStore]:
 
 
 class Statements:
-    """Counts the statements the store's pooled connections send (a spy: they still run)."""
+    """Counts the statements the store's pooled connections send (a spy: they still run),
+    with the connection each went out on: every statement passes `AsyncCursor.execute`
+    (``AsyncConnection.execute`` makes a cursor and calls it)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sent: list[tuple[object, str]] = []
-        real = psycopg.AsyncConnection.execute
+        real = psycopg.AsyncCursor.execute
 
-        async def execute(conn: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
-            self.sent.append((conn, str(query)))
-            return await real(conn, query, *args, **kwargs)
+        async def execute(cur: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
+            self.sent.append((cur.connection, str(query)))
+            return await real(cur, query, *args, **kwargs)
 
-        monkeypatch.setattr(psycopg.AsyncConnection, "execute", execute)
+        monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
 
 
 async def blocked_on(

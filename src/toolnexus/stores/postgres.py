@@ -5,9 +5,13 @@ webhook landing on any worker can resume any run, and two workers racing on one 
 resolve to exactly one resume. Built on psycopg 3 (async) with a `psycopg_pool` connection
 pool; both come with the ``postgres`` extra and are imported only when a store is created.
 
-- Each operation runs on a pooled autocommit connection (its statements prepared by psycopg
-  after a few uses), lent by `toolnexus.stores.postgres_conn` (which also opens the pool and
-  turns psycopg failures into `StoreError`). The run store's statements are in
+- Each operation runs on a pooled autocommit connection, on the cursor kept with it, lent by
+  `toolnexus.stores.postgres_conn` (which also opens the pool and turns psycopg failures into
+  `StoreError`). Every fixed statement is executed ``prepare=True``: prepared on each
+  connection at its first use, not after psycopg's default five — a worker's pool has several
+  connections, each of which would otherwise send every statement's text to be parsed and
+  planned five times (for the racing statements' CTEs, several times the cost of running
+  them prepared, on the client and more on the server). The run store's statements are in
   `toolnexus.stores.postgres_runs`: the request states of `toolnexus.stores.requests`
   (T1–T12) with the in-memory store's semantics, the racing ones (``claim``, ``take``, the
   fenced writes of a claim's holder) one statement each, so PostgreSQL's row lock decides
@@ -55,7 +59,14 @@ from .checks import (
     encode_answer,
     encode_outcome,
 )
-from .postgres_conn import Connections, Pooled, describe, import_driver, promptly
+from .postgres_conn import (
+    Connections,
+    Pooled,
+    PooledCursor,
+    describe,
+    import_driver,
+    promptly,
+)
 from .postgres_inbox import PostgresInboxIndex, pending_filters
 from .postgres_runs import CHANNEL, Listener
 from .postgres_schema import from_bytea as _s
@@ -185,14 +196,14 @@ class PostgresStore(PostgresInboxIndex):
         """Store ``messages`` under ``id``, replacing any previous transcript."""
         key = check_id(id)
         text = encode_messages(messages)
-        async with self._connection() as conn:
-            await conn.execute(_SAVE, (_key(key), key.encode(), text, time.time()))
+        async with self._cursor() as cur:
+            await cur.execute(_SAVE, (_key(key), key.encode(), text, time.time()), prepare=True)
 
     async def delete(self, id: str) -> bool:
         """Forget ``id``; True when a transcript was deleted."""
         key = check_id(id)
-        async with self._connection() as conn:
-            cur = await conn.execute(_DELETE, (_key(key),))
+        async with self._cursor() as cur:
+            await cur.execute(_DELETE, (_key(key),), prepare=True)
             return cur.rowcount > 0
 
     # -- the runtime store (handle tables) ------------------------------------------------
@@ -219,8 +230,8 @@ class PostgresStore(PostgresInboxIndex):
             "ids": [hid.encode() for hid, _ in encoded],
             "data": [data for _, data in encoded],
         }
-        async with self._connection() as conn:
-            await conn.execute(_SAVE_HANDLES, values)
+        async with self._cursor() as cur:
+            await cur.execute(_SAVE_HANDLES, values, prepare=True)
 
     async def load_handles(self, runtime_id: str) -> list[dict[str, Any]]:
         """Every stored handle row of ``runtime_id``, in handle-id order.
@@ -229,16 +240,16 @@ class PostgresStore(PostgresInboxIndex):
             StoreError: the database failed, or a stored row is not a handle's JSON object.
         """
         rid = check_runtime_id(runtime_id)
-        async with self._connection() as conn:
-            cur = await conn.execute(_LOAD_HANDLES, (_key(rid),))
+        async with self._cursor() as cur:
+            await cur.execute(_LOAD_HANDLES, (_key(rid),), prepare=True)
             found = await cur.fetchall()
         return [decode_handle_row(rid, _s(hid), data, self._where) for hid, data in found]
 
     async def delete_handles(self, runtime_id: str) -> bool:
         """Forget the whole handle table of ``runtime_id``; True when rows were deleted."""
         rid = check_runtime_id(runtime_id)
-        async with self._connection() as conn:
-            cur = await conn.execute(_DELETE_HANDLES, (_key(rid),))
+        async with self._cursor() as cur:
+            await cur.execute(_DELETE_HANDLES, (_key(rid),), prepare=True)
             return cur.rowcount > 0
 
     # -- the run store: T1 and reads ------------------------------------------------------
@@ -263,8 +274,8 @@ class PostgresStore(PostgresInboxIndex):
             row.digest,
             row.deadline,
         )
-        async with self._connection() as conn:
-            await conn.execute(_SAVE_HALT, values)
+        async with self._cursor() as cur:
+            await cur.execute(_SAVE_HALT, values, prepare=True)
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
         """The checkpoint waiting on ``request_id`` (any status), or ``None``.
@@ -283,8 +294,8 @@ class PostgresStore(PostgresInboxIndex):
         halted run the row already shows claimed under a live lease, as the claim would, or
         settled, as its answer record would."""
         rid = check_request_id(request_id)
-        async with self._connection() as conn:
-            return await runs.load_waiting(conn, rid, self._now(), self._where)
+        async with self._cursor() as cur:
+            return await runs.load_waiting(cur, rid, self._now(), self._where)
 
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
         """The recorded answer and status of ``request_id``; ``None`` while pending/unknown.
@@ -293,8 +304,8 @@ class PostgresStore(PostgresInboxIndex):
             StoreError: the stored answer or outcome was hand-edited into something else.
         """
         rid = check_request_id(request_id)
-        async with self._connection() as conn:
-            return await runs.answer_of(conn, rid, self._now(), self._where)
+        async with self._cursor() as cur:
+            return await runs.answer_of(cur, rid, self._now(), self._where)
 
     async def list_pending(
         self,
@@ -319,8 +330,8 @@ class PostgresStore(PostgresInboxIndex):
         )
         sql.append(" ORDER BY created_at, request_id LIMIT %s")
         args.append(size)
-        async with self._connection() as conn:
-            cur = await conn.execute("".join(sql), args)
+        async with self._cursor() as cur:
+            await cur.execute("".join(sql), args)
             rows = await cur.fetchall()
         return [pending(*(_s(value) for value in row)) for row in rows]
 
@@ -348,10 +359,8 @@ class PostgresStore(PostgresInboxIndex):
         text = encode_answer(reply)
         who = check_optional_text(answered_by, "answered_by")
         tag = check_optional_text(digest, "digest")
-        async with self._connection() as conn:
-            return await runs.post_answer(
-                conn, rid, text, reply, who, tag, self._now(), self._where
-            )
+        async with self._cursor() as cur:
+            return await runs.post_answer(cur, rid, text, reply, who, tag, self._now(), self._where)
 
     async def expire(self, request_id: str) -> AnswerRecord:
         """T3: record the expired decline for a pending request (answered by `EXPIRED_BY`).
@@ -361,8 +370,8 @@ class PostgresStore(PostgresInboxIndex):
             AnswerConflict: it was answered or cancelled first.
         """
         rid = check_request_id(request_id)
-        async with self._connection() as conn:
-            return await runs.expire(conn, rid, self._now(), self._where)
+        async with self._cursor() as cur:
+            return await runs.expire(cur, rid, self._now(), self._where)
 
     async def cancel(
         self,
@@ -380,8 +389,8 @@ class PostgresStore(PostgresInboxIndex):
         rid = check_request_id(request_id)
         note = check_optional_text(reason, "reason")
         who = check_optional_text(answered_by, "answered_by")
-        async with self._connection() as conn:
-            return await runs.cancel(conn, rid, note, who, self._now(), self._where)
+        async with self._cursor() as cur:
+            return await runs.cancel(cur, rid, note, who, self._now(), self._where)
 
     # -- resuming: T4–T10 -----------------------------------------------------------------
 
@@ -407,8 +416,8 @@ class PostgresStore(PostgresInboxIndex):
         tag = check_optional_text(digest, "digest") or ""
         lease = check_seconds(lease_s, "lease_s", positive=True)
         now = self._now()
-        async with self._connection() as conn:
-            return await runs.claim(conn, rid, text, answer, who, tag, now, now + lease)
+        async with self._cursor() as cur:
+            return await runs.claim(cur, rid, text, answer, who, tag, now, now + lease)
 
     async def take(
         self,
@@ -427,8 +436,8 @@ class PostgresStore(PostgresInboxIndex):
         lane = check_optional_text(queue, "queue") or ""
         rid = None if request_id is None else check_request_id(request_id)
         now = self._now()
-        async with self._connection() as conn:
-            return await runs.take(conn, rid, lane, now, now + lease, self._where)
+        async with self._cursor() as cur:
+            return await runs.take(cur, rid, lane, now, now + lease, self._where)
 
     async def renew(self, claim: Claim, *, lease_s: float = DEFAULT_LEASE_S) -> Claim:
         """T6: extend the lease; the returned `Claim` carries the new ``lease_until``.
@@ -438,8 +447,8 @@ class PostgresStore(PostgresInboxIndex):
         """
         lease = check_seconds(lease_s, "lease_s", positive=True)
         held = _check_claim(claim)
-        async with self._connection() as conn:
-            return await runs.renew(conn, held, self._now() + lease)
+        async with self._cursor() as cur:
+            return await runs.renew(cur, held, self._now() + lease)
 
     async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
         """T7: replace the claimed run's checkpoint (the calls the resume resolved).
@@ -452,8 +461,8 @@ class PostgresStore(PostgresInboxIndex):
         """
         row = halt_row(checkpoint, digest=False)  # T7 keeps the digest T1 stored
         held = _check_claim(claim)
-        async with self._connection() as conn:
-            await runs.save_progress(conn, row, checkpoint.queue, held, self._now())
+        async with self._cursor() as cur:
+            await runs.save_progress(cur, row, checkpoint.queue, held, self._now())
 
     async def complete(
         self,
@@ -473,8 +482,8 @@ class PostgresStore(PostgresInboxIndex):
         rid = check_request_id(request_id)
         kept = encode_outcome(outcome)
         held = None if claim is None else _check_claim(claim)
-        async with self._connection() as conn:
-            await runs.complete(conn, rid, held, kept, self._now())
+        async with self._cursor() as cur:
+            await runs.complete(cur, rid, held, kept, self._now())
 
     async def release(self, request_id: str, claim: Claim | None = None) -> None:
         """T9: the resume failed before finishing: give the request back.
@@ -485,16 +494,16 @@ class PostgresStore(PostgresInboxIndex):
         held = None if claim is None else _check_claim(claim)
         if held is not None and held.request_id != rid:
             return
-        async with self._connection() as conn:
-            await runs.release(conn, rid, None if held is None else held.token)
+        async with self._cursor() as cur:
+            await runs.release(cur, rid, None if held is None else held.token)
 
     # -- retention: T12 -------------------------------------------------------------------
 
     async def purge(self, *, older_than: float) -> int:
         """T12: delete requests settled more than ``older_than`` seconds ago; the count."""
         age = check_seconds(older_than, "older_than")
-        async with self._connection() as conn:
-            return await runs.purge(conn, self._now() - age)
+        async with self._cursor() as cur:
+            return await runs.purge(cur, self._now() - age)
 
     # -- waiting --------------------------------------------------------------------------
 
@@ -611,14 +620,19 @@ class PostgresStore(PostgresInboxIndex):
     # -- plumbing -------------------------------------------------------------------------
 
     async def _one(self, sql: LiteralString, args: tuple[object, ...]) -> tuple[Any, ...] | None:
-        async with self._connection() as conn:
-            cur = await conn.execute(sql, args)
+        async with self._cursor() as cur:
+            await cur.execute(sql, args, prepare=True)
             return await cur.fetchone()
 
     def _connection(self) -> Pooled:
         """A pooled autocommit connection for one operation; psycopg failures become
         `StoreError` (see `toolnexus.stores.postgres_conn`)."""
         return self._conns.connection()
+
+    def _cursor(self) -> PooledCursor:
+        """`_connection`'s cursor, kept with the connection: what the store's own operations
+        run their statements on (see `toolnexus.stores.postgres_conn`)."""
+        return self._conns.cursor()
 
 
 def _check_claim(claim: object) -> Claim:

@@ -71,7 +71,7 @@ from .postgres_schema import from_bytea, row_key, to_bytea
 from .requests import EXPIRED_BY, AnswerRecord, Claim
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncCursor
 
     from ..loop.checkpoint import Checkpoint
 
@@ -99,6 +99,8 @@ CHANNEL: Final = "toolnexus_answers"
 
 _RETRIES = 3
 """How often a refused claim is tried again when the row turned claimable in between."""
+
+_EXPIRED_BY: Final = EXPIRED_BY.encode()
 
 # A request still waiting for its answer: pending, or a host claim whose lease ran out (T10).
 _CLAIMABLE: LiteralString = (
@@ -266,7 +268,7 @@ def _note(request_id: str) -> str:
 
 
 async def _lock_waiting(
-    conn: AsyncConnection[Any],
+    cur: AsyncCursor[Any],
     request_id: str,
     now: float,
     *,
@@ -281,7 +283,7 @@ async def _lock_waiting(
         AnswerConflict: it was answered, is claimed under a live lease, or is settled.
     """
     values = {"key": row_key(request_id), "want": want_checkpoint}
-    cur = await conn.execute(_LOCK if lock else _PEEK, values)
+    await cur.execute(_LOCK if lock else _PEEK, values, prepare=True)
     row = await cur.fetchone()
     _check_waiting(request_id, now, row)
     assert row is not None
@@ -306,7 +308,7 @@ def _check_waiting(request_id: str, now: float, row: tuple[Any, ...] | None) -> 
 
 
 async def post_answer(
-    conn: AsyncConnection[Any],
+    cur: AsyncCursor[Any],
     request_id: str,
     text: str,
     reply: Answer,
@@ -339,10 +341,10 @@ async def post_answer(
 
     if not edit:
         try:
-            cur = await conn.execute(_RECORD_WAITING, values)
+            await cur.execute(_RECORD_WAITING, values, prepare=True)
             row = await cur.fetchone()
         except psycopg.DataError:  # the stored checkpoint is not JSON: nothing was written
-            await _lock_waiting(conn, request_id, now, want_checkpoint=False, lock=False)
+            await _lock_waiting(cur, request_id, now, want_checkpoint=False, lock=False)
         else:
             if row is not None and row[0]:
                 digest_ = row[1] if isinstance(row[1], str) else ""
@@ -353,16 +355,16 @@ async def post_answer(
     # Still waiting (an edit to check against the stored checkpoint, expired, unreadable, or
     # saved before migration 5): decide and write under the row lock, which refuses an
     # unknown, answered or settled request as the statement above does.
-    async with conn.transaction():
+    async with cur.connection.transaction():
         expires_at, stored = await _lock_waiting(
-            conn, request_id, now, want_checkpoint=needs_checkpoint(reply, digest)
+            cur, request_id, now, want_checkpoint=needs_checkpoint(reply, digest)
         )
         approved, halted = recorded_digests(stored, request_id, where, reply, digest)
         expired = is_past(expires_at, now)
         if expired:
             text, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
         tag = halted if expired else approved
-        await _record(conn, request_id, text, answered_by, tag, now)
+        await _record(cur, request_id, text, answered_by, tag, now)
     if expired:
         raise RequestExpired(
             f'request "{request_id}" expired before it was answered; it was settled with the '
@@ -371,20 +373,18 @@ async def post_answer(
     return replace(answer_record(request_id, text, now, answered_by, tag, where), status="answered")
 
 
-async def expire(
-    conn: AsyncConnection[Any], request_id: str, now: float, where: str
-) -> AnswerRecord:
+async def expire(cur: AsyncCursor[Any], request_id: str, now: float, where: str) -> AnswerRecord:
     """T3: record the expired decline for a pending request, by `EXPIRED_BY`."""
-    async with conn.transaction():
-        _, stored = await _lock_waiting(conn, request_id, now, want_checkpoint=True)
+    async with cur.connection.transaction():
+        _, stored = await _lock_waiting(cur, request_id, now, want_checkpoint=True)
         tag = stored_digest(stored, request_id, where)
         text = encode_answer(expired_decline(request_id))
-        await _record(conn, request_id, text, EXPIRED_BY, tag, now)
+        await _record(cur, request_id, text, EXPIRED_BY, tag, now)
     return replace(answer_record(request_id, text, now, EXPIRED_BY, tag, where), status="answered")
 
 
 async def _record(
-    conn: AsyncConnection[Any], request_id: str, text: str, by: str | None, tag: str, now: float
+    cur: AsyncCursor[Any], request_id: str, text: str, by: str | None, tag: str, now: float
 ) -> None:
     values = {
         "key": row_key(request_id),
@@ -394,11 +394,11 @@ async def _record(
         "now": now,
         "note": _note(request_id),
     }
-    await conn.execute(_RECORD, values)
+    await cur.execute(_RECORD, values, prepare=True)
 
 
 async def cancel(
-    conn: AsyncConnection[Any],
+    cur: AsyncCursor[Any],
     request_id: str,
     reason: str | None,
     answered_by: str | None,
@@ -414,9 +414,9 @@ async def cancel(
         "now": now,
         "note": _note(request_id),
     }
-    async with conn.transaction():
-        await _lock_waiting(conn, request_id, now, want_checkpoint=False)
-        cur = await conn.execute(_CANCEL, values)
+    async with cur.connection.transaction():
+        await _lock_waiting(cur, request_id, now, want_checkpoint=False)
+        await cur.execute(_CANCEL, values, prepare=True)
         row = await cur.fetchone()
     assert row is not None  # the row is locked: the update cannot miss
     found = answer_record(request_id, text, now, answered_by, row[0], where)
@@ -434,7 +434,7 @@ _SETTLED = ("done", "expired", "cancelled")
 
 
 async def load_waiting(
-    conn: AsyncConnection[Any], request_id: str, now: float, where: str
+    cur: AsyncCursor[Any], request_id: str, now: float, where: str
 ) -> Checkpoint | None:
     """The checkpoint a host's own answer would resume (``load_halt`` before T4), read with
     the row's state: a halted run this read already shows claimed by another resume under a
@@ -450,7 +450,7 @@ async def load_waiting(
             (names who answered it, and how it ended).
         CheckpointError: the stored checkpoint is corrupt or from a newer toolnexus.
     """
-    cur = await conn.execute(_LOAD_WAITING, (row_key(request_id),))
+    await cur.execute(_LOAD_WAITING, (row_key(request_id),), prepare=True)
     row = await cur.fetchone()
     if row is None:
         return None
@@ -465,7 +465,7 @@ async def load_waiting(
 
 
 async def claim(
-    conn: AsyncConnection[Any],
+    cur: AsyncCursor[Any],
     request_id: str,
     text: str,
     reply: Answer,
@@ -491,7 +491,7 @@ async def claim(
         "now": now,
     }
     for attempt in range(_RETRIES):
-        cur = await conn.execute(_CLAIM, values)
+        await cur.execute(_CLAIM, values, prepare=True)
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
             parsed = recorded_answer(reply, text)
@@ -505,7 +505,7 @@ async def claim(
 
 
 async def take(
-    conn: AsyncConnection[Any],
+    cur: AsyncCursor[Any],
     request_id: str | None,
     queue: str,
     now: float,
@@ -516,10 +516,10 @@ async def take(
     ``None`` when there is none."""
     values: dict[str, Any] = {"now": now, "lease": lease_until}
     if request_id is None:
-        cur = await conn.execute(_TAKE_OLDEST, {**values, "queue": row_key(queue)})
+        await cur.execute(_TAKE_OLDEST, {**values, "queue": row_key(queue)}, prepare=True)
     else:
         values["key"] = row_key(request_id)
-        cur = await conn.execute(_TAKE_ONE, values)
+        await cur.execute(_TAKE_ONE, values, prepare=True)
     row = await cur.fetchone()
     if row is None:
         return None
@@ -534,21 +534,23 @@ async def take(
     return Claim(rid, row[1], found.answer, found.answered_by, lease_until, checkpoint=checkpoint)
 
 
-async def renew(conn: AsyncConnection[Any], claim: Claim, lease_until: float) -> Claim:
+async def renew(cur: AsyncCursor[Any], claim: Claim, lease_until: float) -> Claim:
     """T6: extend the lease of the request's current claim.
 
     Raises:
         LeaseLost: ``claim`` is no longer the request's current one.
     """
     key = row_key(claim.request_id)
-    cur = await conn.execute(_RENEW, {"key": key, "token": claim.token, "lease": lease_until})
+    await cur.execute(
+        _RENEW, {"key": key, "token": claim.token, "lease": lease_until}, prepare=True
+    )
     if cur.rowcount == 0:
-        raise await _lease_lost(conn, claim.request_id)
+        raise await _lease_lost(cur, claim.request_id)
     return replace(claim, lease_until=lease_until, taken=time.monotonic())
 
 
 async def save_progress(
-    conn: AsyncConnection[Any], row: HaltRow, queue: str, claim: Claim, now: float
+    cur: AsyncCursor[Any], row: HaltRow, queue: str, claim: Claim, now: float
 ) -> None:
     """T7: replace the claimed run's checkpoint (stored under the claim's request).
 
@@ -568,13 +570,13 @@ async def save_progress(
         "queue": row_key(queue),
         "now": now,
     }
-    cur = await conn.execute(_PROGRESS, values)
+    await cur.execute(_PROGRESS, values, prepare=True)
     if cur.rowcount == 0:
-        raise await _lease_lost(conn, claim.request_id)
+        raise await _lease_lost(cur, claim.request_id)
 
 
 async def complete(
-    conn: AsyncConnection[Any],
+    cur: AsyncCursor[Any],
     request_id: str,
     claim: Claim | None,
     outcome: str | None,
@@ -586,35 +588,38 @@ async def complete(
         UnknownRequest: no row for ``request_id``.
         LeaseLost: ``claim`` is no longer the request's current one.
     """
+    key = row_key(request_id)
     values: dict[str, Any] = {
-        "key": row_key(request_id),
-        "expired": EXPIRED_BY.encode(),
+        "key": key,
+        "expired": _EXPIRED_BY,
         "now": now,
         "outcome": outcome,
-        "note": _note(request_id),
+        "note": key.hex(),
     }
+    settled = False  # a claim on another request is not this request's current one
     if claim is None:
-        cur = await conn.execute(_COMPLETE, values)
+        await cur.execute(_COMPLETE, values, prepare=True)
+        settled = cur.rowcount > 0
     elif claim.request_id == request_id:
-        cur = await conn.execute(_COMPLETE_HELD, {**values, "token": claim.token})
-    else:
-        cur = None  # a claim on another request is not this request's current one
-    if cur is None or cur.rowcount == 0:
-        cur = await conn.execute(_HOLDER, (row_key(request_id),))
+        values["token"] = claim.token
+        await cur.execute(_COMPLETE_HELD, values, prepare=True)
+        settled = cur.rowcount > 0
+    if not settled:
+        await cur.execute(_HOLDER, (key,), prepare=True)
         held = await cur.fetchone()
         if held is None:
             raise _unknown(request_id)
         raise _lost(request_id, held[0])
 
 
-async def release(conn: AsyncConnection[Any], request_id: str, token: int | None) -> None:
+async def release(cur: AsyncCursor[Any], request_id: str, token: int | None) -> None:
     """T9: give a claimed request back; a stale ``token`` (or no claim) changes nothing."""
     values = {"key": row_key(request_id), "token": token, "note": _note(request_id)}
-    await conn.execute(_RELEASE, values)
+    await cur.execute(_RELEASE, values, prepare=True)
 
 
-async def _lease_lost(conn: AsyncConnection[Any], request_id: str) -> LeaseLost:
-    cur = await conn.execute(_HOLDER, (row_key(request_id),))
+async def _lease_lost(cur: AsyncCursor[Any], request_id: str) -> LeaseLost:
+    await cur.execute(_HOLDER, (row_key(request_id),), prepare=True)
     held = await cur.fetchone()
     return _lost(request_id, None if held is None else held[0])
 
@@ -622,14 +627,14 @@ async def _lease_lost(conn: AsyncConnection[Any], request_id: str) -> LeaseLost:
 # -- retention and reads -----------------------------------------------------------------------
 
 
-async def purge(conn: AsyncConnection[Any], cutoff: float) -> int:
+async def purge(cur: AsyncCursor[Any], cutoff: float) -> int:
     """T12: delete the requests settled at or before ``cutoff``; how many."""
-    cur = await conn.execute(_PURGE, (cutoff,))
+    await cur.execute(_PURGE, (cutoff,), prepare=True)
     return cur.rowcount
 
 
 async def answer_of(
-    conn: AsyncConnection[Any], request_id: str, now: float, where: str
+    cur: AsyncCursor[Any], request_id: str, now: float, where: str
 ) -> AnswerRecord | None:
     """The recorded answer and status of ``request_id``; ``None`` while it waits.
 
@@ -638,7 +643,7 @@ async def answer_of(
     Raises:
         StoreError: the stored answer or outcome is not readable JSON (hand-edited).
     """
-    cur = await conn.execute(_ANSWER, (row_key(request_id),))
+    await cur.execute(_ANSWER, (row_key(request_id),), prepare=True)
     row = await cur.fetchone()
     if row is None:
         return None
