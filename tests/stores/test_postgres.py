@@ -281,7 +281,7 @@ async def test_a_waiter_survives_losing_the_listen_connection(
     with pg_connect(pg_url) as conn:
         killed = conn.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-            " WHERE query = 'LISTEN toolnexus_answers' AND application_name = %s",
+            " WHERE query LIKE 'LISTEN \"toolnexus_answers%%' AND application_name = %s",
             (app_name,),
         ).fetchall()
     assert killed == [(True,)]

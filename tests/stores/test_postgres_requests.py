@@ -327,6 +327,48 @@ async def test_a_worker_waiting_for_the_queue_wakes_on_an_answer_from_another_st
     assert await store.take() is not None
 
 
+def listen_as(url: str) -> Any:
+    """A raw autocommit connection LISTENing on the channel of ``url``'s schema, and its name."""
+    conn = pg_connect(url)
+    found = conn.execute(f"SELECT {runs._CHANNEL_OF_SCHEMA}").fetchone()  # pyright: ignore[reportPrivateUsage]
+    assert found is not None
+    conn.execute(f'LISTEN "{found[0]}"')
+    return conn, found[0]
+
+
+async def test_stores_in_two_schemas_of_one_database_never_wake_each_other(
+    store: PostgresStore, pg_url: str
+) -> None:
+    # Channels are per database. A worker of schema A must not be woken (nor a run parked on
+    # A's request "req-1" told to re-read) by what a store in schema B records — the same
+    # request id included.
+    other = pg_url.replace("search_path%3D", "search_path%3Dt_other_")
+    schema = other.rsplit("search_path%3D", 1)[1]
+    with pg_connect(pg_url.rsplit("?", 1)[0]) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        public = admin.execute(f"SELECT {runs._CHANNEL_OF_SCHEMA}").fetchone()  # pyright: ignore[reportPrivateUsage]
+    assert public == (runs.CHANNEL,)  # the public schema keeps the channel it always had
+    listener, channel = listen_as(pg_url)
+    try:
+        assert channel.startswith(f"{runs.CHANNEL}_")
+        assert len(channel) == len(runs.CHANNEL) + 17
+        async with PostgresStore(other) as elsewhere:
+            other_listener, other_channel = listen_as(other)
+            other_listener.close()
+            assert other_channel != channel
+            await elsewhere.save_halt(checkpoint())
+            await elsewhere.post_answer("req-1", yes())  # B's notification first…
+        await store.save_halt(checkpoint("req-2"))
+        await store.post_answer("req-2", yes("req-2"))  # …then A's
+        first = next(listener.notifies(timeout=10))
+        assert first.channel == channel
+        assert first.payload == runs._note("req-2")  # pyright: ignore[reportPrivateUsage]
+    finally:
+        listener.close()
+        with pg_connect(pg_url.rsplit("?", 1)[0]) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
 async def test_a_released_claim_wakes_the_workers_waiting_for_the_queue(
     store: PostgresStore, pg_url: str
 ) -> None:

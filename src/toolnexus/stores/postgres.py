@@ -18,8 +18,9 @@ pool; both come with the ``postgres`` extra and are imported only when a store i
   every race.
 - Migrations (`toolnexus.stores.postgres_schema`) run when the pool opens, under an advisory
   lock.
-- `wait_for_answer` and `wait_for_queued` use ``LISTEN toolnexus_answers`` on one dedicated
-  connection per store; whatever records, settles or requeues an answer ``NOTIFY``s in the
+- `wait_for_answer` and `wait_for_queued` ``LISTEN`` on the channel of the store's schema
+  (`toolnexus.stores.postgres_runs.CHANNEL` in ``public``) on one dedicated connection per
+  store; whatever records, settles or requeues an answer ``NOTIFY``s in the
   statement or transaction that commits it, so the notification is sent exactly when the
   change is visible. The payload is the hex of the request's key (ids may be longer than a
   payload or hold U+0000).

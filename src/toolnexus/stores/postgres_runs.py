@@ -95,7 +95,17 @@ __all__ = [
 ]
 
 CHANNEL: Final = "toolnexus_answers"
-"""The ``LISTEN/NOTIFY`` channel that announces answered, settled and requeued requests."""
+"""The ``LISTEN/NOTIFY`` channel that announces answered, settled and requeued requests, for a
+store whose tables are in the ``public`` schema. A store in another schema uses
+``toolnexus_answers_<first 16 hex digits of md5(schema)>`` (`_CHANNEL_OF_SCHEMA`): channels
+are per database, and stores sharing one in separate schemas must not wake each other."""
+
+# The channel of the schema a statement's tables are in, as the server computes it (the NOTIFY
+# in each writing statement, and the LISTEN connection's own lookup).
+_CHANNEL_OF_SCHEMA: LiteralString = (
+    "(CASE WHEN current_schema() = 'public' THEN '" + CHANNEL + "'"
+    " ELSE '" + CHANNEL + "_' || left(md5(current_schema()), 16) END)"
+)
 
 _RETRIES = 3
 """How often a refused claim is tried again when the row turned claimable in between."""
@@ -111,7 +121,7 @@ _CLAIMABLE: LiteralString = (
 _QUEUED: LiteralString = (
     "(h.status = 'answered' OR (h.status = 'claimed' AND h.recorded AND h.lease_until <= %(now)s))"
 )
-_NOTIFY: LiteralString = f"SELECT pg_notify('{CHANNEL}', %(note)s)"
+_NOTIFY: LiteralString = "SELECT pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s)"
 
 # The row an answer is recorded on, locked until the transaction ends (T2, T3, T11).
 _PEEK: LiteralString = (
@@ -148,7 +158,7 @@ _RECORD_WAITING = (
     " AND json_typeof(h.checkpoint::json) = 'object' RETURNING h.digest),"
     " w AS (" + _WHY.format("r") + ")"
     " SELECT true, r.digest, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " pg_notify('" + CHANNEL + "', %(note)s) FROM r"
+    " pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s) FROM r"
     " UNION ALL SELECT false, NULL, w.status, w.recorded, w.lease_until, w.answered_by,"
     " w.expires_at, w.halted, NULL FROM w"
 )
@@ -157,7 +167,7 @@ _CANCEL = (
     "WITH c AS (UPDATE toolnexus_halts SET status = 'cancelled', answer = %(answer)s,"
     " answered_by = %(by)s, answered_at = %(now)s, settled_at = %(now)s, checkpoint = NULL,"
     " lease_until = NULL, token = token + 1, recorded = true WHERE key = %(key)s"
-    " RETURNING digest) SELECT c.digest, pg_notify('" + CHANNEL + "', %(note)s) FROM c"
+    " RETURNING digest) SELECT c.digest, pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s) FROM c"
 )
 # T4: a host resumes with its own answer; a request with no row gets a bare one (token 1).
 # One row: the claim's token, or (token NULL) who holds the row and how (``_WHY``).
@@ -707,12 +717,15 @@ class Listener:
             if self._task is not None and not self._task.done():
                 return False
             import psycopg
+            from psycopg import sql
 
             conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
                 self._url, **self._kwargs
             )
             try:
-                await conn.execute(f"LISTEN {CHANNEL}")
+                found = await (await conn.execute("SELECT " + _CHANNEL_OF_SCHEMA)).fetchone()
+                channel = CHANNEL if found is None or found[0] is None else str(found[0])
+                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
             except BaseException:
                 await conn.close()
                 raise

@@ -355,8 +355,8 @@ class AnswerChannel(Protocol):
     """The cross-process ``wait_for``: a live run parks on the store until its request moves.
 
     Wake-up is per backend: a future in memory, polling on the worker thread for SQLite
-    (``poll_interval``), ``LISTEN/NOTIFY`` on the ``toolnexus_answers`` channel for Postgres.
-    A spurious wake is harmless: waiters re-read the row.
+    (``poll_interval``), ``LISTEN/NOTIFY`` on the store's channel for Postgres (one per schema;
+    ``toolnexus_answers`` in ``public``). A spurious wake is harmless: waiters re-read the row.
     """
 
     async def wait_for_answer(
