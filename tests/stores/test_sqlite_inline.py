@@ -227,6 +227,26 @@ async def test_a_newer_schema_is_refused_before_anything_goes_inline(db_path: Pa
         assert store._inline is None  # pyright: ignore[reportPrivateUsage]
 
 
+async def test_a_database_switched_out_of_wal_goes_to_the_worker_which_puts_it_back(
+    db_path: Path,
+) -> None:
+    # The inline connection never waits for a lock, which only WAL makes safe: a migrated
+    # file in another journal mode is opened by the worker first (it switches WAL back on).
+    await migrated(db_path)
+    with raw(db_path) as conn:
+        assert conn.execute("PRAGMA journal_mode = DELETE").fetchone() == ("delete",)
+    assert sqlite_module._open_inline(str(db_path)) is None  # pyright: ignore[reportPrivateUsage]
+    before = worker_threads()
+    async with SqliteStore(db_path) as store:
+        assert await store.get("c1") is None
+        assert worker_threads() - before  # the first look went to the worker
+        with raw(db_path) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        await store.save("c1", HELLO)
+        assert store._inline is not None  # pyright: ignore[reportPrivateUsage]
+        assert await store.get("c1") == HELLO
+
+
 def wal_bytes(path: Path) -> int:
     wal = path.with_name(path.name + "-wal")
     return wal.stat().st_size if wal.exists() else 0

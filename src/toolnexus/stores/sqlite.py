@@ -117,10 +117,10 @@ _LOAD_HANDLES = (
 _DELETE_HANDLES = "DELETE FROM runtime_handles WHERE runtime_id = ?"
 # Is the file ready for an inline connection? Its journal mode and schema version in one read
 # (a database without the migration ledger raises: no such table).
-_READY = (
-    "SELECT (SELECT journal_mode FROM pragma_journal_mode),"
-    " (SELECT max(version) FROM schema_migrations)"
-)
+# What `_open_inline` checks before it uses a connection: the WAL and the current schema. (Two
+# plain statements: the one query over ``pragma_journal_mode`` they replace cost more than both.)
+_JOURNAL = "PRAGMA journal_mode"
+_SCHEMA_VERSION = "SELECT max(version) FROM schema_migrations"
 
 # Primary result codes (the low byte of an extended code).
 _PERM, _BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 3, 5, 6, 8, 11, 13, 14, 26
@@ -495,7 +495,9 @@ def _open_inline(path: str) -> sqlite3.Connection | None:
     except sqlite3.Error:
         return None
     try:  # (``timeout=0`` is the busy timeout)
-        if conn.execute(_READY).fetchall() != [("wal", len(MIGRATIONS))]:
+        if conn.execute(_JOURNAL).fetchall() != [("wal",)] or conn.execute(
+            _SCHEMA_VERSION
+        ).fetchall() != [(len(MIGRATIONS),)]:
             conn.close()
             return None
         conn.execute("PRAGMA synchronous = NORMAL")
