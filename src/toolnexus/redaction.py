@@ -239,17 +239,3 @@ def _mask(value: Any, secrets: Iterable[str]) -> Any:
                     changes[f.name] = masked
         return dataclasses.replace(value, **changes) if changes else value
     return value
-    if isinstance(value, dict):
-        items = cast(dict[Any, Any], value).items()
-        return {_mask(k, secrets): _mask(v, secrets) for k, v in items}
-    if isinstance(value, list | tuple):
-        masked = [_mask(v, secrets) for v in cast(Iterable[Any], value)]
-        return masked if isinstance(value, list) else tuple(masked)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        changes = {
-            f.name: _mask(getattr(value, f.name), secrets)
-            for f in dataclasses.fields(value)
-            if f.init and isinstance(getattr(value, f.name), str | dict | list | tuple)
-        }
-        return dataclasses.replace(value, **changes) if changes else value
-    return value
