@@ -45,18 +45,28 @@ The race needs PostgreSQL: ``export "$(bash scripts/pg.sh start | tail -n 1)"`` 
      allocator recycled through a free list (with ``tracing=False`` it shows at
      ``aiohttp/client.py:1561`` instead, and the total is the same), not an OpenTelemetry cost.
 2. **Halt → SQLite → resume**. Per run: ``run`` on a client with a `SqliteStore` halts (the
-   checkpoint goes to the store); a *fresh* client (new store, new connection, new HTTP
-   session) ``run_with_answer``-s it to ``done`` from the store alone, or a long-lived one
-   ("live worker"). *Persist + restore* is the time inside the store's calls (JSON included),
+   checkpoint goes to the store); then it is ``run_with_answer``-ed to ``done`` from the store
+   alone by one of three resumers: a *fresh* client (new store, new connection, new HTTP
+   session), a *live worker* (a long-lived client with its own store and connection beside
+   the halting client's), or *one client* (the halting client resumes its own halt: one store,
+   one connection). *Persist + restore* is the time inside the store's calls (JSON included),
    timed by a `SqliteStore` subclass. Two floors make the same two model calls by hand (bare
-   aiohttp): the judged one does our job by hand in a database with our schema (INSERT the
-   checkpoint with its pending-index columns; SELECT; claim UPDATE with a lease, the call's
-   digest and a new fencing token; UPDATE with the resolved call, fenced; the settle UPDATE
-   with the run's outcome (its transcript included, as ours keeps it without a conversation
-   store), fenced — 4 commits, as ours; the Postgres judged floor does the same); the minimal one
+   aiohttp), with the same resumers (a new connection and session per resume; a second
+   long-lived connection and session; the halting ones): the judged one does our job by hand
+   in a database with our schema (INSERT the checkpoint with its pending-index columns;
+   SELECT; claim UPDATE with a lease, the call's digest and a new fencing token; UPDATE with
+   the resolved call, the answer now counted as recorded, fenced; the settle UPDATE with the
+   run's outcome (its transcript included, as ours keeps it without a conversation store),
+   fenced — 4 commits, as ours; the Postgres judged floor does the same); the minimal one
    (INSERT; SELECT; UPDATE answered — 2 commits, no lease, no record of the resolved call, no
    pending index) is shown for information. Extra rows: the same cycle with conversation
    memory (``ask(id=…)`` / ``ask_with_answer``) and with the in-memory stores.
+
+   Until 2026-12-02 the live floor resumed on its halting connection (never losing its page
+   cache to another connection's write, as a separate worker's connection does) and its
+   progress UPDATE did not mark the answer recorded (which moves the row from the pending
+   index to the queue's); both made it do less than the job it stands for. The ``one client``
+   rows are the like-for-like comparison of the old live floor.
 3. **Two workers racing on Postgres**: in ``bench/bench_race.py`` (run here by ``--only race``
    and by the full run); its docstring says what it measures and what each floor does.
 """
@@ -407,7 +417,10 @@ _SAME_CLAIM = (
     "UPDATE halts SET status = 'claimed', answer = ?, digest = ?, lease_until = ?,"
     " token = token + 1 WHERE request_id = ? AND status = 'pending' RETURNING token"
 )
-_SAME_PROGRESS = "UPDATE halts SET checkpoint = ? WHERE request_id = ? AND token = ?"
+_SAME_PROGRESS = (
+    "UPDATE halts SET checkpoint = ?, recorded = 1, answered_at = ? WHERE request_id = ?"
+    " AND token = ?"
+)
 _SAME_COMPLETE = (
     "UPDATE halts SET status = 'done', answered_at = ?, settled_at = ?, lease_until = NULL,"
     " checkpoint = NULL, outcome = ? WHERE request_id = ? AND token = ?"
@@ -446,15 +459,19 @@ class Cycle:
         return self.cpu * 1000 / self.runs
 
 
-async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool) -> Cycle:
+async def floor_cycles(url: str, path: Path, runs: int, mode: str, same: bool) -> Cycle:
     """The floor: the two model calls by hand, the checkpoint through bare sqlite3 + json.
 
     Minimal (``same=False``): INSERT the checkpoint; SELECT it back; UPDATE it answered — no
     lease, no record of the resolved call, no pending index. ``same``: our job by hand in our
     table — INSERT (with the pending-index columns); SELECT; claim UPDATE (answer, digest,
     lease, a new fencing token); the tool runs; progress UPDATE (the resolved call in the
-    checkpoint, fenced); the model call; settle UPDATE (the outcome with the transcript,
-    fenced).
+    checkpoint, the answer now counted as recorded, fenced); the model call; settle UPDATE
+    (the outcome with the transcript, fenced).
+
+    Who resumes (``mode``), as in `ours_cycles`: ``fresh``, a new connection and HTTP session
+    per resume; ``live``, a second long-lived connection and session, the worker's, beside
+    the halting one's; ``one``, the halting connection and session themselves.
     """
     out = Cycle()
     chat = url + "/v1/chat/completions"
@@ -462,6 +479,10 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
     for statement in _SAME_SCHEMA if same else (_FLOOR_SCHEMA,):
         conn.execute(statement)
     session = floor.new_session()
+    fresh = mode == "fresh"
+    live = mode == "live"
+    kept_conn = floor_db(path) if live else conn
+    kept_session = floor.new_session() if live else session
     try:
         for i in range(runs + 1):  # the first cycle warms up
             started, cpu = time.perf_counter(), time.process_time()
@@ -513,9 +534,9 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
                 conn.execute(_FLOOR_WRITE, (request["id"], stored))
             store = time.perf_counter() - t
             # -- the resume: read the checkpoint back, mark it answered, call the model again
-            resumer = floor.new_session() if fresh else session
+            resumer = floor.new_session() if fresh else kept_session
             t = time.perf_counter()
-            worker = floor_db(path) if fresh else conn
+            worker = floor_db(path) if fresh else kept_conn
             row = worker.execute(_SAME_READ if same else _FLOOR_READ, (request["id"],)).fetchone()
             loaded = json.loads(row[0])
             answer = json.dumps({"id": request["id"], "ok": True}, separators=(",", ":"))
@@ -540,7 +561,8 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
                 halted["result"] = {"output": output, "is_error": False}
                 del halted["request"]
                 progress = json.dumps(loaded, separators=(",", ":"), ensure_ascii=False)
-                worker.execute(_SAME_PROGRESS, (progress, request["id"], token))
+                values = (progress, time.time(), request["id"], token)
+                worker.execute(_SAME_PROGRESS, values)
                 store += time.perf_counter() - t
             resumed = [*loaded["messages"]]
             resumed.append(tool_message(halted["call_id"], output))
@@ -575,6 +597,9 @@ async def floor_cycles(url: str, path: Path, runs: int, fresh: bool, same: bool)
                 out.store += store
                 out.checkpoint_bytes = len(stored)
     finally:
+        if live:
+            kept_conn.close()
+            await kept_session.close()
         conn.close()
         await session.close()
     return out
@@ -621,10 +646,12 @@ for _name in ("get", "save", "save_halt", "load_halt", "claim", "save_progress",
 
 
 async def ours_cycles(url: str, path: Path, runs: int, mode: str) -> Cycle:
-    """Ours: ``run`` halts into SQLite; a ``fresh`` (or a long-lived, ``live``) client
-    ``run_with_answer``-s it from the store alone. ``memory``: the same on one client with the
-    default in-memory stores. ``conversation``: ``live`` with conversation memory —
-    ``ask(id=…)`` then ``ask_with_answer`` (the transcript is read and saved too)."""
+    """Ours: ``run`` halts into SQLite; a ``fresh`` client (new store, connection and HTTP
+    session) or a long-lived one, the worker's (``live``: its own store beside the halting
+    client's), ``run_with_answer``-s it from the store alone; ``one``: the halting client
+    resumes it itself (one store, one connection). ``memory``: ``one`` with the default
+    in-memory stores. ``conversation``: ``live`` with conversation memory — ``ask(id=…)`` then
+    ``ask_with_answer`` (the transcript is read and saved too)."""
     out = Cycle()
     model_ms = 0.0
     timer = StoreTimer()
@@ -649,11 +676,12 @@ async def ours_cycles(url: str, path: Path, runs: int, mode: str) -> Cycle:
 
     toolkit = await tn.create_toolkit(extra_tools=[ADD_TOOL], builtins=False)
     memory = mode == "memory"
+    alone = memory or mode == "one"
     async with contextlib.AsyncExitStack() as stack:
         halting_store = None if memory else await stack.enter_async_context(new_store())
-        other_store = None if memory else await stack.enter_async_context(new_store())
+        other_store = None if alone else await stack.enter_async_context(new_store())
         halting = await stack.enter_async_context(client(halting_store))
-        worker = halting if memory else await stack.enter_async_context(client(other_store))
+        worker = halting if alone else await stack.enter_async_context(client(other_store))
         for i in range(runs + 1):  # the first cycle warms up (and creates the file)
             model_ms = 0.0
             timer.clear()
@@ -747,6 +775,8 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
         "floor-live",
         "same-live",
         "ours-live",
+        "same-one",
+        "ours-one",
         "ours-memory",
         "ours-conversation",
     )
@@ -763,7 +793,7 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
                     if side == "ours":
                         cycle = await ours_cycles(url, path, runs, mode)
                     else:
-                        cycle = await floor_cycles(url, path, runs, mode == "fresh", side == "same")
+                        cycle = await floor_cycles(url, path, runs, mode, side == "same")
                     samples[name].append(cycle)
             for mode in ("live", "conversation"):
                 notes.append(await calls_per_cycle(url, Path(tmp) / f"{mode}.db", runs, mode))
@@ -771,26 +801,32 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
         "floor (same job), per cycle, by hand in our halts table (its pending index incl.):"
         " json.dumps + INSERT the checkpoint; (fresh: connect;) SELECT it back + json.loads;"
         " claim UPDATE (answer, sha256 digest, lease, new token); json.dumps + fenced progress"
-        " UPDATE; json.dumps of the outcome (transcript incl.) + fenced settle UPDATE — 4"
-        " commits, as ours (save_halt; load_halt; claim; save_progress; complete)."
+        " UPDATE (the answer now recorded); json.dumps of the outcome (transcript incl.) +"
+        " fenced settle UPDATE — 4 commits, as ours (save_halt; load_halt; claim;"
+        " save_progress; complete). Live worker: the resume on a second long-lived connection"
+        " and session, on both sides; one client: on the halting ones."
         " Minimal floor: INSERT; SELECT; one UPDATE to answered — 2 commits, no lease (a"
         " resume that dies strands the run or lets two run), no record of the resolved call (a"
         " retried resume runs the approved tool again)"
     )
     floor_bytes = samples["floor-fresh"][0].checkpoint_bytes
     rows: list[Row] = []
-    for mode, label in (("fresh", "fresh client"), ("live", "live worker")):
-        same, minimal, o = (
-            samples[f"same-{mode}"],
-            samples[f"floor-{mode}"],
-            samples[f"ours-{mode}"],
-        )
+    for mode, label in (
+        ("fresh", "fresh client"),
+        ("live", "live worker"),
+        ("one", "one client resumes its own halt"),
+    ):
+        same, o = samples[f"same-{mode}"], samples[f"ours-{mode}"]
         rows += [
             _store_row(f"persist + restore, JSON + SQLite ({label}), ms/run", same, o, True),
             _cycle_row(f"park->resume full cycle ({label}), ms/run", same, o, True),
-            _store_row("  same vs the minimal floor (2 commits), ms/run", minimal, o, False),
-            _cycle_row("  same vs the minimal floor, full cycle ms/run", minimal, o, False),
         ]
+        minimal = samples.get(f"floor-{mode}")
+        if minimal is not None:
+            rows += [
+                _store_row("  same vs the minimal floor (2 commits), ms/run", minimal, o, False),
+                _cycle_row("  same vs the minimal floor, full cycle ms/run", minimal, o, False),
+            ]
         f_cpu, o_cpu = median([c.cpu_ms() for c in same]), median([c.cpu_ms() for c in o])
         rows.append(
             Row(
@@ -802,12 +838,12 @@ async def measure_sqlite(quick: bool, notes: list[str]) -> list[Row]:
                 None,
             )
         )
-    live = samples["same-live"]
-    for mode, label in (
-        ("conversation", "ours with conversation memory (ask id=...), full cycle"),
-        ("memory", "ours with in-memory stores, full cycle"),
+    for mode, floor_mode, label in (
+        ("conversation", "live", "ours (live) with conversation memory (ask id=...), full cycle"),
+        ("memory", "one", "ours (one client) with in-memory stores, full cycle"),
     ):
-        rows.append(_cycle_row(f"  {label}, ms/run", live, samples[f"ours-{mode}"], False))
+        judge = samples[f"same-{floor_mode}"]
+        rows.append(_cycle_row(f"  {label}, ms/run", judge, samples[f"ours-{mode}"], False))
     rows.append(
         Row("  checkpoint stored, bytes", str(floor_bytes), str(ours_bytes), "-", "-", None)
     )

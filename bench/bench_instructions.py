@@ -68,7 +68,7 @@ async def play_cycles(who: str, runs: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "cycles.db"
             if who == "cycle-floor":
-                await bench_durable.floor_cycles(url, path, runs, fresh=False, same=True)
+                await bench_durable.floor_cycles(url, path, runs, "live", same=True)
             else:
                 mode = os.environ.get("BENCH_CYCLE_MODE", "live")  # or memory, conversation
                 await bench_durable.ours_cycles(url, path, runs, mode)

@@ -100,7 +100,7 @@ class Request:
     @classmethod
     def from_dict(cls, wire: Mapping[str, Any]) -> Request:
         """Rebuild a Request from its wire dict; unknown keys are a `ValueError`."""
-        return cls(**_checked(wire, _REQUEST_KEYS, ("id", "kind", "prompt"), "Request"))
+        return cls(**_checked(wire, _REQUEST_KEYS, _REQUEST_REQUIRED, "Request"))
 
     @property
     def expires_at(self) -> datetime | None:
@@ -133,7 +133,7 @@ class Answer:
     @classmethod
     def from_dict(cls, wire: Mapping[str, Any]) -> Answer:
         """Rebuild an Answer from its wire dict; unknown keys are a `ValueError`."""
-        fields = _checked(wire, _ANSWER_KEYS, ("id", "ok"), "Answer")
+        fields = _checked(wire, _ANSWER_KEYS, _ANSWER_REQUIRED, "Answer")
         if not isinstance(fields["ok"], bool):
             raise ValueError("Answer.ok must be a boolean")
         return cls(**fields)
@@ -169,18 +169,21 @@ def answer_problem(answer: Answer) -> str:
 
 _REQUEST_KEYS = frozenset({"id", "kind", "prompt", "url", "data", "expiresAt"})
 _ANSWER_KEYS = frozenset({"id", "ok", "data", "reason"})
+_REQUEST_REQUIRED = frozenset({"id", "kind", "prompt"})
+_ANSWER_REQUIRED = frozenset({"id", "ok"})
 
 
 def _checked(
-    wire: Mapping[str, Any], allowed: frozenset[str], required: Sequence[str], what: str
+    wire: Mapping[str, Any], allowed: frozenset[str], required: frozenset[str], what: str
 ) -> dict[str, Any]:
     if not isinstance(wire, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"{what} must be a JSON object, got {type(wire).__name__}")
-    unknown = sorted(set(wire) - allowed)
-    if unknown:
+    # (Set comparisons on the key view first: the names are sorted only to report a fault.)
+    if not wire.keys() <= allowed:
+        unknown = sorted(set(wire) - allowed)
         raise ValueError(f"{what} has unknown keys: {', '.join(unknown)}")
-    missing = [k for k in required if k not in wire]
-    if missing:
+    if not wire.keys() >= required:
+        missing = [k for k in sorted(required) if k not in wire]
         raise ValueError(f"{what} is missing required keys: {', '.join(missing)}")
     if not isinstance(wire["id"], str) or not wire["id"]:
         raise ValueError(f"{what}.id must be a non-empty string")
