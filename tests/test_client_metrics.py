@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import re
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -233,3 +235,35 @@ async def test_a_raising_on_metric_never_breaks_the_run(
         rendered = client.metrics()
     assert result.text == "3"
     assert 'toolnexus_llm_requests_total{model="m-1",status="ok"} 2' in rendered.split("\n")
+
+
+@pytest.mark.parametrize("with_sink", [False, True], ids=["no on_metric", "on_metric"])
+async def test_a_client_dropped_after_a_run_is_freed_without_the_cycle_collector(
+    scripted: ScriptedModel, client_for: ClientFor, with_sink: bool
+) -> None:
+    # The engine keeps the client's emit: a bound method of the client would make the pair a
+    # reference cycle, freed (with the transport, the sockets and the store hanging off it)
+    # only when the cyclic collector next runs. With the collector off, reference counting
+    # alone must free the client once the last reference goes.
+    events: list[str] = []
+
+    def sink(event: dict[str, Any]) -> None:
+        events.append(event["event"])
+
+    options: dict[str, Any] = {"on_metric": sink} if with_sink else {}
+    scripted.add(tool_calls(call("add", {"a": 1, "b": 2})), text("3"))
+    gc.collect()
+    gc.disable()
+    try:
+        client = client_for(scripted, **options)
+        async with client:
+            result = await client.run("1+2", [add])
+        gone = weakref.ref(client)
+        engine = weakref.ref(client._engine)  # pyright: ignore[reportPrivateUsage]
+        del client
+        assert gone() is None
+        assert engine() is None
+    finally:
+        gc.enable()
+    assert result.text == "3"
+    assert events == (["llm", "tool", "llm", "run"] if with_sink else [])

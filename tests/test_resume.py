@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
+import weakref
 from collections import Counter
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -446,3 +449,36 @@ async def test_answering_a_finished_run_again_is_a_conflict_even_without_a_trans
             await c.run_with_answer(tk, halted.messages, halted.pending, answer)
             with pytest.raises(AnswerConflict):
                 await c.run_with_answer(tk, None, halted.pending, answer)
+
+
+async def test_a_fresh_client_that_resumed_a_halt_is_freed_without_the_cycle_collector(
+    tmp_path: Path,
+) -> None:
+    # A host that builds a client (and a store) per answer — a webhook, a command-line tool —
+    # must not leave each one to the cyclic garbage collector.
+    ledger = Ledger()
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    async with ScriptedModel() as model:
+        model.add(tool_calls(call("gate", {})), text("done"))
+        options: dict[str, Any] = {"base_url": model.openai_base_url, "model": "m", "api_key": "k"}
+        async with create_client(**options, store=url) as c:
+            halted = await c.run("go", [gate_tool(ledger)])
+        assert halted.pending is not None
+        gc.collect()
+        gc.disable()
+        try:
+            resumer = create_client(**options, store=url)
+            async with resumer:
+                done = await resumer.run_with_answer(
+                    [gate_tool(ledger)], None, halted.pending, Answer(id=halted.pending.id, ok=True)
+                )
+            gone = weakref.ref(resumer)
+            store = weakref.ref(resumer.run_store)
+            del resumer
+            assert gone() is None
+            assert store() is None
+        finally:
+            gc.enable()
+    assert done.status == "done"
+    assert done.text == "done"
+    assert ledger.runs["gate"] == 2

@@ -50,7 +50,7 @@ from .llm.openai import OpenAIDialect
 from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
 from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
 from .loop.hooks import Hooks
-from .observability import MetricEvent, Metrics, OnMetric
+from .observability import MetricEvent, Metrics, OnMetric, emitter
 from .observability import Metrics as MetricsRegistry
 from .redaction import Redactor
 from .stores.base import ConversationStore
@@ -203,13 +203,13 @@ class Client(Answering):
         self._options = given
         self._cfg = config
         self._metrics = Metrics()
-        self._on_metric = config.on_metric
+        self._metric_tasks: set[asyncio.Future[Any]] = set()
+        self._emit = emitter(self._metrics, config.on_metric, self._metric_tasks)
         self._engine = Engine(config, self._emit)
         self._store = store
         self._in_process = bool(in_process)
         self._runs: RunStore = store if isinstance(store, RunStore) else InMemoryRunStore()
         self._owns_store = owns_store
-        self._metric_tasks: set[asyncio.Future[Any]] = set()
         parking = self._parking()
         self._parks = parking is not None
         if parking is not None:
@@ -351,18 +351,6 @@ class Client(Answering):
     def metrics(self) -> str:
         """Prometheus text for every LLM call, tool call and run so far."""
         return self._metrics.render()
-
-    def _emit(self, event: dict[str, Any]) -> None:
-        self._metrics.record(event)
-        if self._on_metric is not None:
-            try:
-                value = self._on_metric(event)
-                if value is not None and inspect.isawaitable(value):
-                    task = asyncio.ensure_future(value)
-                    self._metric_tasks.add(task)
-                    task.add_done_callback(self._metric_tasks.discard)
-            except Exception:
-                log.warning("toolnexus: on_metric raised", exc_info=True)
 
     # -- state ---------------------------------------------------------------------------
 

@@ -20,12 +20,26 @@ events, so the client fans each event out to its sinks and nothing here has to c
 
 from __future__ import annotations
 
+import asyncio
+import inspect
+import logging
 import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
-__all__ = ["DURATION_BUCKETS", "MetricEvent", "MetricSink", "Metrics", "OnMetric", "js_number"]
+__all__ = [
+    "DURATION_BUCKETS",
+    "MetricEvent",
+    "MetricSink",
+    "Metrics",
+    "OnMetric",
+    "deliver",
+    "emitter",
+    "js_number",
+]
+
+log = logging.getLogger("toolnexus")
 
 MetricEvent: TypeAlias = dict[str, Any]
 """One ``on_metric`` event: a plain dict keyed by ``event`` (``llm`` | ``tool`` | ``run``)."""
@@ -54,6 +68,40 @@ class MetricSink(Protocol):
     def record(self, event: MetricEvent) -> None:
         """Take one event; never raise on a malformed one."""
         ...
+
+
+def deliver(on_metric: OnMetric, event: MetricEvent, tasks: set[asyncio.Future[Any]]) -> None:
+    """Hand ``event`` to the host's ``on_metric``: an awaitable it returns runs as a task kept
+    in ``tasks`` until it is done; whatever it raises is logged, never raised into the run."""
+    try:
+        value = on_metric(event)
+        if value is not None and inspect.isawaitable(value):
+            task = asyncio.ensure_future(value)
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+    except Exception:
+        log.warning("toolnexus: on_metric raised", exc_info=True)
+
+
+def emitter(
+    metrics: Metrics, on_metric: OnMetric | None, tasks: set[asyncio.Future[Any]]
+) -> Callable[[MetricEvent], None]:
+    """A client's ``emit``: record the event in ``metrics``, then `deliver` it to ``on_metric``.
+
+    A closure over the three, not a bound method of the client: the engine keeps it, and a
+    client whose engine held the client itself would be a reference cycle, left for the cyclic
+    garbage collector with everything hanging off it (its transport, sockets, store) each time
+    a short-lived client is dropped.
+    """
+    record = metrics.record
+    if on_metric is None:
+        return record
+
+    def emit(event: MetricEvent) -> None:
+        record(event)
+        deliver(on_metric, event, tasks)
+
+    return emit
 
 
 class _Histogram:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from .._types import Tool
 from ..errors import UsageError
 from ..loop.checkpoint import Checkpoint
-from ..observability import Metrics
+from ..observability import Metrics, deliver
 from ..resumption import Resumption
 from ..stores.base import ConversationStore
 from ..stores.runs import InMemoryRunStore, RunStore, halted_call
@@ -292,14 +292,7 @@ class AgentRuntime(Stopping, Turns, Resuming):
         self.metrics.record(event)
         sink = on_metric if on_metric is not None else self._on_metric
         if sink is not None:
-            try:
-                value = sink(event)
-                if inspect.isawaitable(value):
-                    task = asyncio.ensure_future(value)
-                    self._metric_tasks.add(task)
-                    task.add_done_callback(self._metric_tasks.discard)
-            except Exception:
-                log.warning("toolnexus: on_metric raised", exc_info=True)
+            deliver(sink, event, self._metric_tasks)
 
     async def _gated(self, call: Callable[[], Any]) -> Any:
         """The global turn gate: wraps only the LLM HTTP call; released when its holder dies."""
