@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import urllib.request
 from collections.abc import Callable
 from typing import Any
@@ -575,6 +576,25 @@ async def test_request_params_win_on_collision_and_cannot_replace_messages_tools
     warned = " ".join(r.getMessage() for r in caplog.records)
     for key in ("messages", "tools", "stream"):
         assert f'request_params key "{key}" is not allowed — ignored (use body_transform)' in warned
+
+
+async def test_each_client_reports_its_own_ignored_request_params(
+    scripted: ScriptedModel, client_for: ClientFor, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Reported once per client, by every client: one after another, each freed before the
+    # next is built, so that a later one's config reuses an earlier one's memory (and id)
+    # within a few rounds.
+    caplog.set_level(logging.WARNING, logger="toolnexus")
+    for attempt in range(30):
+        caplog.clear()
+        scripted.add(text("ok"), text("ok"))
+        async with client_for(scripted, request_params={"stream": True}) as client:
+            await client.run("hi")
+            await client.run("again")
+        del client
+        said = [r.getMessage() for r in caplog.records]
+        ignored = 'request_params key "stream" is not allowed — ignored (use body_transform)'
+        assert sum(ignored in line for line in said) == 1, (attempt, said)
 
 
 async def test_body_transform_runs_last_after_before_llm_and_request_params(

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from functools import partial
 from typing import Any
 
-from .._compat import warn_once
+from .._compat import warn_stderr
 from ..errors import BadResponse, ProviderError, TransportError
 from ..llm.abort import abortable_iter, run_abortable
 from ..llm.base import ModelTurn, SSEEvent
@@ -98,10 +98,12 @@ class ModelCalls:
         if cfg.request_params:
             for key, value in cfg.request_params.items():
                 if key in _STRIPPED_PARAMS:
-                    warn_once(
-                        ("request_params", id(cfg), key),
-                        f'request_params key "{key}" is not allowed — ignored (use body_transform)',
-                    )
+                    if key not in cfg.warned:
+                        cfg.warned.add(key)
+                        warn_stderr(
+                            f'request_params key "{key}" is not allowed — ignored'
+                            " (use body_transform)"
+                        )
                     continue
                 body[key] = value
         return body

@@ -63,6 +63,9 @@ class EngineConfig:
     """Decoded-byte ceiling per content part (``None``: the process-wide limit)."""
     on_unsupported_part: str | None = None
     """``None`` (by provenance), ``"error"`` or ``"text"``: a part the wire cannot carry."""
+    warned: set[str] = field(default_factory=lambda: set[str](), repr=False, compare=False)
+    """The ``request_params`` keys already reported as ignored (each is reported once per
+    config: keyed on the object, not on an ``id`` a freed config hands to the next one)."""
 
 
 CallState = Literal["not_run", "suspended", "done"]
