@@ -57,6 +57,43 @@ def test_an_env_reference_is_looked_up_when_masking(monkeypatch: pytest.MonkeyPa
     assert secrets.text("first-value second-value") == f"first-value {MASK}"
 
 
+def test_an_env_secret_set_unset_and_set_again_after_masking_began_is_followed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Set by `os.environ` (as monkeypatch does), not only at start-up: every masking reads
+    # the environment again, whichever way it reads it.
+    monkeypatch.delenv("TN_LATE_TOKEN", raising=False)
+    secrets = Redactor()
+    secrets.add_env("TN_LATE_TOKEN")
+    assert secrets.text("late-value-1") == "late-value-1"
+    monkeypatch.setenv("TN_LATE_TOKEN", "late-value-1")
+    assert secrets.text("a late-value-1 b") == f"a {MASK} b"
+    monkeypatch.delenv("TN_LATE_TOKEN")
+    assert secrets.text("a late-value-1 b") == "a late-value-1 b"
+    os.environ["TN_LATE_TOKEN"] = "late-value-2"
+    try:
+        assert secrets.text("late-value-1 late-value-2") == f"late-value-1 {MASK}"
+    finally:
+        del os.environ["TN_LATE_TOKEN"]
+
+
+def test_an_environment_replaced_by_a_plain_mapping_is_read_the_public_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secrets = Redactor()
+    secrets.add_env("TN_SWAPPED")
+    monkeypatch.setenv("TN_SWAPPED", "real-environ-value")
+    assert secrets.text("real-environ-value") == MASK
+    fake: dict[str, str] = {"TN_SWAPPED": "fake-environ-value"}
+    monkeypatch.setattr(os, "environ", fake)
+    assert secrets.text("real-environ-value fake-environ-value") == f"real-environ-value {MASK}"
+    fake["TN_SWAPPED"] = "rotated-fake-value"
+    assert secrets.text("fake-environ-value rotated-fake-value") == f"fake-environ-value {MASK}"
+    other = Redactor()  # names first seen while the environment is the plain mapping
+    other.add_env("TN_SWAPPED")
+    assert other.text("rotated-fake-value") == MASK
+
+
 def test_a_literal_counts_only_under_a_credential_name() -> None:
     secrets = Redactor()
     secrets.add_setting("Accept", "application/json")

@@ -55,6 +55,35 @@ _GENERATION = [0]
 """Bumped whenever any redactor learns a secret, an environment name or a link."""
 
 
+def _env_keys(names: tuple[str, ...]) -> tuple[Any, ...]:
+    """``names`` as keys of ``os.environ``'s own table (bytes on POSIX), or ``()`` when it has
+    none we know how to read (see `_env_values`)."""
+    encode = getattr(os.environ, "encodekey", None)
+    if encode is None or type(getattr(os.environ, "_data", None)) is not dict:
+        return ()
+    try:
+        return tuple(encode(name) for name in names)
+    except (TypeError, ValueError, UnicodeError):
+        return ()
+
+
+def _env_values(names: tuple[str, ...], keys: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The current values of the environment variables ``names``, to compare only.
+
+    Read on every masking, so that a secret set or rotated later is masked. ``os.environ.get``
+    costs about 2 µs for a name that is not set (it raises and catches a `KeyError`), and
+    most of the provider-key names are not set; CPython's ``os.environ`` keeps its values in
+    a plain dict (``_data``), read here directly, in its raw (encoded) form. Anything else
+    — another implementation, an ``os.environ`` replaced by a test — is read the public way.
+    """
+    if keys:
+        data: object = getattr(os.environ, "_data", None)
+        if type(data) is dict and len(keys) == len(names):
+            table = cast(dict[Any, Any], data)
+            return tuple(map(table.get, keys))
+    return tuple(map(os.environ.get, names))
+
+
 class Redactor:
     """A registry of secrets and the masking step (see the module docstring).
 
@@ -71,7 +100,8 @@ class Redactor:
         # What `secrets` found, keyed by the registries' generation and the environment
         # values read: masking is on every tool result and event, so it is not redone per call.
         self._cache: tuple[tuple[Any, ...], tuple[str, ...]] | None = None
-        self._names: tuple[int, tuple[str, ...]] | None = None
+        # (generation, every environment name, their keys in ``os.environ``'s own table)
+        self._names: tuple[int, tuple[str, ...], tuple[Any, ...]] | None = None
         self.add(*values)
 
     # -- feeding -----------------------------------------------------------------------------
@@ -128,8 +158,9 @@ class Redactor:
         if names is None or names[0] != generation:
             found_names: set[str] = set()
             self._collect_names(found_names, set())
-            names = self._names = (generation, tuple(sorted(found_names)))
-        key = (generation, *map(os.environ.get, names[1]))
+            ordered = tuple(sorted(found_names))
+            names = self._names = (generation, ordered, _env_keys(ordered))
+        key = (generation, *_env_values(names[1], names[2]))
         cached = self._cache
         if cached is not None and cached[0] == key:
             return cached[1]
