@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import re
 import weakref
 from collections.abc import Callable
@@ -11,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from gc_support import collector_off
 from toolnexus import Client, ProviderError, define_tool
 from toolnexus.testing import ScriptedModel, call, http_error, text, tool_calls
 
@@ -252,9 +252,7 @@ async def test_a_client_dropped_after_a_run_is_freed_without_the_cycle_collector
 
     options: dict[str, Any] = {"on_metric": sink} if with_sink else {}
     scripted.add(tool_calls(call("add", {"a": 1, "b": 2})), text("3"))
-    gc.collect()
-    gc.disable()
-    try:
+    with collector_off():
         client = client_for(scripted, **options)
         async with client:
             result = await client.run("1+2", [add])
@@ -263,7 +261,5 @@ async def test_a_client_dropped_after_a_run_is_freed_without_the_cycle_collector
         del client
         assert gone() is None
         assert engine() is None
-    finally:
-        gc.enable()
     assert result.text == "3"
     assert events == (["llm", "tool", "llm", "run"] if with_sink else [])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import weakref
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from gc_support import collector_off
 from toolnexus import (
     Answer,
     AnswerConflict,
@@ -464,9 +464,7 @@ async def test_a_fresh_client_that_resumed_a_halt_is_freed_without_the_cycle_col
         async with create_client(**options, store=url) as c:
             halted = await c.run("go", [gate_tool(ledger)])
         assert halted.pending is not None
-        gc.collect()
-        gc.disable()
-        try:
+        with collector_off():
             resumer = create_client(**options, store=url)
             async with resumer:
                 done = await resumer.run_with_answer(
@@ -477,8 +475,6 @@ async def test_a_fresh_client_that_resumed_a_halt_is_freed_without_the_cycle_col
             del resumer
             assert gone() is None
             assert store() is None
-        finally:
-            gc.enable()
     assert done.status == "done"
     assert done.text == "done"
     assert ledger.runs["gate"] == 2
