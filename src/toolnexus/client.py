@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
@@ -119,8 +118,6 @@ _LAZY = {
 if not TYPE_CHECKING:
     __getattr__, __dir__ = _lazy_names(globals(), _LAZY)
 
-
-log = logging.getLogger("toolnexus")
 
 ToolSet = Toolkit | Sequence[Tool] | None
 Prompt = str | Sequence[Any]

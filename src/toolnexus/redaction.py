@@ -78,7 +78,7 @@ def _env_values(names: tuple[str, ...], keys: tuple[Any, ...]) -> tuple[Any, ...
     """
     if keys:
         data: object = getattr(os.environ, "_data", None)
-        if type(data) is dict and len(keys) == len(names):
+        if type(data) is dict:
             table = cast(dict[Any, Any], data)
             return tuple(map(table.get, keys))
     return tuple(map(os.environ.get, names))

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +114,6 @@ __all__ = [
     "TaskResult",
 ]
 
-log = logging.getLogger("toolnexus.agents")
 
 _ALLOWED: set[tuple[HandleState, HandleState]] = {
     ("idle", "running"),

@@ -115,8 +115,6 @@ _LOAD_HANDLES = (
     "SELECT handle_id, data FROM runtime_handles WHERE runtime_id = ? ORDER BY handle_id"
 )
 _DELETE_HANDLES = "DELETE FROM runtime_handles WHERE runtime_id = ?"
-# Is the file ready for an inline connection? Its journal mode and schema version in one read
-# (a database without the migration ledger raises: no such table).
 # What `_open_inline` checks before it uses a connection: the WAL and the current schema. (Two
 # plain statements: the one query over ``pragma_journal_mode`` they replace cost more than both.)
 _JOURNAL = "PRAGMA journal_mode"
