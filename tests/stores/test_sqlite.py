@@ -15,7 +15,13 @@ import pytest
 
 from toolnexus.errors import StoreError, UsageError
 from toolnexus.stores.sqlite import SqliteStore
-from toolnexus.stores.sqlite_schema import MIGRATIONS, Migration, migrate, schema_version
+from toolnexus.stores.sqlite_schema import (
+    MIGRATIONS,
+    Migration,
+    migrate,
+    schema_version,
+    stamped_version,
+)
 
 HELLO = [{"role": "user", "content": "hello"}]
 
@@ -215,6 +221,55 @@ def test_migrate_twice_on_one_connection_changes_nothing_the_second_time() -> No
         assert conn.execute("SELECT * FROM schema_migrations").fetchall() == before
 
 
+def test_each_migration_stamps_its_version_in_the_file_header() -> None:
+    steps = [
+        Migration(version=1, name="one", statements=("CREATE TABLE a (x)",)),
+        Migration(version=2, name="two", statements=("ALTER TABLE a ADD COLUMN y",)),
+    ]
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as conn:
+        migrate(conn, steps[:1])
+        assert stamped_version(conn) == 1
+        migrate(conn, steps)
+        assert stamped_version(conn) == 2 == schema_version(conn)
+
+
+def test_a_migration_that_fails_leaves_neither_its_row_nor_its_stamp() -> None:
+    steps = [
+        Migration(version=1, name="one", statements=("CREATE TABLE a (x)",)),
+        Migration(version=2, name="two", statements=("CREATE TABLE a (x)",)),  # exists: fails
+    ]
+    with closing(sqlite3.connect(":memory:", isolation_level=None)) as conn:
+        with pytest.raises(sqlite3.OperationalError, match="already exists"):
+            migrate(conn, steps)
+        assert (schema_version(conn), stamped_version(conn)) == (1, 1)
+
+
+async def test_a_current_file_that_lacks_the_stamp_is_stamped_at_open(db_path: Path) -> None:
+    # A file migrated by a build from before the stamp: same schema, header left at 0.
+    await (await seeded(db_path)).aclose()
+    with raw(db_path) as conn:
+        conn.execute("PRAGMA user_version = 0")
+        before = conn.execute("SELECT * FROM schema_migrations").fetchall()
+    async with SqliteStore(db_path) as store:
+        assert await store.get("c1") == HELLO
+    with raw(db_path) as conn:
+        assert stamped_version(conn) == len(MIGRATIONS)
+        assert conn.execute("SELECT * FROM schema_migrations").fetchall() == before
+
+
+async def test_a_read_only_file_without_the_stamp_still_migrates_as_current(
+    db_path: Path,
+) -> None:
+    await (await seeded(db_path)).aclose()
+    with raw(db_path) as conn:
+        conn.execute("PRAGMA user_version = 0")
+    with closing(
+        sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, isolation_level=None)
+    ) as conn:
+        assert migrate(conn) == len(MIGRATIONS)  # the stamp could not be written: no error
+        assert stamped_version(conn) == 0
+
+
 def test_migrations_apply_in_order_each_recorded_with_its_name() -> None:
     steps = [
         Migration(version=1, name="one", statements=("CREATE TABLE a (x)",)),
@@ -263,8 +318,9 @@ async def test_a_database_from_a_newer_toolnexus_is_refused_and_left_alone(
     db_path: Path,
 ) -> None:
     await (await seeded(db_path)).aclose()
-    with raw(db_path) as conn:
+    with raw(db_path) as conn:  # what a newer toolnexus's migration leaves: its row, its stamp
         conn.execute("INSERT INTO schema_migrations VALUES (99, 'future', 0)")
+        conn.execute("PRAGMA user_version = 99")
     before = _read(db_path)
     async with SqliteStore(db_path) as store:
         with pytest.raises(

@@ -217,14 +217,35 @@ async def test_another_thread_uses_the_worker_not_the_loop_threads_connection(
 
 async def test_a_newer_schema_is_refused_before_anything_goes_inline(db_path: Path) -> None:
     await migrated(db_path)
-    with raw(db_path) as conn:
+    with raw(db_path) as conn:  # what a newer toolnexus's migration leaves: its row, its stamp
         conn.execute(
             "INSERT INTO schema_migrations (version, name, applied_at) VALUES (99, 'future', 0)"
         )
+        conn.execute("PRAGMA user_version = 99")
     async with SqliteStore(db_path) as store:
         with pytest.raises(StoreError, match="newer than the newest this toolnexus knows"):
             await store.get("c1")
         assert store._inline is None  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_file_without_the_schema_stamp_goes_to_the_worker_which_stamps_it(
+    db_path: Path,
+) -> None:
+    # The readiness check reads the version stamped in the header, not the ledger: a current
+    # file migrated before the stamp existed is opened by the worker first, which stamps it.
+    await migrated(db_path)
+    with raw(db_path) as conn:
+        conn.execute("PRAGMA user_version = 0")
+    assert sqlite_module._open_inline(str(db_path)) is None  # pyright: ignore[reportPrivateUsage]
+    before = worker_threads()
+    async with SqliteStore(db_path) as store:
+        assert await store.get("c1") is None
+        assert worker_threads() - before  # the first look went to the worker
+        await store.save("c1", HELLO)
+        assert store._inline is not None  # pyright: ignore[reportPrivateUsage]
+    reopened = sqlite_module._open_inline(str(db_path))  # pyright: ignore[reportPrivateUsage]
+    assert reopened is not None
+    reopened.close()
 
 
 async def test_a_database_switched_out_of_wal_goes_to_the_worker_which_puts_it_back(

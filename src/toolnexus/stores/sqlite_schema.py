@@ -9,6 +9,12 @@ recorded or not at all, and two processes opening a fresh file at once apply it 
 A database whose recorded version is newer than the newest migration here was written by a
 newer toolnexus; it is refused with a `StoreError` rather than used (or "downgraded") blindly.
 
+The file's header carries the same version (``PRAGMA user_version``, see `stamped_version`),
+written in each migration's transaction: a store's readiness check on a new connection reads
+it without touching a table (a fresh open costs one table read less), and sends any file whose
+stamp is not this toolnexus's version to `migrate`, which goes by the ledger. A current file
+migrated before the stamp existed is stamped at its next open.
+
 Two helpers every SQLite job shares live here too: `immediate` (one write transaction) and
 `wal_pages` (what a write costs the WAL, for the checkpoint schedule).
 
@@ -48,13 +54,21 @@ from __future__ import annotations
 import sqlite3
 import time
 from collections.abc import Callable, Generator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
 from ..errors import StoreError
 from ._handlerows import LEGACY_PREFIX, legacy_rows
 
-__all__ = ["MIGRATIONS", "Migration", "immediate", "migrate", "schema_version", "wal_pages"]
+__all__ = [
+    "MIGRATIONS",
+    "Migration",
+    "immediate",
+    "migrate",
+    "schema_version",
+    "stamped_version",
+    "wal_pages",
+]
 
 _PAGE = 4096
 
@@ -342,7 +356,24 @@ def migrate(
                     "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
                     (migration.version, migration.name, time.time()),
                 )
+                conn.execute(f"PRAGMA user_version = {migration.version:d}")
+    if stamped_version(conn) != known:  # migrated by a build that did not stamp the header
+        # Read-only or locked: the file stays usable, through the worker's checks.
+        with suppress(sqlite3.Error):
+            conn.execute(f"PRAGMA user_version = {known:d}")
     return max(current, known)
+
+
+def stamped_version(conn: sqlite3.Connection) -> int:
+    """The schema version stamped in the file's header (``PRAGMA user_version``).
+
+    `migrate` writes it in the same transaction as each migration's ledger row, and stamps a
+    current file that lacks it; reading it touches no table, so it is what the inline
+    connection checks before use (`toolnexus.stores.sqlite`). The ledger stays the authority
+    `migrate` goes by.
+    """
+    row = conn.execute("PRAGMA user_version").fetchone()
+    return int(row[0]) if row is not None else 0
 
 
 def _check_numbering(migrations: Sequence[Migration]) -> None:
