@@ -7,6 +7,7 @@ crash cases live in tests/test_resume_chaos.py.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
@@ -489,6 +490,72 @@ async def test_a_heartbeat_renew_that_returns_after_the_run_settled_forgets_the_
     assert record.status == "done"
 
 
+class OverlappingTakes(InMemoryStore):
+    """The memory store whose `take` holds on until a second take is in flight beside it
+    (or 3 s pass), counting the most takes in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most = 0
+        self.overlapped = asyncio.Event()
+
+    async def take(self, *args: Any, **kwargs: Any) -> Any:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        if self.in_flight >= 2:
+            self.overlapped.set()
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.overlapped.wait(), 3)
+            return await super().take(*args, **kwargs)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_a_worker_takes_runs_in_every_lane_at_once_not_one_take_at_a_time() -> None:
+    # One taker in front of the lanes would cap a worker at one take's round trip per run.
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    script = [tool_calls(call("gate", {}, id="c1"))] * 4 + [text("done")] * 4
+    async with ScriptedModel(script) as model:
+        store = OverlappingTakes()
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(4)]
+            for rid in ids:
+                await client.answer(rid, Answer(rid, True))
+            worker = client.worker(tk, concurrency=2)
+            assert await worker.drain() == 4
+            assert store.most == 2  # two lanes, two takes in flight; never more
+            assert worker.resumed == 4
+            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
+            assert statuses == ["done"] * 4
+    assert ledger.runs["gate"] == 4 + 4  # each gate ran once halting, once approved
+
+
+async def test_a_drain_with_max_runs_takes_no_more_than_that_across_its_lanes() -> None:
+    ledger = Ledger()
+    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
+    script = [tool_calls(call("gate", {}, id="c1"))] * 5 + [text("done")] * 5
+    async with ScriptedModel(script) as model:
+        store = InMemoryStore()
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(5)]
+            for rid in ids:
+                await client.answer(rid, Answer(rid, True))
+            worker = client.worker(tk, concurrency=4)
+            assert await worker.drain(max_runs=2) == 2
+            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
+            assert sorted(statuses, key=str) == ["answered"] * 3 + ["done"] * 2
+            assert await worker.drain() == 3
+            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
+            assert statuses == ["done"] * 5
+
+
 class TakeSwallowsACancel(InMemoryStore):
     """The memory store whose second `take` waits for the test and swallows a cancel that
     lands meanwhile — as a pooled driver's connection checkout has been seen to."""
@@ -522,7 +589,7 @@ async def test_a_stop_whose_cancel_a_store_swallowed_takes_no_further_run() -> N
             ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(3)]
             for rid in ids:
                 await client.answer(rid, Answer(rid, True))
-            worker = client.worker(tk)
+            worker = client.worker(tk, concurrency=1)  # one lane: its takes come one by one
             worker.start()
             await asyncio.wait_for(store.waiting.wait(), 10)  # in the second take
             stopping = asyncio.ensure_future(worker.stop())

@@ -61,7 +61,8 @@ class Worker:
         poll_interval: the longest sleep between looks at the queue (SQLite has no
             notifications; on Postgres a notification wakes the worker at once).
         retry_s: how long a run that failed here is held before it is queued again.
-        concurrency: how many runs this worker resumes at once.
+        concurrency: how many runs this worker resumes at once: as many lanes, each taking
+            its next run as soon as it has finished one.
         on_result: called with ``(request_id, result)`` after each settled run (sync or
             async); what it raises is logged.
     """
@@ -94,7 +95,7 @@ class Worker:
         retry = check_seconds(retry_s, "retry_s", positive=True)
         self.resumption = Resumption(runs, lease_s=self._lease_s, hold_on_failure=retry)
         """The resumption this worker resumes with (it holds a failed run for ``retry_s``)."""
-        self._slots = asyncio.Semaphore(concurrency)
+        self._concurrency = count
         self._on_result = on_result
         self._held: dict[str, Claim] = {}
         self._runner: asyncio.Task[None] | None = None
@@ -113,22 +114,31 @@ class Worker:
 
         Returns when the queue is empty and every run it took has finished (settled,
         halted again, or failed and held for ``retry_s``).
+
+        ``concurrency`` lanes each take a run, resume it and take the next, so the takes
+        overlap as the resumes do (one taker in front of the lanes would cap a worker at one
+        take's round trip per run, whatever its concurrency).
         """
         taken = 0
-        async with asyncio.TaskGroup() as group:
+
+        async def lane() -> None:
+            nonlocal taken
             # A stop takes no further run, even one whose cancel a store swallowed.
             while (max_runs is None or taken < max_runs) and not self._stopping.is_set():
-                await self._slots.acquire()
+                taken += 1  # counted before the take: lanes never take past max_runs
                 try:
                     claim = await self._runs.take(lease_s=self._lease_s, queue=self._queue)
                 except BaseException:
-                    self._slots.release()
+                    taken -= 1
                     raise
                 if claim is None:
-                    self._slots.release()
-                    break
-                taken += 1
-                group.create_task(self._resume(claim))
+                    taken -= 1
+                    return
+                await self._resume(claim)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(self._concurrency):
+                group.create_task(lane())
         return taken
 
     async def _resume(self, claim: Claim) -> None:
@@ -151,7 +161,6 @@ class Worker:
             await self._report(rid, result)
         finally:
             self._held.pop(rid, None)
-            self._slots.release()
 
     async def _report(self, rid: str, result: Any) -> None:
         if self._on_result is None:

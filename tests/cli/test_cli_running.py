@@ -87,6 +87,34 @@ def test_a_task_that_swallows_its_cancellation_is_reported_and_the_process_ends(
     assert took < 30
 
 
+def test_a_stuck_task_is_reported_down_to_the_coroutine_it_is_stuck_in() -> None:
+    # The outermost frame alone (what Task.get_stack gives a suspended task) would say "lane".
+    code, _, err, _ = child(
+        """
+        async def stuck_deep_inside():
+            while True:
+                try:
+                    await asyncio.sleep(3600)
+                except asyncio.CancelledError:
+                    pass
+        async def middle():
+            await stuck_deep_inside()
+        async def lane():
+            await middle()
+        async def work():
+            asyncio.get_running_loop().create_task(lane(), name="lane-1")
+            await asyncio.sleep(0)
+            return 0
+        run_command(work(), grace=1)
+        """
+    )
+    assert code == 0
+    where = err[err.index("task lane-1") :]
+    names = ["in lane", "in middle", "in stuck_deep_inside"]
+    assert all(name in where for name in names), err
+    assert [where.index(name) for name in names] == sorted(where.index(n) for n in names)
+
+
 def test_a_failing_command_with_a_stuck_task_exits_failed() -> None:
     code, _, err, _ = child(
         """

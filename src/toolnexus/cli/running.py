@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from . import codes
 
-__all__ = ["run_command"]
+__all__ = ["run_command", "task_stack"]
 
 LEFTOVER_GRACE_S = 10.0
 """How long a finished command's leftover tasks and threads get to end."""
@@ -62,12 +62,7 @@ async def _leftovers(code: int, grace: float) -> None:
     if tasks:
         _, pending = await asyncio.wait(tasks, timeout=grace)
         if pending:
-            stacks: list[str] = []
-            for task in pending:
-                lines = [f"task {task.get_name()} ({task.get_coro()!r}):\n"]
-                for frame in task.get_stack():
-                    lines += traceback.format_stack(frame, limit=1)
-                stacks.append("".join(lines))
+            stacks = [task_stack(task) for task in pending]
             _exit_stuck(code, f"{len(pending)} task(s) ignored their cancellation", stacks)
     # Not `wait_for`: cancelling it would join the shutdown's thread, blocking right here.
     loop = asyncio.get_running_loop()
@@ -75,6 +70,28 @@ async def _leftovers(code: int, grace: float) -> None:
     done, _ = await asyncio.wait({shutdown}, timeout=grace)
     if not done:
         _exit_stuck(code, "the default executor's threads did not end", _thread_stacks())
+
+
+def task_stack(task: asyncio.Task[Any]) -> str:
+    """Where a task stands: its coroutine and every coroutine it awaits, outermost first.
+
+    (`asyncio.Task.get_stack` gives a suspended task's outermost frame only, which for a
+    worker's lane or a server's handler says nothing about what it waits on.)
+    """
+    lines = [f"task {task.get_name()} ({task.get_coro()!r}):\n"]
+    link: Any = task.get_coro()
+    while link is not None:
+        frame = getattr(link, "cr_frame", None) or getattr(link, "gi_frame", None)
+        frame = frame or getattr(link, "ag_frame", None)
+        if frame is None:  # a future, or a coroutine that has finished
+            break
+        lines += traceback.format_stack(frame, limit=1)
+        link = (
+            getattr(link, "cr_await", None)
+            or getattr(link, "gi_yieldfrom", None)
+            or (getattr(link, "ag_await", None))
+        )
+    return "".join(lines)
 
 
 def _thread_stacks() -> list[str]:

@@ -15,6 +15,7 @@ import typer
 from ..client import Client
 from ..errors import UsageError
 from . import codes
+from .running import task_stack
 
 __all__ = ["load_app", "run_worker"]
 
@@ -84,7 +85,7 @@ def _abandon(grace: float, work: Any) -> NoReturn:
     )
     for task in asyncio.all_tasks():
         if task is not asyncio.current_task():
-            task.print_stack(file=sys.stderr)
+            sys.stderr.write(task_stack(task))
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(codes.FAILED)
