@@ -187,7 +187,46 @@ async def test_the_pending_index_the_queue_and_purge_stay_index_driven_at_100000
             assert f"using {index} on toolnexus_halts" in plan, f"{name}:\n{plan}"
             # LIMIT on the index order: no sort of every waiting row.
             assert not re.search(r"(^|->  )Sort  \(", plan, re.M), f"{name}:\n{plan}"
+            if name.startswith("take"):  # the index holds the take's whole order
+                assert "Sort" not in plan, f"{name}:\n{plan}"
     assert len(await store.list_pending()) == 100
+
+
+BURST = """
+INSERT INTO toolnexus_halts (key, request_id, status, checkpoint, kind, tool, created_at,
+  answer, answered_at, recorded, queue_key, token)
+SELECT sha256(convert_to('q' || i, 'UTF8')), convert_to('q' || i, 'UTF8'), 'answered', '{}',
+  convert_to('approval', 'UTF8'), convert_to('deploy', 'UTF8'), %(t0)s - 7200 + i,
+  '{"id":"x","ok":true}', %(t0)s - 3600 + i * 0.5, true, sha256(convert_to('', 'UTF8')), 1
+FROM generate_series(1, 5000) AS i
+"""
+
+
+async def test_a_queue_filled_in_a_burst_is_taken_head_first_before_any_analyze(
+    store: PostgresStore, pg_url: str
+) -> None:
+    # 5,000 answers recorded faster than autovacuum analyzes: the planner still believes the
+    # queue is empty. Before migration 8 every take read the whole queue and sorted it.
+    await store.list_pending(limit=1)  # migrated
+    with pg_connect(pg_url) as conn:
+        conn.execute("ALTER TABLE toolnexus_halts SET (autovacuum_enabled = false)")
+        conn.execute(BURST, {"t0": T0})
+        sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + runs._TAKE_OLDEST  # pyright: ignore[reportPrivateUsage]
+        args = {"now": T0, "lease": T0 + 300, "queue": hashlib.sha256(b"").digest()}
+        with conn.transaction(force_rollback=True):
+            (plan,) = conn.execute(sql, args).fetchone() or (None,)
+    text = json.dumps(plan)
+    assert "toolnexus_halts_queue" in text, text
+    assert '"Sort' not in text, text  # neither a Sort nor an Incremental Sort node
+    scans = [node for node in _nodes(plan[0]["Plan"]) if "Index Name" in node]
+    assert [node["Actual Rows"] for node in scans] == [1, 1], text  # the head, then the row
+    claim = await store.take()
+    assert claim is not None
+    assert claim.request_id == "q1"  # the oldest answer
+
+
+def _nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [node, *(n for child in node.get("Plans", []) for n in _nodes(child))]
 
 
 # -- takers --------------------------------------------------------------------------------------
