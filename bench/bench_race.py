@@ -1,7 +1,8 @@
 """Two workers racing on Postgres to answer and resume the same halted runs, against floors.
 
-    .venv/bin/python bench/bench_race.py            # 3 races x 400 requests, ~40 s
+    .venv/bin/python bench/bench_race.py            # 7 races x 1,200 requests each way, ~75 s
     .venv/bin/python bench/bench_race.py --quick    # a short smoke run
+    BENCH_RACE_COUNT=400 .venv/bin/python bench/bench_race.py   # races of another size
 
 Also run by ``bench/bench_durable.py`` (``--only race``). It needs PostgreSQL:
 ``export "$(bash scripts/pg.sh start | tail -n 1)"`` first (without ``TOOLNEXUS_PG_URL`` its
@@ -587,7 +588,9 @@ async def measure_race(quick: bool, notes: list[str]) -> list[Row]:
     if not base:
         return [Row(f"{label}: skipped (set TOOLNEXUS_PG_URL)", "-", "-", "-", "-", None)]
     reps = 1 if quick else 7  # the rate swings between races: a median of 7 pairs
-    count = 150 if quick else 400
+    # 1,200 requests: a race of 400 lasted ~0.3 s here, short enough for one scheduling hiccup
+    # on a 2-core host to move its rate by a tenth (the paired ratios swung 0.77-0.94).
+    count = 150 if quick else int(os.environ.get("BENCH_RACE_COUNT", "1200"))
     sides = ("floor", *OURS_SIDES, *DURABLE_FLOORS.values())
     prefix = {"floor": "F", "ours": "S", "ours-claim": "C"}
     prefix |= {"floor-durable": "D", "floor-durable-claim": "E"}
