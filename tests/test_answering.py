@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -513,47 +514,55 @@ class OverlappingTakes(InMemoryStore):
             self.in_flight -= 1
 
 
-async def test_a_worker_takes_runs_in_every_lane_at_once_not_one_take_at_a_time() -> None:
-    # One taker in front of the lanes would cap a worker at one take's round trip per run.
+@contextlib.asynccontextmanager
+async def answered_gates(store: InMemoryStore, count: int) -> AsyncIterator[Answered]:
+    """``count`` runs halted on the ``gate`` tool in ``store``, each answered (approved)."""
     ledger = Ledger()
     tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
-    script = [tool_calls(call("gate", {}, id="c1"))] * 4 + [text("done")] * 4
-    async with ScriptedModel(script) as model:
-        store = OverlappingTakes()
-        async with create_client(
+    script = [tool_calls(call("gate", {}, id="c1"))] * count + [text("done")] * count
+    async with (
+        ScriptedModel(script) as model,
+        create_client(
             base_url=model.openai_base_url, model="m", api_key="k", store=store
-        ) as client:
-            ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(4)]
-            for rid in ids:
-                await client.answer(rid, Answer(rid, True))
-            worker = client.worker(tk, concurrency=2)
-            assert await worker.drain() == 4
-            assert store.most == 2  # two lanes, two takes in flight; never more
-            assert worker.resumed == 4
-            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
-            assert statuses == ["done"] * 4
-    assert ledger.runs["gate"] == 4 + 4  # each gate ran once halting, once approved
+        ) as client,
+    ):
+        ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(count)]
+        for rid in ids:
+            await client.answer(rid, Answer(rid, True))
+        yield Answered(client, tk, ids, ledger)
+
+
+class Answered(NamedTuple):
+    client: Any
+    toolkit: Any
+    ids: list[str]
+    ledger: Ledger
+
+
+async def statuses(store: InMemoryStore, ids: list[str]) -> list[str | None]:
+    return [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
+
+
+async def test_a_worker_takes_runs_in_every_lane_at_once_not_one_take_at_a_time() -> None:
+    # One taker in front of the lanes would cap a worker at one take's round trip per run.
+    store = OverlappingTakes()
+    async with answered_gates(store, 4) as runs:
+        worker = runs.client.worker(runs.toolkit, concurrency=2)
+        assert await worker.drain() == 4
+        assert store.most == 2  # two lanes, two takes in flight; never more
+        assert worker.resumed == 4
+        assert await statuses(store, runs.ids) == ["done"] * 4
+    assert runs.ledger.runs["gate"] == 4 + 4  # each gate ran once halting, once approved
 
 
 async def test_a_drain_with_max_runs_takes_no_more_than_that_across_its_lanes() -> None:
-    ledger = Ledger()
-    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
-    script = [tool_calls(call("gate", {}, id="c1"))] * 5 + [text("done")] * 5
-    async with ScriptedModel(script) as model:
-        store = InMemoryStore()
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store
-        ) as client:
-            ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(5)]
-            for rid in ids:
-                await client.answer(rid, Answer(rid, True))
-            worker = client.worker(tk, concurrency=4)
-            assert await worker.drain(max_runs=2) == 2
-            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
-            assert sorted(statuses, key=str) == ["answered"] * 3 + ["done"] * 2
-            assert await worker.drain() == 3
-            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
-            assert statuses == ["done"] * 5
+    store = InMemoryStore()
+    async with answered_gates(store, 5) as runs:
+        worker = runs.client.worker(runs.toolkit, concurrency=4)
+        assert await worker.drain(max_runs=2) == 2
+        assert sorted(await statuses(store, runs.ids), key=str) == ["answered"] * 3 + ["done"] * 2
+        assert await worker.drain() == 3
+        assert await statuses(store, runs.ids) == ["done"] * 5
 
 
 class TakeSwallowsACancel(InMemoryStore):
@@ -578,26 +587,17 @@ class TakeSwallowsACancel(InMemoryStore):
 
 
 async def test_a_stop_whose_cancel_a_store_swallowed_takes_no_further_run() -> None:
-    ledger = Ledger()
-    tk = await create_toolkit(extra_tools=[gate_tool(ledger)], builtins=False)
-    script = [tool_calls(call("gate", {}, id="c1"))] * 3 + [text("done")] * 3
-    async with ScriptedModel(script) as model:
-        store = TakeSwallowsACancel()
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store
-        ) as client:
-            ids = [(await halted_run(client, tk, f"conv-{i}")).id for i in range(3)]
-            for rid in ids:
-                await client.answer(rid, Answer(rid, True))
-            worker = client.worker(tk, concurrency=1)  # one lane: its takes come one by one
-            worker.start()
-            await asyncio.wait_for(store.waiting.wait(), 10)  # in the second take
-            stopping = asyncio.ensure_future(worker.stop())
-            for _ in range(3):
-                await asyncio.sleep(0)  # the cancel has landed (and been swallowed)
-            store.go_on.set()
-            await asyncio.wait_for(stopping, 10)
-            statuses = [(r.status if (r := await store.answer_record(i)) else None) for i in ids]
-            assert store.takes == 2  # no third take after the stop
-            assert statuses.count("answered") >= 1  # the third run waits for another worker
-            assert await client.worker(tk).drain() == statuses.count("answered")
+    store = TakeSwallowsACancel()
+    async with answered_gates(store, 3) as runs:
+        worker = runs.client.worker(runs.toolkit, concurrency=1)  # one lane: takes one by one
+        worker.start()
+        await asyncio.wait_for(store.waiting.wait(), 10)  # in the second take
+        stopping = asyncio.ensure_future(worker.stop())
+        for _ in range(3):
+            await asyncio.sleep(0)  # the cancel has landed (and been swallowed)
+        store.go_on.set()
+        await asyncio.wait_for(stopping, 10)
+        now = await statuses(store, runs.ids)
+        assert store.takes == 2  # no third take after the stop
+        assert now.count("answered") >= 1  # the third run waits for another worker
+        assert await runs.client.worker(runs.toolkit).drain() == now.count("answered")
