@@ -89,7 +89,7 @@ def task_stack(task: asyncio.Task[Any]) -> str:
         link = (
             getattr(link, "cr_await", None)
             or getattr(link, "gi_yieldfrom", None)
-            or (getattr(link, "ag_await", None))
+            or getattr(link, "ag_await", None)
         )
     return "".join(lines)
 
