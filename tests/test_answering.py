@@ -492,23 +492,26 @@ async def test_a_heartbeat_renew_that_returns_after_the_run_settled_forgets_the_
 
 
 class OverlappingTakes(InMemoryStore):
-    """The memory store whose `take` holds on until a second take is in flight beside it
-    (or 3 s pass), counting the most takes in flight at once."""
+    """The memory store whose takes after the first hold on until a second take is in
+    flight beside them (or 3 s pass), counting takes, and the most in flight at once."""
 
     def __init__(self) -> None:
         super().__init__()
+        self.takes = 0
         self.in_flight = 0
         self.most = 0
         self.overlapped = asyncio.Event()
 
     async def take(self, *args: Any, **kwargs: Any) -> Any:
+        self.takes += 1
         self.in_flight += 1
         self.most = max(self.most, self.in_flight)
         if self.in_flight >= 2:
             self.overlapped.set()
         try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.overlapped.wait(), 3)
+            if self.takes > 1:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.overlapped.wait(), 3)
             return await super().take(*args, **kwargs)
         finally:
             self.in_flight -= 1
@@ -553,6 +556,16 @@ async def test_a_worker_takes_runs_in_every_lane_at_once_not_one_take_at_a_time(
         assert worker.resumed == 4
         assert await statuses(store, runs.ids) == ["done"] * 4
     assert runs.ledger.runs["gate"] == 4 + 4  # each gate ran once halting, once approved
+
+
+async def test_an_idle_pass_costs_one_take_whatever_the_concurrency() -> None:
+    store = OverlappingTakes()
+    store.overlapped.set()  # (count the takes only)
+    async with answered_gates(store, 0) as runs:
+        worker = runs.client.worker(runs.toolkit, concurrency=8)
+        assert await worker.drain() == 0
+        assert await worker.drain() == 0
+        assert store.takes == 2
 
 
 async def test_a_drain_with_max_runs_takes_no_more_than_that_across_its_lanes() -> None:

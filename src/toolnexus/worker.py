@@ -115,16 +115,22 @@ class Worker:
         Returns when the queue is empty and every run it took has finished (settled,
         halted again, or failed and held for ``retry_s``).
 
-        ``concurrency`` lanes each take a run, resume it and take the next, so the takes
+        Up to ``concurrency`` lanes each take a run, resume it and take the next, so the takes
         overlap as the resumes do (one taker in front of the lanes would cap a worker at one
-        take's round trip per run, whatever its concurrency).
+        take's round trip per run, whatever its concurrency). A lane opens when the one before
+        it took a run, and none takes again once a take found the queue empty: an idle pass
+        costs one take, as before.
         """
         taken = 0
+        lanes = 0
+        empty = False
 
         async def lane() -> None:
-            nonlocal taken
+            nonlocal taken, empty
             # A stop takes no further run, even one whose cancel a store swallowed.
-            while (max_runs is None or taken < max_runs) and not self._stopping.is_set():
+            while (
+                not empty and (max_runs is None or taken < max_runs) and not self._stopping.is_set()
+            ):
                 taken += 1  # counted before the take: lanes never take past max_runs
                 try:
                     claim = await self._runs.take(lease_s=self._lease_s, queue=self._queue)
@@ -133,12 +139,19 @@ class Worker:
                     raise
                 if claim is None:
                     taken -= 1
+                    empty = True
                     return
+                open_lane()
                 await self._resume(claim)
 
-        async with asyncio.TaskGroup() as group:
-            for _ in range(self._concurrency):
+        def open_lane() -> None:
+            nonlocal lanes
+            if lanes < self._concurrency:
+                lanes += 1
                 group.create_task(lane())
+
+        async with asyncio.TaskGroup() as group:
+            open_lane()
         return taken
 
     async def _resume(self, claim: Claim) -> None:
