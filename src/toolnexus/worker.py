@@ -61,8 +61,9 @@ class Worker:
         poll_interval: the longest sleep between looks at the queue (SQLite has no
             notifications; on Postgres a notification wakes the worker at once).
         retry_s: how long a run that failed here is held before it is queued again.
-        concurrency: how many runs this worker resumes at once: as many lanes, each taking
-            its next run as soon as it has finished one.
+        concurrency: how many runs this worker resumes at once: up to as many lanes (one
+            more opens each time a lane takes a run), each taking its next run as soon as it
+            has finished one.
         on_result: called with ``(request_id, result)`` after each settled run (sync or
             async); what it raises is logged.
     """
