@@ -19,7 +19,7 @@ pool; both come with the ``postgres`` extra and are imported only when a store i
 - Migrations (`toolnexus.stores.postgres_schema`) run when the pool opens, under an advisory
   lock.
 - `wait_for_answer` and `wait_for_queued` ``LISTEN`` on the channel of the store's schema
-  (`toolnexus.stores.postgres_runs.CHANNEL` in ``public``) on one dedicated connection per
+  (`toolnexus.stores.postgres_listen.CHANNEL` in ``public``) on one dedicated connection per
   store; whatever records, settles or requeues an answer ``NOTIFY``s in the
   statement or transaction that commits it, so the notification is sent exactly when the
   change is visible. The payload is the hex of the request's key (ids may be longer than a
@@ -69,7 +69,7 @@ from .postgres_conn import (
     promptly,
 )
 from .postgres_inbox import PostgresInboxIndex, pending_filters
-from .postgres_runs import CHANNEL, Listener
+from .postgres_listen import CHANNEL, Listener
 from .postgres_schema import from_bytea as _s
 from .postgres_schema import row_key as _key
 from .postgres_schema import to_bytea as _b

@@ -1,4 +1,4 @@
-"""The PostgreSQL run store's statements, and the ``LISTEN`` connection its waiters park on.
+"""The PostgreSQL run store's statements.
 
 `PostgresStore` validates every argument, then hands one of these functions a pooled
 autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of the table in
@@ -23,8 +23,9 @@ autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of
 - A lapsed lease (T10) is not swept: every statement compares ``lease_until`` with the
   caller's clock, the rule `toolnexus.stores._runrows.lapsed_status` applies to a row read.
 - Whatever moves a request out of waiting (T2, T3, T8, T9 back to ``answered``, T11)
-  ``NOTIFY``s `CHANNEL` in the statement or transaction that commits it, so the notification
-  is sent exactly when the change is visible. The payload is the hex of the request's key.
+  ``NOTIFY``s the schema's channel (`toolnexus.stores.postgres_listen`) in the statement or
+  transaction that commits it, so the notification is sent exactly when the change is
+  visible. The payload is the hex of the request's key.
 
 When a guarded statement changes nothing, the row is read to say why (unknown, held by whom
 until when, lease lost); a row that became claimable in between is tried again. For the two
@@ -40,10 +41,8 @@ the row already (``ON CONFLICT DO UPDATE`` locks the row it does not update).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import time
-from collections.abc import Iterable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, LiteralString
 
@@ -67,19 +66,18 @@ from .checks import (
     is_past,
     load_checkpoint,
 )
+from .postgres_listen import CHANNEL_OF_SCHEMA
 from .postgres_schema import from_bytea, row_key, to_bytea
 from .requests import EXPIRED_BY, AnswerRecord, Claim
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection, AsyncCursor
+    from psycopg import AsyncCursor
 
     from ..loop.checkpoint import Checkpoint
 
 __all__ = [
-    "CHANNEL",
     "PENDING",
     "PENDING_WHERE",
-    "Listener",
     "answer_of",
     "cancel",
     "claim",
@@ -93,19 +91,6 @@ __all__ = [
     "save_progress",
     "take",
 ]
-
-CHANNEL: Final = "toolnexus_answers"
-"""The ``LISTEN/NOTIFY`` channel that announces answered, settled and requeued requests, for a
-store whose tables are in the ``public`` schema. A store in another schema uses
-``toolnexus_answers_<first 16 hex digits of md5(schema)>`` (`_CHANNEL_OF_SCHEMA`): channels
-are per database, and stores sharing one in separate schemas must not wake each other."""
-
-# The channel of the schema a statement's tables are in, as the server computes it (the NOTIFY
-# in each writing statement, and the LISTEN connection's own lookup).
-_CHANNEL_OF_SCHEMA: LiteralString = (
-    "(CASE WHEN current_schema() = 'public' THEN '" + CHANNEL + "'"
-    " ELSE '" + CHANNEL + "_' || left(md5(current_schema()), 16) END)"
-)
 
 _RETRIES = 3
 """How often a refused claim is tried again when the row turned claimable in between."""
@@ -121,7 +106,7 @@ _CLAIMABLE: LiteralString = (
 _QUEUED: LiteralString = (
     "(h.status = 'answered' OR (h.status = 'claimed' AND h.recorded AND h.lease_until <= %(now)s))"
 )
-_NOTIFY: LiteralString = "SELECT pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s)"
+_NOTIFY: LiteralString = "SELECT pg_notify(" + CHANNEL_OF_SCHEMA + ", %(note)s)"
 
 # The row an answer is recorded on, locked until the transaction ends (T2, T3, T11).
 _PEEK: LiteralString = (
@@ -158,7 +143,7 @@ _RECORD_WAITING = (
     " AND json_typeof(h.checkpoint::json) = 'object' RETURNING h.digest),"
     " w AS (" + _WHY.format("r") + ")"
     " SELECT true, r.digest, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s) FROM r"
+    " pg_notify(" + CHANNEL_OF_SCHEMA + ", %(note)s) FROM r"
     " UNION ALL SELECT false, NULL, w.status, w.recorded, w.lease_until, w.answered_by,"
     " w.expires_at, w.halted, NULL FROM w"
 )
@@ -167,7 +152,7 @@ _CANCEL = (
     "WITH c AS (UPDATE toolnexus_halts SET status = 'cancelled', answer = %(answer)s,"
     " answered_by = %(by)s, answered_at = %(now)s, settled_at = %(now)s, checkpoint = NULL,"
     " lease_until = NULL, token = token + 1, recorded = true WHERE key = %(key)s"
-    " RETURNING digest) SELECT c.digest, pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s) FROM c"
+    " RETURNING digest) SELECT c.digest, pg_notify(" + CHANNEL_OF_SCHEMA + ", %(note)s) FROM c"
 )
 # T4: a host resumes with its own answer; a request with no row gets a bare one (token 1).
 # One row: the claim's token, or (token NULL) who holds the row and how (``_WHY``).
@@ -665,104 +650,3 @@ async def answer_of(
     return request_record(
         request_id, text, answered_at, by, digest, current, settled_at, kept, where
     )
-
-
-# -- the LISTEN connection -----------------------------------------------------------------------
-
-
-class Listener:
-    """One ``LISTEN`` connection and the waiters parked on it.
-
-    A waiter registered for a key wakes on a notification with that payload; a waiter
-    registered for ``None`` (`PostgresStore.wait_for_queued`) wakes on any notification.
-    Losing the connection wakes every waiter, so each re-reads and listens anew. ``heard``
-    counts the notifications (and lost connections), so a worker can tell that something
-    happened between two of its waits.
-    """
-
-    __slots__ = ("_conn", "_kwargs", "_starting", "_task", "_url", "_waiters", "heard")
-
-    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
-        self._url = url
-        self._kwargs = kwargs
-        self._waiters: dict[str | None, set[asyncio.Future[None]]] = {}
-        self._conn: AsyncConnection[Any] | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._starting = asyncio.Lock()
-        self.heard = 0
-
-    def register(self, key: str | None) -> asyncio.Future[None]:
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(key, set()).add(waiter)
-        return waiter
-
-    def unregister(self, key: str | None, waiter: asyncio.Future[None]) -> None:
-        waiters = self._waiters.get(key)
-        if waiters is not None:
-            waiters.discard(waiter)
-            if not waiters:
-                del self._waiters[key]
-
-    async def start(self) -> bool:
-        """Make sure LISTEN is active (connecting again after a lost connection).
-
-        Returns True when it was not: notifications sent until now were not heard.
-
-        Raises:
-            psycopg.Error: the server cannot be reached.
-        """
-        if self._task is not None and not self._task.done():
-            return False
-        async with self._starting:
-            if self._task is not None and not self._task.done():
-                return False
-            import psycopg
-            from psycopg import sql
-
-            conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
-                self._url, **self._kwargs
-            )
-            try:
-                found = await (await conn.execute("SELECT " + _CHANNEL_OF_SCHEMA)).fetchone()
-                channel = CHANNEL if found is None or found[0] is None else str(found[0])
-                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-            except BaseException:
-                await conn.close()
-                raise
-            self._conn = conn
-            self._task = asyncio.create_task(self._listen(conn), name="toolnexus-pg-listen")
-            return True
-
-    async def _listen(self, conn: AsyncConnection[Any]) -> None:
-        import psycopg
-
-        try:
-            async for note in conn.notifies():
-                self.heard += 1
-                self._wake(self._waiters.get(note.payload, ()))
-                self._wake(self._waiters.get(None, ()))
-        except psycopg.Error:
-            pass  # the connection is gone: every waiter re-reads and listens anew
-        finally:
-            self.heard += 1
-            self._wake([w for ws in self._waiters.values() for w in ws])
-            await conn.close()
-
-    @staticmethod
-    def _wake(waiters: Iterable[asyncio.Future[None]]) -> None:
-        for waiter in list(waiters):
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                if (current := asyncio.current_task()) is not None and current.cancelling():
-                    raise
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await conn.close()
