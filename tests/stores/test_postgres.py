@@ -217,6 +217,75 @@ async def test_answering_reads_the_checkpoint_only_when_the_row_lacks_its_digest
         assert record.answered_by == "toolnexus:expired"
 
 
+def record_waiting(pg_url: str, rid: str) -> tuple[Any, ...] | None:
+    """The one-statement answer (T2) run by hand on ``rid``: its row, first column whether it
+    recorded."""
+    from toolnexus.loop.checkpoint import CHECKPOINT_VERSION
+    from toolnexus.stores import postgres_runs as runs
+
+    values = {
+        "key": hashlib.sha256(rid.encode()).digest(),
+        "answer": f'{{"id":"{rid}","ok":true}}',
+        "by": b"ana",
+        "digest": None,
+        "now": 1.0,
+        "note": "n",
+        "readable": CHECKPOINT_VERSION,
+    }
+    with pg_connect(pg_url) as conn:
+        return conn.execute(runs._RECORD_WAITING, values).fetchone()  # pyright: ignore[reportPrivateUsage]
+
+
+async def test_a_saved_checkpoint_carries_what_lets_an_answer_skip_parsing_it(
+    store: Any, pg_url: str
+) -> None:
+    # save_halt stores the text's sha256 and the version it declares: the one-statement
+    # answer records only when both show the text is one this build reads, as written.
+    await store.save_halt(checkpoint("fresh"))
+    await store.save_halt(checkpoint("edited"))
+    with pg_connect(pg_url) as conn:
+        found = conn.execute(
+            "SELECT checkpoint_sha256 = sha256(convert_to(checkpoint, 'UTF8')),"
+            " checkpoint_version FROM toolnexus_halts WHERE request_id = %s",
+            (b"fresh",),
+        ).fetchone()
+        assert found == (True, 1)
+        conn.execute(  # rewritten by hand, still a readable checkpoint
+            "UPDATE toolnexus_halts SET checkpoint = checkpoint || ' ' WHERE request_id = %s",
+            (b"edited",),
+        )
+    fresh = record_waiting(pg_url, "fresh")
+    assert fresh is not None
+    assert fresh[0] is True
+    edited = record_waiting(pg_url, "edited")
+    assert edited is not None
+    assert (edited[0], edited[2]) == (False, "pending")  # not recorded: the reading path's
+    record = await store.post_answer("edited", Answer("edited", True), answered_by="ana")
+    assert record.status == "answered"
+
+
+async def test_a_checkpoint_of_a_version_this_build_does_not_read_is_refused_with_its_hash(
+    store: Any, pg_url: str
+) -> None:
+    # As a newer toolnexus sharing the database would write it: the hash matches the text.
+    import json
+
+    from toolnexus.errors import CheckpointError
+
+    await store.save_halt(checkpoint("future"))
+    newer = json.dumps({**checkpoint("future").to_json(), "version": 99})
+    with pg_connect(pg_url) as conn:
+        conn.execute(
+            "UPDATE toolnexus_halts SET checkpoint = %s,"
+            " checkpoint_sha256 = sha256(convert_to(%s, 'UTF8')), checkpoint_version = 99",
+            (newer, newer),
+        )
+    with pytest.raises(CheckpointError, match="version 99 is not supported"):
+        await store.post_answer("future", Answer("future", True), answered_by="ana")
+    assert await store.answer_record("future") is None
+    assert [e.request_id for e in await store.list_pending()] == ["future"]
+
+
 # -- migrations ---------------------------------------------------------------------------
 
 

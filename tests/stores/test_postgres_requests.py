@@ -20,6 +20,7 @@ from run_backends import Clock, yes
 
 from pg_support import pg_connect
 from toolnexus.errors import AnswerConflict, StoreError
+from toolnexus.stores import postgres_listen as listen
 from toolnexus.stores import postgres_runs as runs
 from toolnexus.stores.postgres import PostgresStore
 from toolnexus.stores.postgres_schema import MIGRATIONS
@@ -369,7 +370,7 @@ async def test_a_worker_waiting_for_the_queue_wakes_on_an_answer_from_another_st
 def listen_as(url: str) -> Any:
     """A raw autocommit connection LISTENing on the channel of ``url``'s schema, and its name."""
     conn = pg_connect(url)
-    found = conn.execute(f"SELECT {runs._CHANNEL_OF_SCHEMA}").fetchone()  # pyright: ignore[reportPrivateUsage]
+    found = conn.execute(f"SELECT {listen.CHANNEL_OF_SCHEMA}").fetchone()
     assert found is not None
     conn.execute(f'LISTEN "{found[0]}"')
     return conn, found[0]
@@ -385,12 +386,12 @@ async def test_stores_in_two_schemas_of_one_database_never_wake_each_other(
     schema = other.rsplit("search_path%3D", 1)[1]
     with pg_connect(pg_url.rsplit("?", 1)[0]) as admin:
         admin.execute(f"CREATE SCHEMA {schema}")
-        public = admin.execute(f"SELECT {runs._CHANNEL_OF_SCHEMA}").fetchone()  # pyright: ignore[reportPrivateUsage]
-    assert public == (runs.CHANNEL,)  # the public schema keeps the channel it always had
+        public = admin.execute(f"SELECT {listen.CHANNEL_OF_SCHEMA}").fetchone()
+    assert public == (listen.CHANNEL,)  # the public schema keeps the channel it always had
     listener, channel = listen_as(pg_url)
     try:
-        assert channel.startswith(f"{runs.CHANNEL}_")
-        assert len(channel) == len(runs.CHANNEL) + 17
+        assert channel.startswith(f"{listen.CHANNEL}_")
+        assert len(channel) == len(listen.CHANNEL) + 17
         async with PostgresStore(other) as elsewhere:
             other_listener, other_channel = listen_as(other)
             other_listener.close()

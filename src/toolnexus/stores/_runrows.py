@@ -9,34 +9,37 @@ boundary: a row hand-edited into garbage is a `CheckpointError` (checkpoint) or 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
-from ..errors import StoreError
+from ..errors import CheckpointError, StoreError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, parse_timestamp
 from .checks import (
-    answer_digests,
+    answer_audit,
     call_digest,
-    carries_edit,
     encode_checkpoint,
+    encode_original,
     halted_call,
     load_checkpoint,
 )
-from .requests import AnswerRecord, PendingEntry, RequestStatus
+from .requests import AnswerRecord, Claim, PendingEntry, RequestStatus
 
 __all__ = [
     "HaltRow",
+    "Recorded",
     "answer_record",
     "halt_row",
     "lapsed_status",
+    "listed",
     "load_checkpoint",
-    "needs_checkpoint",
     "pending",
     "recorded_answer",
-    "recorded_digests",
+    "recorded_audit",
     "request_record",
     "stored_digest",
+    "taken_claim",
 ]
 
 
@@ -55,13 +58,27 @@ class HaltRow(NamedTuple):
     """The halted call's digest (`call_digest`), what an answer records."""
     deadline: float | None
     """``expires_at`` as epoch seconds (``0.0`` when unreadable: counts as past)."""
+    version: int | None
+    """The checkpoint format version the text declares (`written_version`)."""
+
+
+# How `Checkpoint.dumps` begins: the version first, compact separators.
+_WRITTEN_VERSION = re.compile(r'\{"version":([1-9][0-9]{0,8}),')
+
+
+def written_version(text: str) -> int | None:
+    """The version a checkpoint's text declares, read from its first bytes as
+    `Checkpoint.dumps` writes them; ``None`` when it does not begin that way."""
+    found = _WRITTEN_VERSION.match(text)
+    return None if found is None else int(found.group(1))
 
 
 def halt_row(checkpoint: Checkpoint, *, digest: bool = True) -> HaltRow:
     """Encode a checkpoint and its pending-index columns.
 
-    ``digest=False`` leaves out the halted call's digest and deadline (``""``, ``None``), for
-    a write that does not store them (the Postgres progress write, every SQLite write).
+    ``digest=False`` leaves out the halted call's digest, deadline and version (``""``,
+    ``None``, ``None``), for a write that does not store them (the Postgres progress write,
+    every SQLite write).
 
     Raises:
         UsageError: see `toolnexus.stores.runs.encode_checkpoint`.
@@ -80,6 +97,7 @@ def halt_row(checkpoint: Checkpoint, *, digest: bool = True) -> HaltRow:
         req.prompt,
         call_digest(name, arguments) if digest else "",
         _deadline(req.expiresAt) if digest else None,
+        written_version(text) if digest else None,
     )
 
 
@@ -100,29 +118,39 @@ def stored_digest(text: object, request_id: str, where: str) -> str:
     return call_digest(*halted_call(load_checkpoint(text, request_id, where)))
 
 
-def needs_checkpoint(answer: Answer, digest: str | None) -> bool:
-    """Whether recording ``answer`` reads the stored checkpoint (`recorded_digests`)."""
-    return digest is None or carries_edit(answer)
+class Recorded(NamedTuple):
+    """The columns T2/T3 write beside the answer (`recorded_audit`)."""
+
+    approved: str
+    """The digest recorded with the answer: what it approves."""
+    halted: str
+    """The digest recorded with the expired decline instead: the halted call as it is."""
+    original: str | None
+    """The `toolnexus.stores.checks.edit_audit` record as JSON text (``None``: no edit)."""
 
 
-def recorded_digests(
+def recorded_audit(
     text: object, request_id: str, where: str, answer: Answer, digest: str | None
-) -> tuple[str, str]:
-    """The digests T2/T3 record: ``(for answer, for the expired decline instead)``.
+) -> Recorded:
+    """What T2/T3 record beside ``answer``, read from the stored checkpoint ``text``.
 
-    A ``digest`` the caller passed is recorded as it is; otherwise the stored checkpoint's
-    (``text``, read when `needs_checkpoint`) `answer_digests`: what ``answer`` approves — the
-    edited arguments when it edits — and the halted call as it is. An edit is checked either
-    way.
+    The checkpoint is always read: an answer is never recorded for a run that cannot resume
+    (every backend refuses alike). A ``digest`` the caller passed is recorded as it is;
+    otherwise the checkpoint's `answer_audit`: what ``answer`` approves — the edited
+    arguments when it edits — and the halted call as it is. An edit is checked either way,
+    and the model's call it replaces kept (``original``).
 
     Raises:
-        CheckpointError: the stored checkpoint is needed and cannot be read.
+        CheckpointError: the stored checkpoint cannot be read; nothing may be recorded.
         InvalidAnswer: the answer's edited arguments are invalid; nothing may be recorded.
     """
-    if not needs_checkpoint(answer, digest) or text is None:
-        return digest or "", digest or ""
-    approved, halted = answer_digests(load_checkpoint(text, request_id, where), answer)
-    return (digest, digest) if digest is not None else (approved, halted)
+    if text is None:  # no checkpoint: the caller refused the request before
+        return Recorded(digest or "", digest or "", None)
+    audit = answer_audit(load_checkpoint(text, request_id, where), answer)
+    original = encode_original(audit.original)
+    if digest is not None:
+        return Recorded(digest, digest, original)
+    return Recorded(audit.approved, audit.halted, original)
 
 
 def recorded_answer(reply: Answer, text: str) -> Answer:
@@ -179,6 +207,51 @@ def pending(
     )
 
 
+def listed(row: tuple[Any, ...], now: float) -> PendingEntry:
+    """A row of the listing (`pending`'s columns, then ``status, recorded, lease_until,
+    problem, flagged_at``) as `list_pending` returns it: a flagged row (T13) with its status
+    as of ``now`` and its problem."""
+    status, recorded, lease_until, problem, flagged_at = row[7:12]
+    entry = pending(*row[:7])
+    if problem is None and status == "pending":
+        return entry
+    current = cast(RequestStatus, lapsed_status(status, recorded, lease_until, now))
+    at = float(flagged_at) if isinstance(flagged_at, int | float) else None
+    return replace(entry, status=current, problem=problem, flagged_at=at)
+
+
+def taken_claim(
+    request_id: str,
+    token: int,
+    answer: Answer,
+    answered_by: str | None,
+    lease_until: float,
+    digest: object,
+    text: object,
+    where: str,
+) -> Claim:
+    """The `Claim` of a take (T5), with the stored checkpoint ``text`` read — or, when it
+    cannot be read, ``checkpoint=None`` and why in ``unreadable``: the row is taken already,
+    so the take hands it over rather than raise (the resumer flags it, T13)."""
+    checkpoint: Checkpoint | None = None
+    unreadable: str | None = None
+    if text is not None:
+        try:
+            checkpoint = load_checkpoint(text, request_id, where)
+        except CheckpointError as exc:
+            unreadable = str(exc)
+    return Claim(
+        request_id,
+        token,
+        answer,
+        answered_by,
+        lease_until,
+        checkpoint=checkpoint,
+        digest=digest if isinstance(digest, str) else "",
+        unreadable=unreadable,
+    )
+
+
 def lapsed_status(status: object, recorded: object, lease_until: object, now: float) -> str:
     """A row's status with T10 applied: a claim whose lease ran out counts as given back,
     ``answered`` when its answer was recorded before the claim, else ``pending``."""
@@ -197,23 +270,31 @@ def request_record(
     settled_at: object,
     outcome: object,
     where: str,
+    *,
+    original: object = None,
+    problem: object = None,
+    flagged_at: object = None,
 ) -> AnswerRecord:
-    """`answer_record` with the request's status, when it settled and the run's outcome.
+    """`answer_record` with the request's status, when it settled, the run's outcome, the
+    model's call an edit replaced (``original``, JSON text) and a resumer's ``problem``.
 
     Raises:
-        StoreError: the stored answer or outcome is not readable JSON (hand-edited); the row
-            is left as it is.
+        StoreError: the stored answer, outcome or original is not readable JSON
+            (hand-edited); the row is left as it is.
     """
     record = answer_record(request_id, answer, answered_at, answered_by, digest, where)
     return replace(
         record,
         status=cast(RequestStatus, status),
         settled_at=float(settled_at) if isinstance(settled_at, int | float) else None,
-        outcome=None if outcome is None else _outcome(request_id, outcome, where),
+        outcome=None if outcome is None else _object(request_id, outcome, where, "outcome"),
+        original=None if original is None else _object(request_id, original, where, "original"),
+        problem=problem if isinstance(problem, str) else None,
+        flagged_at=float(flagged_at) if isinstance(flagged_at, int | float) else None,
     )
 
 
-def _outcome(request_id: str, text: object, where: str) -> dict[str, Any]:
+def _object(request_id: str, text: object, where: str, what: str) -> dict[str, Any]:
     problem = "not a JSON object"
     try:
         parsed = json.loads(text)  # pyright: ignore[reportArgumentType]
@@ -221,7 +302,7 @@ def _outcome(request_id: str, text: object, where: str) -> dict[str, Any]:
         parsed, problem = None, str(exc)
     if not isinstance(parsed, dict):
         raise StoreError(
-            f"the outcome recorded for request {request_id!r} in {where} cannot be read "
+            f"the {what} recorded for request {request_id!r} in {where} cannot be read "
             f"({problem}); the stored row was left as it is"
         )
     return cast(dict[str, Any], parsed)

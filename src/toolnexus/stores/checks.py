@@ -12,7 +12,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 from ..errors import (
     AnswerConflict,
@@ -24,22 +24,30 @@ from ..errors import (
 from ..loop.checkpoint import Checkpoint, Outstanding
 from ..loop.edits import EDIT_KEY, check_edit, encode_arguments
 from ..suspension import Answer, answer_problem, format_timestamp, parse_timestamp
-from .requests import PendingEntry, RequestStatus
+from .requests import Claim, PendingEntry, RequestStatus
 
 __all__ = [
+    "AUDIT_KEYS",
+    "AnswerAudit",
+    "answer_audit",
     "answer_digests",
     "call_digest",
     "cancelled_answer",
     "carries_edit",
     "check_answer",
+    "check_claim",
     "check_filters",
+    "check_hold",
     "check_limit",
     "check_optional_text",
+    "check_problem",
     "check_request_id",
     "check_seconds",
     "conflict",
+    "edit_audit",
     "encode_answer",
     "encode_checkpoint",
+    "encode_original",
     "encode_outcome",
     "filter_entries",
     "halted_call",
@@ -84,12 +92,28 @@ def carries_edit(answer: Answer) -> bool:
     return answer.ok and isinstance(answer.data, dict) and EDIT_KEY in answer.data
 
 
-def answer_digests(checkpoint: Checkpoint, answer: Answer) -> tuple[str, str]:
-    """``(what answer approves, the halted call as it is)``: the digests an answer records.
+class AnswerAudit(NamedTuple):
+    """What recording an answer keeps about the call it approves (`answer_audit`)."""
 
-    They differ only when ``answer`` approves the pending ``approval`` with edited arguments
-    (`toolnexus.loop.edits`): then what is approved is the call with those arguments. A halt
-    at the model call has no call to edit: its answer is recorded as it is.
+    approved: str
+    """The digest of what the answer approves: the call with the edited arguments, if any."""
+    halted: str
+    """The digest of the halted call as the model made it."""
+    original: dict[str, Any] | None
+    """`edit_audit`: the model's call when the answer edits it, else ``None``."""
+
+
+AUDIT_KEYS = ("tool", "arguments", "digest")
+"""The keys of an `edit_audit` record, in order."""
+
+
+def answer_audit(checkpoint: Checkpoint, answer: Answer) -> AnswerAudit:
+    """The digests an answer records and, when it edits the call, the model's original.
+
+    The digests differ only when ``answer`` approves the pending ``approval`` with edited
+    arguments (`toolnexus.loop.edits`): then what is approved is the call with those
+    arguments, and ``original`` keeps the call the model made. A halt at the model call has
+    no call to edit: its answer is recorded as it is.
 
     Raises:
         InvalidAnswer: the edited arguments are not a JSON object or fail the halted tool's
@@ -98,13 +122,67 @@ def answer_digests(checkpoint: Checkpoint, answer: Answer) -> tuple[str, str]:
     slot = _halted_slot(checkpoint)
     if slot is None:
         halted = call_digest(*halted_call(checkpoint))
-        return halted, halted
+        return AnswerAudit(halted, halted, None)
     halted = call_digest(slot.name, slot.arguments)
     request = halted_request(checkpoint, answer.id)
     edit = check_edit(slot.name, slot.input_schema, request, answer)
     if edit is None:
-        return halted, halted
-    return call_digest(slot.name, encode_arguments(edit)), halted
+        return AnswerAudit(halted, halted, None)
+    original = {"tool": slot.name, "arguments": slot.arguments, "digest": halted}
+    return AnswerAudit(call_digest(slot.name, encode_arguments(edit)), halted, original)
+
+
+def answer_digests(checkpoint: Checkpoint, answer: Answer) -> tuple[str, str]:
+    """``(what answer approves, the halted call as it is)``: the digests an answer records
+    (see `answer_audit`).
+
+    Raises:
+        InvalidAnswer: the edited arguments are invalid; nothing may be recorded.
+    """
+    audit = answer_audit(checkpoint, answer)
+    return audit.approved, audit.halted
+
+
+def edit_audit(checkpoint: Checkpoint, answer: Answer) -> dict[str, Any] | None:
+    """The model's call, for the audit, when ``answer`` approves it with edited arguments:
+    ``{"tool": name, "arguments": the model's raw arguments JSON text, "digest": its digest}``;
+    ``None`` when the answer does not edit. What `RunStore.post_answer` records by itself,
+    and what a caller of `RunStore.claim` passes as ``original``.
+
+    Example::
+
+        claim = await store.claim(rid, answer, digest=answer_digests(cp, answer)[0],
+                                  original=edit_audit(cp, answer))
+
+    Raises:
+        InvalidAnswer: the edited arguments are invalid; nothing may be recorded.
+    """
+    return answer_audit(checkpoint, answer).original
+
+
+def encode_original(value: object) -> str | None:
+    """An `edit_audit` record (or ``None``) as the JSON text a store keeps.
+
+    Raises:
+        UsageError: not ``None`` or a mapping of exactly the `AUDIT_KEYS` to strings.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise UsageError(
+            f"original must be None or what edit_audit() returns, got {type(value).__name__}"
+        )
+    given = cast(Mapping[object, object], value)
+    if set(given) != set(AUDIT_KEYS):
+        keys = sorted(map(repr, given))
+        raise UsageError(f"original must have exactly the keys {list(AUDIT_KEYS)}, got {keys}")
+    kept: dict[str, str] = {}
+    for key in AUDIT_KEYS:
+        text = given[key]
+        if not isinstance(text, str):
+            raise UsageError(f"original[{key!r}] must be a string, got {type(text).__name__}")
+        kept[key] = _checked_text(text, f"original[{key!r}]")
+    return _answer_encoder.encode(kept)
 
 
 def pending_entry(checkpoint: Checkpoint, status: RequestStatus = "pending") -> PendingEntry:
@@ -180,6 +258,39 @@ def check_seconds(value: object, what: str, *, positive: bool = False) -> float:
         bound = "> 0" if positive else ">= 0"
         raise UsageError(f"{what} must be a finite number of seconds {bound}, got {value!r}")
     return float(value)
+
+
+def check_hold(value: object) -> float:
+    """`RunStore.flag`'s ``hold_s``: seconds > 0, ``math.inf`` allowed (held until an operator
+    acts); anything else — NaN, zero, negative, not a number — is a `UsageError`."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or math.isnan(value)
+        or value <= 0
+    ):
+        raise UsageError(
+            f"hold_s must be a number of seconds > 0 (math.inf: until an operator acts), "
+            f"got {value!r}"
+        )
+    return float(value)
+
+
+def check_problem(value: object) -> str:
+    """`RunStore.flag`'s ``problem``: non-blank, valid Unicode text, else `UsageError`."""
+    if not isinstance(value, str) or not value.strip():
+        raise UsageError(f"a problem must be a non-empty string, got {value!r}")
+    return _checked_text(value, "the problem")
+
+
+def check_claim(value: object) -> Claim:
+    """``value`` when it is a `Claim` as a store hands it out, else `UsageError`."""
+    if not isinstance(value, Claim):
+        raise UsageError(f"a claim must be the Claim claim() or take() returned, got {value!r}")
+    check_request_id(value.request_id)
+    if isinstance(value.token, bool) or not isinstance(value.token, int):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UsageError(f"the claim's token must be an int, got {value.token!r}")
+    return value
 
 
 def check_limit(value: object) -> int:
@@ -322,6 +433,8 @@ def conflict(
         if isinstance(lease_until, int | float) and math.isfinite(lease_until):
             moment = datetime.fromtimestamp(lease_until, UTC)
             until = f" (lease until {format_timestamp(moment)})"
+        elif lease_until == math.inf:  # flagged for an operator (T13)
+            until = " (held until an operator acts)"
         text = (
             f'request "{request_id}" is being answered right now{who}: '
             f"another resume claimed it{until}"

@@ -6,7 +6,8 @@ request state machine of `toolnexus.stores.requests`; one contract suite runs ag
 three. The queries are indexed so that a page of 10,000 pending requests stays fast:
 
 - `InboxIndex.search_pending`: `RunStore.list_pending`'s filters plus a text search and an
-  offset, for paging;
+  offset, for paging (like it, the pending requests and the unsettled ones a resumer flagged
+  for an operator, T13);
 - `InboxIndex.count_pending`: how many requests of each kind wait (the same filters, no kind);
 - `InboxIndex.list_history`: the requests that were answered, declined, cancelled or expired,
   newest answer first, by person, status or kind;
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..errors import UsageError
 from ..loop.checkpoint import Checkpoint
@@ -61,8 +62,13 @@ class HistoryEntry:
         answer: the recorded answer (the expired decline, the cancel's decline).
         answered_by: who answered (``None`` when nobody was named).
         answered_at: when (seconds since the epoch).
-        digest: sha256 of the halted call's name and arguments: what was approved.
+        digest: sha256 of the approved call's name and arguments: what was approved.
         settled_at: when it reached a final state (``None`` before).
+        original: the model's call when the answer approved it with edited arguments
+            (``{"tool", "arguments", "digest"}``, see `AnswerRecord.original`), else ``None``:
+            with ``answer`` (the edited arguments) and ``digest``, the whole edit.
+        problem: what a resumer reported when it flagged the request (T13), else ``None``.
+        flagged_at: when it was flagged (``None``: never).
     """
 
     request_id: str
@@ -77,6 +83,9 @@ class HistoryEntry:
     answered_at: float
     digest: str
     settled_at: float | None = None
+    original: dict[str, Any] | None = None
+    problem: str | None = None
+    flagged_at: float | None = None
 
 
 @runtime_checkable
@@ -95,7 +104,8 @@ class InboxIndex(Protocol):
         offset: int = 0,
         limit: int = 100,
     ) -> list[PendingEntry]:
-        """`RunStore.list_pending` with a text search and an offset, oldest first."""
+        """`RunStore.list_pending` with a text search and an offset, oldest first (the
+        unsettled requests a resumer flagged included, with their status and problem)."""
         ...
 
     async def count_pending(
@@ -107,7 +117,8 @@ class InboxIndex(Protocol):
         newer_than: float | None = None,
         text: str | None = None,
     ) -> dict[str, int]:
-        """How many requests wait, per kind, under the same filters (kinds with none absent)."""
+        """How many requests `search_pending` lists, per kind, under the same filters (kinds
+        with none absent)."""
         ...
 
     async def list_history(

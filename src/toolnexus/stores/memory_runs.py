@@ -1,6 +1,6 @@
 """`InMemoryRunStore`: the process-lifetime run store, the reference for the state machine.
 
-The transitions are those of the table in `toolnexus.stores.requests` (T1–T12); the SQLite and
+The transitions are those of the table in `toolnexus.stores.requests` (T1–T13); the SQLite and
 Postgres stores implement the same ones, and one contract suite runs against all three.
 Checkpoints, answers and outcomes are kept as their JSON text, so what comes back is a copy and
 what this store accepts the durable stores accept too.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -19,19 +19,23 @@ from .._types import Message
 from ..errors import CheckpointError, LeaseLost, RequestExpired, UnknownRequest
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, expired_decline
-from ._runrows import recorded_digests
+from ._runrows import recorded_audit, taken_claim
 from .checks import (
     call_digest,
     cancelled_answer,
     check_answer,
+    check_claim,
     check_filters,
+    check_hold,
     check_limit,
     check_optional_text,
+    check_problem,
     check_request_id,
     check_seconds,
     conflict,
     encode_answer,
     encode_checkpoint,
+    encode_original,
     encode_outcome,
     filter_entries,
     halted_call,
@@ -82,6 +86,9 @@ class _Row:
     queue: str = ""
     info: PendingEntry | None = None  # the index columns, kept after the row settles
     announced: bool = False  # handed out by take_unannounced
+    original: str | None = None  # the model's call an edited approval replaced (JSON text)
+    problem: str | None = None  # what a resumer flagged (T13), until T7 clears it
+    flagged_at: float | None = None
 
 
 class InMemoryRunStore:
@@ -135,6 +142,9 @@ class InMemoryRunStore:
             status,
             row.settled_at,
             None if row.outcome is None else json.loads(row.outcome),
+            None if row.original is None else json.loads(row.original),
+            row.problem,
+            row.flagged_at,
         )
 
     async def list_pending(
@@ -174,7 +184,7 @@ class InMemoryRunStore:
         needle = check_search(text)
         start = check_offset(offset)
         size = check_limit(limit)
-        picked = filter_entries(self._waiting(needle), *filters, self._now())
+        picked = filter_entries(self._listed(needle), *filters, self._now())
         return picked[start : start + size]
 
     async def count_pending(
@@ -189,7 +199,7 @@ class InMemoryRunStore:
         filters = check_filters(None, tool, conversation_id, older_than, newer_than)
         needle = check_search(text)
         counts: dict[str, int] = {}
-        for e in filter_entries(self._waiting(needle), *filters, self._now()):
+        for e in filter_entries(self._listed(needle), *filters, self._now()):
             counts[e.kind] = counts.get(e.kind, 0) + 1
         return counts
 
@@ -265,17 +275,25 @@ class InMemoryRunStore:
             if r.entry is not None
             and r.checkpoint is not None
             and self._status(r) == "pending"
-            and (
-                needle is None
-                or matches_text(
-                    needle,
-                    r.entry.prompt,
-                    r.entry.tool,
-                    r.entry.request_id,
-                    r.entry.conversation_id,
-                )
-            )
+            and _matches(needle, r.entry)
         ]
+
+    def _listed(self, needle: str | None) -> list[PendingEntry]:
+        """What `list_pending` shows: the pending index, and the unsettled rows a resumer
+        flagged (T13) whatever their lease, each with its status now and its problem."""
+        out: list[PendingEntry] = []
+        for r in self._rows.values():
+            entry = r.entry
+            if entry is None or r.checkpoint is None or not _matches(needle, entry):
+                continue
+            status = self._status(r)
+            if r.problem is not None and status in ("pending", "answered", "claimed"):
+                out.append(
+                    replace(entry, status=status, problem=r.problem, flagged_at=r.flagged_at)
+                )
+            elif status == "pending":
+                out.append(entry)
+        return out
 
     # -- answering: T2, T3, T11 ------------------------------------------------------------
 
@@ -294,15 +312,16 @@ class InMemoryRunStore:
         tag = check_optional_text(digest, "digest")
         row = self._halted(rid)
         self._refuse_unless_pending(rid, row)
-        # An invalid edit raises here: nothing is recorded.
-        approved, halted = recorded_digests(row.checkpoint, rid, "the memory store", reply, tag)
+        # An unreadable checkpoint or an invalid edit raises here: nothing is recorded.
+        audit = recorded_audit(row.checkpoint, rid, "the memory store", reply, tag)
         if row.entry is not None and is_past(row.entry.expires_at, self._now()):
-            self._record(rid, row, encode_answer(expired_decline(rid)), EXPIRED_BY, halted)
+            decline = encode_answer(expired_decline(rid))
+            self._record(rid, row, decline, EXPIRED_BY, audit.halted, None)
             raise RequestExpired(
                 f'request "{rid}" expired before it was answered; it was settled with the '
                 "expired decline"
             )
-        self._record(rid, row, text, who, approved)
+        self._record(rid, row, text, who, audit.approved, audit.original)
         record = await self.answer_record(rid)
         assert record is not None
         return record
@@ -314,7 +333,7 @@ class InMemoryRunStore:
         assert row.checkpoint is not None
         stored = load_checkpoint(row.checkpoint, rid, "the memory store")
         tag = call_digest(*halted_call(stored))
-        self._record(rid, row, encode_answer(expired_decline(rid)), EXPIRED_BY, tag)
+        self._record(rid, row, encode_answer(expired_decline(rid)), EXPIRED_BY, tag, None)
         record = await self.answer_record(rid)
         assert record is not None
         return record
@@ -329,8 +348,11 @@ class InMemoryRunStore:
         rid = check_request_id(request_id)
         note = check_optional_text(reason, "reason")
         who = check_optional_text(answered_by, "answered_by")
-        row = self._halted(rid)
-        self._refuse_unless_pending(rid, row)
+        row = self._rows.get(rid)
+        flagged = row is not None and row.problem is not None and row.status not in SETTLED
+        if row is None or not flagged:  # an operator may end a flagged run (T13) as it is
+            row = self._halted(rid)
+            self._refuse_unless_pending(rid, row)
         now = self._now()
         row.status = "cancelled"
         row.answer = encode_answer(cancelled_answer(rid, note))
@@ -356,21 +378,24 @@ class InMemoryRunStore:
         answered_by: str | None = None,
         digest: str = "",
         lease_s: float = DEFAULT_LEASE_S,
+        original: Mapping[str, Any] | None = None,
     ) -> Claim:
         rid = check_request_id(request_id)
         text = encode_answer(answer)
         who = check_optional_text(answered_by, "answered_by")
         tag = check_optional_text(digest, "digest") or ""
         lease = check_seconds(lease_s, "lease_s", positive=True)
+        edited = encode_original(original)
         row = self._rows.get(rid)
         if row is None:
             row = self._rows[rid] = _Row(None, "pending", None)
         self._refuse_unless_pending(rid, row)
         row.status = "claimed"
-        row.answer, row.answered_by, row.digest = text, who, tag
+        row.answer, row.answered_by, row.digest, row.original = text, who, tag, edited
         row.answered_at = None
         row.recorded = False
-        return self._hold(rid, row, lease)
+        answer = self._hold(row, lease)
+        return Claim(rid, row.token, answer, who, row.lease_until, digest=tag)
 
     async def take(
         self,
@@ -386,7 +411,7 @@ class InMemoryRunStore:
             row = self._rows.get(rid)
             if row is None or self._status(row) != "answered":
                 return None
-            return self._hold(rid, row, lease)
+            return self._take(rid, row, lease)
         queued = [
             (r.answered_at or 0.0, k)
             for k, r in self._rows.items()
@@ -395,7 +420,7 @@ class InMemoryRunStore:
         if not queued:
             return None
         _, rid = min(queued)
-        return self._hold(rid, self._rows[rid], lease)
+        return self._take(rid, self._rows[rid], lease)
 
     async def renew(self, claim: Claim, *, lease_s: float = DEFAULT_LEASE_S) -> Claim:
         lease = check_seconds(lease_s, "lease_s", positive=True)
@@ -410,6 +435,7 @@ class InMemoryRunStore:
         row.entry = row.info = pending_entry(checkpoint)
         row.queue = checkpoint.queue
         row.recorded = True  # the answer has been applied: it is the one this run goes on with
+        row.problem = row.flagged_at = None  # the resume got past what was flagged (T13)
         if row.answered_at is None:
             row.answered_at = self._now()
 
@@ -456,8 +482,20 @@ class InMemoryRunStore:
             self._signal_queued()
             return
         row.status = "pending"
-        row.answer = row.answered_by = None
+        row.answer = row.answered_by = row.original = None
         row.digest = ""
+
+    async def flag(self, request_id: str, claim: Claim, problem: str, *, hold_s: float) -> None:
+        rid = check_request_id(request_id)
+        held = check_claim(claim)
+        text = check_problem(problem)
+        hold = check_hold(hold_s)
+        if held.request_id != rid:
+            raise LeaseLost(f'the claim is on request "{held.request_id}", not "{rid}"')
+        row = self._held(held)
+        now = self._now()
+        row.lease_until = now + hold
+        row.problem, row.flagged_at = text, now
 
     # -- retention: T12 ----------------------------------------------------------------------
 
@@ -535,10 +573,12 @@ class InMemoryRunStore:
         if status != "pending":
             raise conflict(rid, row.answered_by, status, row.lease_until)
 
-    def _record(self, rid: str, row: _Row, text: str, who: str | None, digest: str) -> None:
+    def _record(
+        self, rid: str, row: _Row, text: str, who: str | None, digest: str, original: str | None
+    ) -> None:
         """T2/T3: the answer is recorded and queued; any stale holder is fenced out."""
         row.status = "answered"
-        row.answer, row.answered_by, row.digest = text, who, digest
+        row.answer, row.answered_by, row.digest, row.original = text, who, digest, original
         row.answered_at = self._now()
         row.lease_until = 0.0
         row.token += 1
@@ -546,17 +586,27 @@ class InMemoryRunStore:
         self._wake(rid)
         self._signal_queued()
 
-    def _hold(self, rid: str, row: _Row, lease: float) -> Claim:
+    def _hold(self, row: _Row, lease: float) -> Answer:
+        """T4/T5: the row claimed under a new token and lease; the answer to resume with."""
         row.status = "claimed"
         row.token += 1
         row.lease_until = self._now() + lease
         assert row.answer is not None
-        return Claim(
+        return Answer.from_dict(json.loads(row.answer))
+
+    def _take(self, rid: str, row: _Row, lease: float) -> Claim:
+        """T5: the row taken, its checkpoint handed over (or why it cannot be read)."""
+        answer = self._hold(row, lease)
+        where = "the memory store"
+        return taken_claim(
             rid,
             row.token,
-            Answer.from_dict(json.loads(row.answer)),
+            answer,
             row.answered_by,
             row.lease_until,
+            row.digest,
+            row.checkpoint,
+            where,
         )
 
     def _held(self, claim: Claim) -> _Row:
@@ -579,6 +629,10 @@ class InMemoryRunStore:
             self._queued.set()
 
 
+def _matches(needle: str | None, e: PendingEntry) -> bool:
+    return needle is None or matches_text(needle, e.prompt, e.tool, e.request_id, e.conversation_id)
+
+
 def _history(info: PendingEntry, record: AnswerRecord) -> HistoryEntry:
     return HistoryEntry(
         request_id=record.request_id,
@@ -593,6 +647,9 @@ def _history(info: PendingEntry, record: AnswerRecord) -> HistoryEntry:
         answered_at=record.answered_at,
         digest=record.digest,
         settled_at=record.settled_at,
+        original=record.original,
+        problem=record.problem,
+        flagged_at=record.flagged_at,
     )
 
 

@@ -13,13 +13,13 @@ pool; both come with the ``postgres`` extra and are imported only when a store i
   planned five times (for the racing statements' CTEs, several times the cost of running
   them prepared, on the client and more on the server). The run store's statements are in
   `toolnexus.stores.postgres_runs`: the request states of `toolnexus.stores.requests`
-  (T1–T12) with the in-memory store's semantics, the racing ones (``claim``, ``take``, the
+  (T1–T13) with the in-memory store's semantics, the racing ones (``claim``, ``take``, the
   fenced writes of a claim's holder) one statement each, so PostgreSQL's row lock decides
   every race.
 - Migrations (`toolnexus.stores.postgres_schema`) run when the pool opens, under an advisory
   lock.
 - `wait_for_answer` and `wait_for_queued` ``LISTEN`` on the channel of the store's schema
-  (`toolnexus.stores.postgres_runs.CHANNEL` in ``public``) on one dedicated connection per
+  (`toolnexus.stores.postgres_listen.CHANNEL` in ``public``) on one dedicated connection per
   store; whatever records, settles or requeues an answer ``NOTIFY``s in the
   statement or transaction that commits it, so the notification is sent exactly when the
   change is visible. The payload is the hex of the request's key (ids may be longer than a
@@ -38,26 +38,30 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any, LiteralString, Self
 
 from .._types import Message
-from ..errors import StoreError, UsageError
+from ..errors import LeaseLost, StoreError, UsageError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from . import postgres_runs as runs
 from ._codec import check_id, decode_messages, encode_messages
 from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
-from ._runrows import halt_row, load_checkpoint, pending
+from ._runrows import halt_row, listed, load_checkpoint
 from .checks import (
     check_answer,
+    check_claim,
     check_filters,
+    check_hold,
     check_limit,
     check_optional_text,
+    check_problem,
     check_request_id,
     check_seconds,
     encode_answer,
+    encode_original,
     encode_outcome,
 )
 from .postgres_conn import (
@@ -69,7 +73,7 @@ from .postgres_conn import (
     promptly,
 )
 from .postgres_inbox import PostgresInboxIndex, pending_filters
-from .postgres_runs import CHANNEL, Listener
+from .postgres_listen import CHANNEL, Listener
 from .postgres_schema import from_bytea as _s
 from .postgres_schema import row_key as _key
 from .postgres_schema import to_bytea as _b
@@ -96,16 +100,23 @@ _LOAD_HANDLES = (
     " ORDER BY handle_id"
 )
 _DELETE_HANDLES = "DELETE FROM toolnexus_runtime_handles WHERE runtime_key = %s"
-# T1: saving again replaces the checkpoint and its index columns and keeps the status.
+# T1: saving again replaces the checkpoint and its index columns and keeps the status. The
+# checkpoint's hash and declared version go with its text (the one-statement answer's proof
+# that it is readable, migration 9): the server hashes the text it stores (sent once).
 _SAVE_HALT = (
     "INSERT INTO toolnexus_halts (key, request_id, status, checkpoint, kind, tool,"
-    " conversation_id, created_at, expires_at, prompt, queue_key, halt_digest, deadline)"
-    " VALUES (%s, %s, 'pending', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
+    " conversation_id, created_at, expires_at, prompt, queue_key, halt_digest, deadline,"
+    " checkpoint_sha256, checkpoint_version)"
+    " VALUES (%(key)s, %(id)s, 'pending', %(checkpoint)s, %(kind)s, %(tool)s,"
+    " %(conversation)s, %(created)s, %(expires)s, %(prompt)s, %(queue)s, %(digest)s,"
+    " %(deadline)s, sha256(convert_to(%(checkpoint)s, 'UTF8')), %(version)s)"
     " ON CONFLICT (key) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
     " kind = EXCLUDED.kind, tool = EXCLUDED.tool, conversation_id = EXCLUDED.conversation_id,"
     " created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,"
     " prompt = EXCLUDED.prompt, queue_key = EXCLUDED.queue_key,"
-    " halt_digest = EXCLUDED.halt_digest, deadline = EXCLUDED.deadline"
+    " halt_digest = EXCLUDED.halt_digest, deadline = EXCLUDED.deadline,"
+    " checkpoint_sha256 = EXCLUDED.checkpoint_sha256,"
+    " checkpoint_version = EXCLUDED.checkpoint_version"
 )
 _LOAD_HALT = "SELECT checkpoint FROM toolnexus_halts WHERE key = %s"
 
@@ -261,20 +272,21 @@ class PostgresStore(PostgresInboxIndex):
         Replacing keeps the row's status (a claimed run stays claimed).
         """
         row = halt_row(checkpoint)
-        values = (
-            _key(row.request_id),
-            row.request_id.encode(),
-            row.checkpoint,
-            row.kind.encode(),
-            row.tool.encode(),
-            _b(row.conversation_id),
-            row.created_at,
-            _b(row.expires_at),
-            row.prompt.encode(),
-            _key(checkpoint.queue),
-            row.digest,
-            row.deadline,
-        )
+        values: dict[str, Any] = {
+            "key": _key(row.request_id),
+            "id": row.request_id.encode(),
+            "checkpoint": row.checkpoint,
+            "kind": row.kind.encode(),
+            "tool": row.tool.encode(),
+            "conversation": _b(row.conversation_id),
+            "created": row.created_at,
+            "expires": _b(row.expires_at),
+            "prompt": row.prompt.encode(),
+            "queue": _key(checkpoint.queue),
+            "digest": row.digest,
+            "deadline": row.deadline,
+            "version": row.version,
+        }
         async with self._cursor() as cur:
             await cur.execute(_SAVE_HALT, values, prepare=True)
 
@@ -318,7 +330,8 @@ class PostgresStore(PostgresInboxIndex):
         newer_than: float | None = None,
         limit: int = 100,
     ) -> list[PendingEntry]:
-        """Requests waiting for a human (``pending``, or T10 back to pending), oldest first.
+        """Requests waiting for a human (``pending``, or T10 back to pending), and the
+        unsettled ones a resumer flagged (T13), oldest first.
 
         ``older_than`` / ``newer_than`` are ages in seconds (see `RunStore.list_pending`).
         """
@@ -326,15 +339,14 @@ class PostgresStore(PostgresInboxIndex):
             kind, tool, conversation_id, older_than, newer_than
         )
         size = check_limit(limit)
-        sql, args = pending_filters(
-            kind, tool, conversation_id, older_than, newer_than, self._now()
-        )
+        now = self._now()
+        sql, args = pending_filters(kind, tool, conversation_id, older_than, newer_than, now)
         sql.append(" ORDER BY created_at, request_id LIMIT %s")
         args.append(size)
         async with self._cursor() as cur:
             await cur.execute("".join(sql), args)
             rows = await cur.fetchall()
-        return [pending(*(_s(value) for value in row)) for row in rows]
+        return [listed(tuple(_s(value) for value in row), now) for row in rows]
 
     # -- answering: T2, T3, T11 -----------------------------------------------------------
 
@@ -403,8 +415,10 @@ class PostgresStore(PostgresInboxIndex):
         answered_by: str | None = None,
         digest: str = "",
         lease_s: float = DEFAULT_LEASE_S,
+        original: Mapping[str, Any] | None = None,
     ) -> Claim:
-        """T4: atomically take ``request_id`` for resuming with ``answer``, by any worker.
+        """T4: atomically take ``request_id`` for resuming with ``answer``, by any worker,
+        recording ``digest`` and ``original`` with it (see `RunStore.claim`).
 
         A request with no row is recorded too (a resume from a host-held transcript).
 
@@ -416,9 +430,10 @@ class PostgresStore(PostgresInboxIndex):
         who = check_optional_text(answered_by, "answered_by")
         tag = check_optional_text(digest, "digest") or ""
         lease = check_seconds(lease_s, "lease_s", positive=True)
+        edited = encode_original(original)
         now = self._now()
         async with self._cursor() as cur:
-            return await runs.claim(cur, rid, text, answer, who, tag, now, now + lease)
+            return await runs.claim(cur, rid, text, answer, who, tag, edited, now, now + lease)
 
     async def take(
         self,
@@ -447,9 +462,27 @@ class PostgresStore(PostgresInboxIndex):
             LeaseLost: the claim is no longer the request's current one.
         """
         lease = check_seconds(lease_s, "lease_s", positive=True)
-        held = _check_claim(claim)
+        held = check_claim(claim)
         async with self._cursor() as cur:
             return await runs.renew(cur, held, self._now() + lease)
+
+    async def flag(self, request_id: str, claim: Claim, problem: str, *, hold_s: float) -> None:
+        """T13: hold the claimed request for ``hold_s`` seconds (``math.inf``: until an
+        operator acts; stored as ``'Infinity'``) with ``problem`` (see `RunStore.flag`).
+
+        Raises:
+            UsageError: a bad ``problem``, ``hold_s`` or ``claim``.
+            LeaseLost: the claim is no longer the request's current one.
+        """
+        rid = check_request_id(request_id)
+        held = check_claim(claim)
+        text = check_problem(problem)
+        hold = check_hold(hold_s)
+        if held.request_id != rid:
+            raise LeaseLost(f'the claim is on request "{held.request_id}", not "{rid}"')
+        now = self._now()
+        async with self._cursor() as cur:
+            await runs.flag(cur, held, text, now, now + hold)
 
     async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
         """T7: replace the claimed run's checkpoint (the calls the resume resolved).
@@ -461,7 +494,7 @@ class PostgresStore(PostgresInboxIndex):
             LeaseLost: the claim is no longer the request's current one.
         """
         row = halt_row(checkpoint, digest=False)  # T7 keeps the digest T1 stored
-        held = _check_claim(claim)
+        held = check_claim(claim)
         async with self._cursor() as cur:
             await runs.save_progress(cur, row, checkpoint.queue, held, self._now())
 
@@ -482,7 +515,7 @@ class PostgresStore(PostgresInboxIndex):
         """
         rid = check_request_id(request_id)
         kept = encode_outcome(outcome)
-        held = None if claim is None else _check_claim(claim)
+        held = None if claim is None else check_claim(claim)
         async with self._cursor() as cur:
             await runs.complete(cur, rid, held, kept, self._now())
 
@@ -492,7 +525,7 @@ class PostgresStore(PostgresInboxIndex):
         A stale ``claim`` (or a request that is not claimed) changes nothing.
         """
         rid = check_request_id(request_id)
-        held = None if claim is None else _check_claim(claim)
+        held = None if claim is None else check_claim(claim)
         if held is not None and held.request_id != rid:
             return
         async with self._cursor() as cur:
@@ -634,13 +667,3 @@ class PostgresStore(PostgresInboxIndex):
         """`_connection`'s cursor, kept with the connection: what the store's own operations
         run their statements on (see `toolnexus.stores.postgres_conn`)."""
         return self._conns.cursor()
-
-
-def _check_claim(claim: object) -> Claim:
-    """``claim`` when it is a `Claim` this store handed out, else `UsageError`."""
-    if not isinstance(claim, Claim):
-        raise UsageError(f"a claim must be the Claim claim() or take() returned, got {claim!r}")
-    check_request_id(claim.request_id)
-    if isinstance(claim.token, bool) or not isinstance(claim.token, int):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UsageError(f"the claim's token must be an int, got {claim.token!r}")
-    return claim

@@ -16,7 +16,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, LiteralString
 
 from ..loop.checkpoint import Checkpoint
-from ._runrows import answer_record, lapsed_status, pending
+from ._runrows import lapsed_status, listed, pending, request_record
 from .checks import (
     check_filters,
     check_limit,
@@ -33,7 +33,7 @@ from .inbox_index import (
     like_pattern,
     parsed_halts,
 )
-from .postgres_runs import PENDING, PENDING_WHERE
+from .postgres_runs import PENDING, WAITING_WHERE
 from .postgres_schema import from_bytea, row_key
 from .requests import PendingEntry, RequestStatus
 
@@ -51,14 +51,15 @@ TEXT_MATCH: LiteralString = (
     " || coalesce(tool, ''::bytea) || '\\x1f'::bytea || request_id || '\\x1f'::bytea"
     " || coalesce(conversation_id, ''::bytea), 'UTF8')) LIKE %s"
 )
-_KEYS: LiteralString = "SELECT key" + PENDING_WHERE
+_KEYS: LiteralString = "SELECT key" + WAITING_WHERE
 _LOAD_HALTS: LiteralString = (
     "SELECT request_id, checkpoint FROM toolnexus_halts WHERE key = ANY(%s)"
     " AND checkpoint IS NOT NULL"
 )
 _HISTORY: LiteralString = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
-    " answered_by, answered_at, digest, settled_at, recorded, lease_until FROM toolnexus_halts"
+    " answered_by, answered_at, digest, settled_at, recorded, lease_until, original, problem,"
+    " flagged_at FROM toolnexus_halts"
     " WHERE answered_at IS NOT NULL AND answer IS NOT NULL"
     " AND (status IN ('answered', 'done', 'expired', 'cancelled')"
     " OR (status = 'claimed' AND recorded))"
@@ -83,8 +84,8 @@ def pending_filters(
     *,
     select: LiteralString = PENDING,
 ) -> tuple[list[LiteralString], list[object]]:
-    """The pending index's query (``select``: `PENDING`, or another column list ending in
-    `PENDING_WHERE`; then each filter given) and its arguments."""
+    """The listing's query (``select``: `PENDING`, or another column list ending in
+    `PENDING_WHERE` or `WAITING_WHERE`; then each filter given) and its arguments."""
     sql: list[LiteralString] = [select]
     args: list[object] = [now]
     if kind is not None:
@@ -111,6 +112,10 @@ def pending_filters(
 
 def _entry(row: tuple[Any, ...]) -> PendingEntry:
     return pending(*(from_bytea(value) for value in row))
+
+
+def _listed(row: tuple[Any, ...], now: float) -> PendingEntry:
+    return listed(tuple(from_bytea(value) for value in row), now)
 
 
 class PostgresInboxIndex:
@@ -147,9 +152,11 @@ class PostgresInboxIndex:
         needle = check_search(text)
         start = check_offset(offset)
         size = check_limit(limit)
-        sql, args = pending_filters(*filters, self._now(), needle)
+        now = self._now()
+        sql, args = pending_filters(*filters, now, needle)
         sql.append(" ORDER BY created_at, request_id LIMIT %s OFFSET %s")
-        return [_entry(row) for row in await self._rows("".join(sql), [*args, size, start])]
+        rows = await self._rows("".join(sql), [*args, size, start])
+        return [_listed(row, now) for row in rows]
 
     async def count_pending(
         self,
@@ -260,10 +267,24 @@ def unannounced_query(now: float) -> tuple[LiteralString, list[object]]:
 
 def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:
     rid, kind, prompt, tool, conversation_id, created_at, status, text = row[:8]
-    who, answered_at, digest, settled_at, recorded, lease_until = row[8:]
+    who, answered_at, digest, settled_at, recorded, lease_until = row[8:14]
+    original, problem, flagged_at = row[14:]
     rid = from_bytea(rid)
-    record = answer_record(rid, text, answered_at, from_bytea(who), digest, where)
     current: RequestStatus = lapsed_status(status, recorded, lease_until, now)  # pyright: ignore[reportAssignmentType]
+    record = request_record(
+        rid,
+        text,
+        answered_at,
+        from_bytea(who),
+        digest,
+        current,
+        settled_at,
+        None,
+        where,
+        original=original,
+        problem=from_bytea(problem),
+        flagged_at=flagged_at,
+    )
     return HistoryEntry(
         request_id=rid,
         kind=from_bytea(kind) or "",
@@ -276,5 +297,8 @@ def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry
         answered_by=record.answered_by,
         answered_at=record.answered_at,
         digest=record.digest,
-        settled_at=float(settled_at) if isinstance(settled_at, int | float) else None,
+        settled_at=record.settled_at,
+        original=record.original,
+        problem=record.problem,
+        flagged_at=record.flagged_at,
     )

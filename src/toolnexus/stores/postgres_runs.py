@@ -1,4 +1,4 @@
-"""The PostgreSQL run store's statements, and the ``LISTEN`` connection its waiters park on.
+"""The PostgreSQL run store's statements.
 
 `PostgresStore` validates every argument, then hands one of these functions a pooled
 autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of the table in
@@ -23,8 +23,9 @@ autocommit connection (see `toolnexus.stores.postgres`). Each implements rows of
 - A lapsed lease (T10) is not swept: every statement compares ``lease_until`` with the
   caller's clock, the rule `toolnexus.stores._runrows.lapsed_status` applies to a row read.
 - Whatever moves a request out of waiting (T2, T3, T8, T9 back to ``answered``, T11)
-  ``NOTIFY``s `CHANNEL` in the statement or transaction that commits it, so the notification
-  is sent exactly when the change is visible. The payload is the hex of the request's key.
+  ``NOTIFY``s the schema's channel (`toolnexus.stores.postgres_listen`) in the statement or
+  transaction that commits it, so the notification is sent exactly when the change is
+  visible. The payload is the hex of the request's key.
 
 When a guarded statement changes nothing, the row is read to say why (unknown, held by whom
 until when, lease lost); a row that became claimable in between is tried again. For the two
@@ -40,24 +41,22 @@ the row already (``ON CONFLICT DO UPDATE`` locks the row it does not update).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import time
-from collections.abc import Iterable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final, LiteralString
+from typing import TYPE_CHECKING, Any, Final, LiteralString, NamedTuple
 
-from ..errors import CheckpointError, LeaseLost, RequestExpired, UnknownRequest
+from ..errors import LeaseLost, RequestExpired, UnknownRequest
+from ..loop.checkpoint import CHECKPOINT_VERSION
 from ..suspension import Answer, expired_decline
 from ._runrows import (
     HaltRow,
     answer_record,
     lapsed_status,
-    needs_checkpoint,
     recorded_answer,
-    recorded_digests,
+    recorded_audit,
     request_record,
     stored_digest,
+    taken_claim,
 )
 from .checks import (
     cancelled_answer,
@@ -67,24 +66,25 @@ from .checks import (
     is_past,
     load_checkpoint,
 )
+from .postgres_listen import CHANNEL_OF_SCHEMA
 from .postgres_schema import from_bytea, row_key, to_bytea
 from .requests import EXPIRED_BY, AnswerRecord, Claim
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection, AsyncCursor
+    from psycopg import AsyncCursor
 
     from ..loop.checkpoint import Checkpoint
 
 __all__ = [
-    "CHANNEL",
     "PENDING",
     "PENDING_WHERE",
-    "Listener",
+    "WAITING_WHERE",
     "answer_of",
     "cancel",
     "claim",
     "complete",
     "expire",
+    "flag",
     "load_waiting",
     "post_answer",
     "purge",
@@ -93,19 +93,6 @@ __all__ = [
     "save_progress",
     "take",
 ]
-
-CHANNEL: Final = "toolnexus_answers"
-"""The ``LISTEN/NOTIFY`` channel that announces answered, settled and requeued requests, for a
-store whose tables are in the ``public`` schema. A store in another schema uses
-``toolnexus_answers_<first 16 hex digits of md5(schema)>`` (`_CHANNEL_OF_SCHEMA`): channels
-are per database, and stores sharing one in separate schemas must not wake each other."""
-
-# The channel of the schema a statement's tables are in, as the server computes it (the NOTIFY
-# in each writing statement, and the LISTEN connection's own lookup).
-_CHANNEL_OF_SCHEMA: LiteralString = (
-    "(CASE WHEN current_schema() = 'public' THEN '" + CHANNEL + "'"
-    " ELSE '" + CHANNEL + "_' || left(md5(current_schema()), 16) END)"
-)
 
 _RETRIES = 3
 """How often a refused claim is tried again when the row turned claimable in between."""
@@ -121,20 +108,21 @@ _CLAIMABLE: LiteralString = (
 _QUEUED: LiteralString = (
     "(h.status = 'answered' OR (h.status = 'claimed' AND h.recorded AND h.lease_until <= %(now)s))"
 )
-_NOTIFY: LiteralString = "SELECT pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s)"
+_NOTIFY: LiteralString = "SELECT pg_notify(" + CHANNEL_OF_SCHEMA + ", %(note)s)"
 
 # The row an answer is recorded on, locked until the transaction ends (T2, T3, T11).
 _PEEK: LiteralString = (
     "SELECT status, recorded, lease_until, answered_by, expires_at,"
-    " checkpoint IS NOT NULL, CASE WHEN %(want)s THEN checkpoint END"
+    " checkpoint IS NOT NULL, CASE WHEN %(want)s THEN checkpoint END, problem, flagged_at"
     " FROM toolnexus_halts WHERE key = %(key)s"
 )
 _LOCK = _PEEK + " FOR UPDATE"
 # T2/T3: recorded and queued; a new token fences out a holder whose lease lapsed.
 _RECORD = (
     "WITH r AS (UPDATE toolnexus_halts SET status = 'answered', answer = %(answer)s,"
-    " answered_by = %(by)s, digest = %(digest)s, answered_at = %(now)s, lease_until = NULL,"
-    " token = token + 1, recorded = true WHERE key = %(key)s RETURNING 1) " + _NOTIFY + " FROM r"
+    " answered_by = %(by)s, digest = %(digest)s, original = %(original)s,"
+    " answered_at = %(now)s, lease_until = NULL, token = token + 1, recorded = true"
+    " WHERE key = %(key)s RETURNING 1) " + _NOTIFY + " FROM r"
 )
 # Why a racing write (``r``: T2, ``c``: T4) matched nothing: the row as its last writer
 # committed it (``FOR SHARE``, see the module's docstring), read only then.
@@ -143,40 +131,53 @@ _WHY: LiteralString = (
     " AS halted FROM toolnexus_halts WHERE key = %(key)s AND NOT EXISTS (SELECT 1 FROM {})"
     " FOR SHARE"
 )
+# A stored checkpoint this toolnexus can read, proven without parsing it: its text is still
+# the one save_halt wrote (the hash written with it), and the version it declared then is
+# one this build reads. Anything else — hand-edited, written by an older save_halt without a
+# hash or by a newer toolnexus — takes the reading path, which parses it.
+_READABLE: LiteralString = (
+    "h.checkpoint_version BETWEEN 1 AND %(readable)s"
+    " AND h.checkpoint_sha256 = sha256(convert_to(h.checkpoint, 'UTF8'))"
+)
 # T2 in one statement: a waiting request (``_CLAIMABLE``) whose digest and deadline were
 # copied at save_halt, whose deadline is not within a millisecond of now (that close, the
-# reading path decides with the reference's clock rule), and whose checkpoint is still a JSON
-# object (a hand-edited one fails the cast, and the reading path refuses it). One row: the
-# recorded digest (first column true), or the row as it is (``_WHY``); none: no such row.
+# reading path decides with the reference's clock rule), and whose checkpoint is readable
+# (``_READABLE``; an answer is never recorded for a run that cannot resume). It records no
+# edit (an answer that may carry one takes the reading path). One row: the recorded digest
+# and the row's problem (first column true), or the row as it is (``_WHY``); none: no row.
 _RECORD_WAITING = (
     "WITH r AS (UPDATE toolnexus_halts AS h SET status = 'answered', answer = %(answer)s,"
-    " answered_by = %(by)s, digest = coalesce(%(digest)s, h.halt_digest),"
+    " answered_by = %(by)s, digest = coalesce(%(digest)s, h.halt_digest), original = NULL,"
     " answered_at = %(now)s, lease_until = NULL, token = h.token + 1, recorded = true"
     " WHERE h.key = %(key)s AND h.halt_digest IS NOT NULL AND "
     + _CLAIMABLE
-    + " AND (h.deadline IS NULL OR h.deadline > %(now)s + 0.001)"
-    " AND json_typeof(h.checkpoint::json) = 'object' RETURNING h.digest),"
+    + " AND (h.deadline IS NULL OR h.deadline > %(now)s + 0.001) AND "
+    + _READABLE
+    + " RETURNING h.digest, h.problem, h.flagged_at),"
     " w AS (" + _WHY.format("r") + ")"
     " SELECT true, r.digest, NULL, NULL, NULL, NULL, NULL, NULL,"
-    " pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s) FROM r"
+    " pg_notify(" + CHANNEL_OF_SCHEMA + ", %(note)s), r.problem, r.flagged_at FROM r"
     " UNION ALL SELECT false, NULL, w.status, w.recorded, w.lease_until, w.answered_by,"
-    " w.expires_at, w.halted, NULL FROM w"
+    " w.expires_at, w.halted, NULL, NULL, NULL FROM w"
 )
-# T11: the run is abandoned; who, when and why are kept.
+# T11: the run is abandoned; who, when and why are kept (and the digest, original, problem).
 _CANCEL = (
     "WITH c AS (UPDATE toolnexus_halts SET status = 'cancelled', answer = %(answer)s,"
     " answered_by = %(by)s, answered_at = %(now)s, settled_at = %(now)s, checkpoint = NULL,"
     " lease_until = NULL, token = token + 1, recorded = true WHERE key = %(key)s"
-    " RETURNING digest) SELECT c.digest, pg_notify(" + _CHANNEL_OF_SCHEMA + ", %(note)s) FROM c"
+    " RETURNING digest, original, problem, flagged_at)"
+    " SELECT c.digest, c.original, c.problem, c.flagged_at,"
+    " pg_notify(" + CHANNEL_OF_SCHEMA + ", %(note)s) FROM c"
 )
 # T4: a host resumes with its own answer; a request with no row gets a bare one (token 1).
 # One row: the claim's token, or (token NULL) who holds the row and how (``_WHY``).
 _CLAIM = (
     "WITH c AS (INSERT INTO toolnexus_halts AS h (key, request_id, status, answer,"
-    " answered_by, digest, lease_until, token) VALUES (%(key)s, %(id)s, 'claimed',"
-    " %(answer)s, %(by)s, %(digest)s, %(lease)s, 1)"
+    " answered_by, digest, original, lease_until, token) VALUES (%(key)s, %(id)s, 'claimed',"
+    " %(answer)s, %(by)s, %(digest)s, %(original)s, %(lease)s, 1)"
     " ON CONFLICT (key) DO UPDATE SET status = 'claimed', answer = EXCLUDED.answer,"
     " answered_by = EXCLUDED.answered_by, digest = EXCLUDED.digest,"
+    " original = EXCLUDED.original,"
     " lease_until = EXCLUDED.lease_until, answered_at = NULL, recorded = false,"
     " token = h.token + 1 WHERE " + _CLAIMABLE + " RETURNING h.token),"
     " w AS (" + _WHY.format("c") + ")"
@@ -189,7 +190,7 @@ _TAKEN: LiteralString = (
     " lease_until = %(lease)s WHERE "
 )
 _RETURN_CLAIM: LiteralString = (
-    " RETURNING h.request_id, h.token, h.answer, h.answered_by, h.checkpoint"
+    " RETURNING h.request_id, h.token, h.answer, h.answered_by, h.checkpoint, h.digest"
 )
 # T5 (and T10): a resumer takes the recorded answer of one request.
 _TAKE_ONE = _TAKEN + "h.key = %(key)s AND " + _QUEUED + _RETURN_CLAIM
@@ -205,12 +206,21 @@ _TAKE_OLDEST = (
 _FENCE: LiteralString = " AND status = 'claimed' AND token = %(token)s"
 # T6.
 _RENEW = "UPDATE toolnexus_halts SET lease_until = %(lease)s WHERE key = %(key)s" + _FENCE
+# T13: held (an infinite hold is double precision 'Infinity', which no clock reaches), with
+# what went wrong.
+_FLAG = (
+    "UPDATE toolnexus_halts SET lease_until = %(lease)s, problem = %(problem)s,"
+    " flagged_at = %(now)s WHERE key = %(key)s" + _FENCE
+)
 # T7: the answer has been applied, so from here it counts as recorded (a lapse or release
-# returns the request to the queue, to be finished with the same answer).
+# returns the request to the queue, to be finished with the same answer); the resume got past
+# whatever was flagged (T13). A recorded row is never answered again: its checkpoint's hash,
+# which only the one-statement answer reads, goes.
 _PROGRESS = (
     "UPDATE toolnexus_halts SET checkpoint = %(checkpoint)s, kind = %(kind)s, tool = %(tool)s,"
     " conversation_id = %(conversation)s, created_at = %(created)s, expires_at = %(expires)s,"
-    " prompt = %(prompt)s, queue_key = %(queue)s, recorded = true,"
+    " prompt = %(prompt)s, queue_key = %(queue)s, recorded = true, problem = NULL,"
+    " flagged_at = NULL, checkpoint_sha256 = NULL, checkpoint_version = NULL,"
     " answered_at = coalesce(answered_at, %(now)s) WHERE key = %(key)s" + _FENCE
 )
 # T8: settled with the outcome; the checkpoint is dropped, the answer kept.
@@ -231,7 +241,8 @@ _RELEASE = (
     " status = CASE WHEN recorded THEN 'answered' ELSE 'pending' END,"
     " answer = CASE WHEN recorded THEN answer END,"
     " answered_by = CASE WHEN recorded THEN answered_by END,"
-    " digest = CASE WHEN recorded THEN digest ELSE '' END"
+    " digest = CASE WHEN recorded THEN digest ELSE '' END,"
+    " original = CASE WHEN recorded THEN original END"
     " WHERE key = %(key)s AND status = 'claimed' AND checkpoint IS NOT NULL"
     " AND token = coalesce(%(token)s, token) RETURNING recorded) "
     + _NOTIFY
@@ -244,17 +255,28 @@ _PURGE = (
 )
 _ANSWER = (
     "SELECT answer, answered_at, answered_by, digest, status, recorded, lease_until,"
-    " settled_at, outcome FROM toolnexus_halts WHERE key = %s AND answer IS NOT NULL"
+    " settled_at, outcome, original, problem, flagged_at FROM toolnexus_halts"
+    " WHERE key = %s AND answer IS NOT NULL"
 )
 # A pending row always has its checkpoint and no recorded answer (T1, T9), so only a claim
 # needs those tested: one condition per status keeps the planner's row estimate right.
-PENDING_WHERE: LiteralString = (
+WAITING_WHERE: LiteralString = (
     " FROM toolnexus_halts WHERE (status = 'pending' OR (status = 'claimed' AND NOT recorded"
     " AND checkpoint IS NOT NULL AND lease_until <= %s))"
 )
-"""The pending index (T1, T9, T10), for `PostgresStore.list_pending` to add its filters to."""
+"""What waits for a human's answer (T1, T9, T10; no flagged row), for the inbox's
+announcements to add their terms to."""
+PENDING_WHERE: LiteralString = (
+    " FROM toolnexus_halts WHERE (status = 'pending' OR (status = 'claimed' AND NOT recorded"
+    " AND checkpoint IS NOT NULL AND lease_until <= %s) OR (problem IS NOT NULL"
+    " AND status IN ('answered', 'claimed') AND checkpoint IS NOT NULL))"
+)
+"""What `PostgresStore.list_pending` shows, for it to add its filters to: what waits for a
+human, and the unsettled rows a resumer flagged (T13) whatever their lease — the disjuncts
+of the partial index ``toolnexus_halts_pending`` (migration 9)."""
 PENDING: LiteralString = (
-    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at" + PENDING_WHERE
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at, status,"
+    " recorded, lease_until, problem, flagged_at" + PENDING_WHERE
 )
 
 
@@ -277,6 +299,15 @@ def _note(request_id: str) -> str:
 # -- answering: T2, T3, T11 ------------------------------------------------------------------
 
 
+class _Waiting(NamedTuple):
+    """A halted run's row as the answering paths read it (`_lock_waiting`)."""
+
+    expires_at: str | None
+    checkpoint: object  # its text, when asked for
+    problem: str | None
+    flagged_at: float | None
+
+
 async def _lock_waiting(
     cur: AsyncCursor[Any],
     request_id: str,
@@ -284,9 +315,11 @@ async def _lock_waiting(
     *,
     want_checkpoint: bool,
     lock: bool = True,
-) -> tuple[Any, Any]:
-    """Lock the halted run waiting on ``request_id``; its ``(expires_at, checkpoint)``.
-    Without ``lock``, only read it (to say why nothing was written).
+    cancelling: bool = False,
+) -> _Waiting:
+    """Lock the halted run waiting on ``request_id``. Without ``lock``, only read it (to say
+    why nothing was written). ``cancelling`` also accepts an unsettled row a resumer flagged
+    (T13), whatever its lease — an operator's cancel.
 
     Raises:
         UnknownRequest: no halted run waits on it (no row, or a bare claim's row).
@@ -295,9 +328,11 @@ async def _lock_waiting(
     values = {"key": row_key(request_id), "want": want_checkpoint}
     await cur.execute(_LOCK if lock else _PEEK, values, prepare=True)
     row = await cur.fetchone()
-    _check_waiting(request_id, now, row)
+    flagged = row is not None and row[7] is not None and row[0] not in _SETTLED
+    if not (cancelling and flagged):
+        _check_waiting(request_id, now, row)
     assert row is not None
-    return from_bytea(row[4]), row[6]
+    return _Waiting(from_bytea(row[4]), row[6], from_bytea(row[7]), row[8])
 
 
 def _check_waiting(request_id: str, now: float, row: tuple[Any, ...] | None) -> None:
@@ -329,82 +364,124 @@ async def post_answer(
 ) -> AnswerRecord:
     """T2, or T3 past ``expiresAt``: record the answer (``reply``, checked, encoded as
     ``text``). An answer that may carry edited arguments takes the reading path: they are
-    checked against the stored checkpoint under the row lock.
+    checked against the stored checkpoint under the row lock, and the call they replace kept.
 
     Raises:
         UnknownRequest, AnswerConflict: see `_lock_waiting`; nothing changed.
         InvalidAnswer: the edited arguments are invalid; nothing changed.
-        CheckpointError: the stored checkpoint is needed (no ``digest``, or an edit) and
-            cannot be read.
+        CheckpointError: the stored checkpoint cannot be read; nothing changed.
         RequestExpired: the expired decline was recorded (and committed) instead.
     """
-    edit = carries_edit(reply)
-    values = {
-        "key": row_key(request_id),
-        "answer": text,
-        "by": to_bytea(answered_by),
-        "digest": digest,
-        "now": now,
-        "note": _note(request_id),
-    }
-    import psycopg
-
-    if not edit:
-        try:
-            await cur.execute(_RECORD_WAITING, values, prepare=True)
-            row = await cur.fetchone()
-        except psycopg.DataError:  # the stored checkpoint is not JSON: nothing was written
-            await _lock_waiting(cur, request_id, now, want_checkpoint=False, lock=False)
-        else:
-            if row is not None and row[0]:
-                digest_ = row[1] if isinstance(row[1], str) else ""
-                parsed = recorded_answer(reply, text)
-                return AnswerRecord(request_id, parsed, now, answered_by, digest_, "answered")
-            # Nothing recorded: unknown, or answered / claimed / settled first (a lost race).
-            _check_waiting(request_id, now, None if row is None else row[2:])
-    # Still waiting (an edit to check against the stored checkpoint, expired, unreadable, or
-    # saved before migration 5): decide and write under the row lock, which refuses an
-    # unknown, answered or settled request as the statement above does.
+    if not carries_edit(reply):
+        values = {
+            "key": row_key(request_id),
+            "answer": text,
+            "by": to_bytea(answered_by),
+            "digest": digest,
+            "now": now,
+            "note": _note(request_id),
+            "readable": CHECKPOINT_VERSION,
+        }
+        await cur.execute(_RECORD_WAITING, values, prepare=True)
+        row = await cur.fetchone()
+        if row is not None and row[0]:
+            tag = row[1] if isinstance(row[1], str) else ""
+            parsed = recorded_answer(reply, text)
+            problem, flagged_at = from_bytea(row[9]), row[10]
+            return AnswerRecord(
+                request_id,
+                parsed,
+                now,
+                answered_by,
+                tag,
+                "answered",
+                problem=problem,
+                flagged_at=flagged_at,
+            )
+        # Nothing recorded: unknown, or answered / claimed / settled first (a lost race).
+        _check_waiting(request_id, now, None if row is None else row[2:])
+    # Still waiting (an edit to check against the stored checkpoint, expired, a checkpoint
+    # not proven readable, or saved before migration 5): decide and write under the row
+    # lock, which refuses an unknown, answered or settled request as the statement above
+    # does, and an unreadable checkpoint as every backend does.
     async with cur.connection.transaction():
-        expires_at, stored = await _lock_waiting(
-            cur, request_id, now, want_checkpoint=needs_checkpoint(reply, digest)
-        )
-        approved, halted = recorded_digests(stored, request_id, where, reply, digest)
-        expired = is_past(expires_at, now)
+        found = await _lock_waiting(cur, request_id, now, want_checkpoint=True)
+        audit = recorded_audit(found.checkpoint, request_id, where, reply, digest)
+        expired = is_past(found.expires_at, now)
+        tag, original = audit.approved, audit.original
         if expired:
             text, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
-        tag = halted if expired else approved
-        await _record(cur, request_id, text, answered_by, tag, now)
+            tag, original = audit.halted, None
+        await _record(cur, request_id, text, answered_by, tag, original, now)
     if expired:
         raise RequestExpired(
             f'request "{request_id}" expired before it was answered; it was settled with the '
             "expired decline"
         )
-    return replace(answer_record(request_id, text, now, answered_by, tag, where), status="answered")
+    return _recorded(request_id, text, now, answered_by, tag, original, found, where)
 
 
 async def expire(cur: AsyncCursor[Any], request_id: str, now: float, where: str) -> AnswerRecord:
-    """T3: record the expired decline for a pending request, by `EXPIRED_BY`."""
+    """T3: record the expired decline for a pending request, by `EXPIRED_BY`.
+
+    Raises:
+        UnknownRequest, AnswerConflict: see `_lock_waiting`; nothing changed.
+        CheckpointError: the stored checkpoint cannot be read; nothing changed.
+    """
     async with cur.connection.transaction():
-        _, stored = await _lock_waiting(cur, request_id, now, want_checkpoint=True)
-        tag = stored_digest(stored, request_id, where)
+        found = await _lock_waiting(cur, request_id, now, want_checkpoint=True)
+        tag = stored_digest(found.checkpoint, request_id, where)
         text = encode_answer(expired_decline(request_id))
-        await _record(cur, request_id, text, EXPIRED_BY, tag, now)
-    return replace(answer_record(request_id, text, now, EXPIRED_BY, tag, where), status="answered")
+        await _record(cur, request_id, text, EXPIRED_BY, tag, None, now)
+    return _recorded(request_id, text, now, EXPIRED_BY, tag, None, found, where)
 
 
 async def _record(
-    cur: AsyncCursor[Any], request_id: str, text: str, by: str | None, tag: str, now: float
+    cur: AsyncCursor[Any],
+    request_id: str,
+    text: str,
+    by: str | None,
+    tag: str,
+    original: str | None,
+    now: float,
 ) -> None:
     values = {
         "key": row_key(request_id),
         "answer": text,
         "by": to_bytea(by),
         "digest": tag,
+        "original": original,
         "now": now,
         "note": _note(request_id),
     }
     await cur.execute(_RECORD, values, prepare=True)
+
+
+def _recorded(
+    request_id: str,
+    text: str,
+    now: float,
+    by: str | None,
+    tag: str,
+    original: str | None,
+    found: _Waiting,
+    where: str,
+) -> AnswerRecord:
+    """The record T2/T3 just wrote (the row's problem, if any, stays)."""
+    return request_record(
+        request_id,
+        text,
+        now,
+        by,
+        tag,
+        "answered",
+        None,
+        None,
+        where,
+        original=original,
+        problem=found.problem,
+        flagged_at=found.flagged_at,
+    )
 
 
 async def cancel(
@@ -415,7 +492,8 @@ async def cancel(
     now: float,
     where: str,
 ) -> AnswerRecord:
-    """T11: end the halted run without resuming it."""
+    """T11: end the halted run without resuming it: a pending one, or an unsettled one a
+    resumer flagged (T13), whatever its lease."""
     text = encode_answer(cancelled_answer(request_id, reason))
     values = {
         "key": row_key(request_id),
@@ -425,12 +503,25 @@ async def cancel(
         "note": _note(request_id),
     }
     async with cur.connection.transaction():
-        await _lock_waiting(cur, request_id, now, want_checkpoint=False)
+        await _lock_waiting(cur, request_id, now, want_checkpoint=False, cancelling=True)
         await cur.execute(_CANCEL, values, prepare=True)
         row = await cur.fetchone()
     assert row is not None  # the row is locked: the update cannot miss
-    found = answer_record(request_id, text, now, answered_by, row[0], where)
-    return replace(found, status="cancelled", settled_at=now)
+    digest, original, problem, flagged_at = row[:4]
+    return request_record(
+        request_id,
+        text,
+        now,
+        answered_by,
+        digest,
+        "cancelled",
+        now,
+        None,
+        where,
+        original=original,
+        problem=from_bytea(problem),
+        flagged_at=flagged_at,
+    )
 
 
 # -- resuming: T4–T10 ------------------------------------------------------------------------
@@ -481,11 +572,12 @@ async def claim(
     reply: Answer,
     answered_by: str | None,
     digest: str,
+    original: str | None,
     now: float,
     lease_until: float,
 ) -> Claim:
     """T4: take ``request_id`` for resuming with the host's own answer (``reply``, checked,
-    encoded as ``text``).
+    encoded as ``text``), recording ``digest`` and ``original`` with it.
 
     Raises:
         AnswerConflict: answered, claimed under a live lease, or settled.
@@ -497,6 +589,7 @@ async def claim(
         "answer": text,
         "by": to_bytea(answered_by),
         "digest": digest,
+        "original": original,
         "lease": lease_until,
         "now": now,
     }
@@ -505,7 +598,7 @@ async def claim(
         row = await cur.fetchone()
         if row is not None and row[0] is not None:
             parsed = recorded_answer(reply, text)
-            return Claim(request_id, row[0], parsed, answered_by, lease_until)
+            return Claim(request_id, row[0], parsed, answered_by, lease_until, digest=digest)
         if row is not None:  # not claimable: the row as its holder committed it
             by, status, recorded, lease = row[1:]
             current = lapsed_status(status, recorded, lease, now)
@@ -523,7 +616,9 @@ async def take(
     where: str,
 ) -> Claim | None:
     """T5: take ``request_id``'s recorded answer, or the oldest one answered in ``queue``;
-    ``None`` when there is none."""
+    ``None`` when there is none. The checkpoint comes with it (read with the take: one round
+    trip fewer for the resumer); one that cannot be read is handed over as ``None`` with why
+    (`taken_claim`), never raised: the row is taken already."""
     values: dict[str, Any] = {"now": now, "lease": lease_until}
     if request_id is None:
         await cur.execute(_TAKE_OLDEST, {**values, "queue": row_key(queue)}, prepare=True)
@@ -535,13 +630,8 @@ async def take(
         return None
     rid: str = from_bytea(row[0])
     found = answer_record(rid, row[2], 0.0, from_bytea(row[3]), "", where)
-    checkpoint = None
-    if row[4] is not None:
-        # Read with the take (one round trip fewer for the resumer). An unreadable one is
-        # left for the resumer's own load_halt to report, inside its error handling.
-        with contextlib.suppress(CheckpointError):
-            checkpoint = load_checkpoint(row[4], rid, where)
-    return Claim(rid, row[1], found.answer, found.answered_by, lease_until, checkpoint=checkpoint)
+    by = found.answered_by
+    return taken_claim(rid, row[1], found.answer, by, lease_until, row[5], row[4], where)
 
 
 async def renew(cur: AsyncCursor[Any], claim: Claim, lease_until: float) -> Claim:
@@ -557,6 +647,27 @@ async def renew(cur: AsyncCursor[Any], claim: Claim, lease_until: float) -> Clai
     if cur.rowcount == 0:
         raise await _lease_lost(cur, claim.request_id)
     return replace(claim, lease_until=lease_until, taken=time.monotonic())
+
+
+async def flag(
+    cur: AsyncCursor[Any], claim: Claim, problem: str, now: float, lease_until: float
+) -> None:
+    """T13: hold the claimed request until ``lease_until`` (``inf``: for an operator), with
+    ``problem``.
+
+    Raises:
+        LeaseLost: ``claim`` is no longer the request's current one.
+    """
+    values: dict[str, Any] = {
+        "key": row_key(claim.request_id),
+        "token": claim.token,
+        "lease": lease_until,
+        "problem": problem.encode(),
+        "now": now,
+    }
+    await cur.execute(_FLAG, values, prepare=True)
+    if cur.rowcount == 0:
+        raise await _lease_lost(cur, claim.request_id)
 
 
 async def save_progress(
@@ -657,112 +768,22 @@ async def answer_of(
     row = await cur.fetchone()
     if row is None:
         return None
-    text, answered_at, by, digest, status, recorded, lease_until, settled_at, kept = row
+    text, answered_at, by, digest, status, recorded, lease_until, settled_at, kept = row[:9]
+    original, problem, flagged_at = row[9:]
     current = lapsed_status(status, recorded, lease_until, now)
     if current == "pending" or (current == "claimed" and not recorded):
         return None
-    by = from_bytea(by)
     return request_record(
-        request_id, text, answered_at, by, digest, current, settled_at, kept, where
+        request_id,
+        text,
+        answered_at,
+        from_bytea(by),
+        digest,
+        current,
+        settled_at,
+        kept,
+        where,
+        original=original,
+        problem=from_bytea(problem),
+        flagged_at=flagged_at,
     )
-
-
-# -- the LISTEN connection -----------------------------------------------------------------------
-
-
-class Listener:
-    """One ``LISTEN`` connection and the waiters parked on it.
-
-    A waiter registered for a key wakes on a notification with that payload; a waiter
-    registered for ``None`` (`PostgresStore.wait_for_queued`) wakes on any notification.
-    Losing the connection wakes every waiter, so each re-reads and listens anew. ``heard``
-    counts the notifications (and lost connections), so a worker can tell that something
-    happened between two of its waits.
-    """
-
-    __slots__ = ("_conn", "_kwargs", "_starting", "_task", "_url", "_waiters", "heard")
-
-    def __init__(self, url: str, kwargs: dict[str, Any]) -> None:
-        self._url = url
-        self._kwargs = kwargs
-        self._waiters: dict[str | None, set[asyncio.Future[None]]] = {}
-        self._conn: AsyncConnection[Any] | None = None
-        self._task: asyncio.Task[None] | None = None
-        self._starting = asyncio.Lock()
-        self.heard = 0
-
-    def register(self, key: str | None) -> asyncio.Future[None]:
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(key, set()).add(waiter)
-        return waiter
-
-    def unregister(self, key: str | None, waiter: asyncio.Future[None]) -> None:
-        waiters = self._waiters.get(key)
-        if waiters is not None:
-            waiters.discard(waiter)
-            if not waiters:
-                del self._waiters[key]
-
-    async def start(self) -> bool:
-        """Make sure LISTEN is active (connecting again after a lost connection).
-
-        Returns True when it was not: notifications sent until now were not heard.
-
-        Raises:
-            psycopg.Error: the server cannot be reached.
-        """
-        if self._task is not None and not self._task.done():
-            return False
-        async with self._starting:
-            if self._task is not None and not self._task.done():
-                return False
-            import psycopg
-            from psycopg import sql
-
-            conn: AsyncConnection[Any] = await psycopg.AsyncConnection.connect(
-                self._url, **self._kwargs
-            )
-            try:
-                found = await (await conn.execute("SELECT " + _CHANNEL_OF_SCHEMA)).fetchone()
-                channel = CHANNEL if found is None or found[0] is None else str(found[0])
-                await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(channel)))
-            except BaseException:
-                await conn.close()
-                raise
-            self._conn = conn
-            self._task = asyncio.create_task(self._listen(conn), name="toolnexus-pg-listen")
-            return True
-
-    async def _listen(self, conn: AsyncConnection[Any]) -> None:
-        import psycopg
-
-        try:
-            async for note in conn.notifies():
-                self.heard += 1
-                self._wake(self._waiters.get(note.payload, ()))
-                self._wake(self._waiters.get(None, ()))
-        except psycopg.Error:
-            pass  # the connection is gone: every waiter re-reads and listens anew
-        finally:
-            self.heard += 1
-            self._wake([w for ws in self._waiters.values() for w in ws])
-            await conn.close()
-
-    @staticmethod
-    def _wake(waiters: Iterable[asyncio.Future[None]]) -> None:
-        for waiter in list(waiters):
-            if not waiter.done():
-                waiter.set_result(None)
-
-    async def aclose(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except asyncio.CancelledError:
-                if (current := asyncio.current_task()) is not None and current.cancelling():
-                    raise
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            await conn.close()

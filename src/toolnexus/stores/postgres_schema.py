@@ -57,6 +57,17 @@ Versions:
       analyzed the table (a burst of answers) was read whole and sorted on every take —
       10,000 rows, ~10 ms a take. (Rebuilding the index locks ``toolnexus_halts`` against
       writes while it runs: one pass over the queued rows only, as the index is partial.)
+    9 ``audit_and_flags``: on ``toolnexus_halts``, ``original`` (the model's call an approval
+      with edited arguments replaced, as JSON: `toolnexus.stores.checks.edit_audit`),
+      ``problem`` (``BYTEA``) and ``flagged_at`` (a resumer's flag, T13: an infinite hold is
+      ``lease_until = 'Infinity'``), and ``checkpoint_sha256`` / ``checkpoint_version``: the
+      sha256 of the checkpoint's text (UTF-8) and the format version it declares, written with
+      it at save_halt, so that the one-statement answer proves the checkpoint readable without
+      parsing it (a row whose text no longer has that hash, or whose version this toolnexus
+      does not read, takes the reading path, which parses it and refuses it unreadable). The
+      pending index is rebuilt to hold the unsettled flagged rows too (what ``list_pending``
+      shows). Rows saved before have no hash (the reading path answers them), no original and
+      no problem.
 """
 
 from __future__ import annotations
@@ -250,6 +261,28 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX toolnexus_halts_queue ON toolnexus_halts"
             " (queue_key, answered_at, request_id)"
             " WHERE status = 'answered' OR (status = 'claimed' AND recorded)",
+        ),
+    ),
+    Migration(
+        version=9,
+        name="audit_and_flags",
+        statements=(
+            "ALTER TABLE toolnexus_halts"
+            " ADD COLUMN original TEXT,"
+            " ADD COLUMN problem BYTEA,"
+            " ADD COLUMN flagged_at DOUBLE PRECISION,"
+            " ADD COLUMN checkpoint_sha256 BYTEA,"
+            " ADD COLUMN checkpoint_version INTEGER",
+            # What list_pending shows: the waiting rows, as before, and the unsettled rows a
+            # resumer flagged for an operator (T13), whatever their lease. One disjunct per
+            # kind of row, as the listing's own WHERE spells them, so the planner proves the
+            # listing's rows are the index's.
+            "DROP INDEX toolnexus_halts_pending",
+            "CREATE INDEX toolnexus_halts_pending ON toolnexus_halts (created_at)"
+            " WHERE status = 'pending'"
+            " OR (status = 'claimed' AND NOT recorded AND checkpoint IS NOT NULL)"
+            " OR (problem IS NOT NULL AND status IN ('answered', 'claimed')"
+            " AND checkpoint IS NOT NULL)",
         ),
     ),
 )

@@ -14,8 +14,9 @@ it implements by the row number of this table:
 ====  =====================  ===========================  ======================================
  T1   (no row)               ``save_halt(checkpoint)``    ``pending``: listed by `list_pending`
  T2   ``pending``            ``post_answer(answer)``      ``answered``: the answer *recorded*
-                                                          (who, when, digest of the halted
-                                                          call); queued; waiters woken
+                                                          (who, when, digest of what it
+                                                          approves, the model's call when it
+                                                          edits); queued; waiters woken
  T3   ``pending``, past its  ``post_answer``/``expire``   ``answered`` with the expired decline,
       ``expiresAt``                                       by `EXPIRED_BY`; ``post_answer``
                                                           raises `RequestExpired`
@@ -27,7 +28,8 @@ it implements by the row number of this table:
  T7   ``claimed`` (token)    ``save_progress(cp, claim)`` ``claimed``: resolved calls recorded;
                                                           the answer now counts as recorded
                                                           (a T4 claim's lapse or release then
-                                                          returns it to ``answered``)
+                                                          returns it to ``answered``); a
+                                                          problem (T13) is cleared
  T8   ``claimed`` (token)    ``complete(id, claim, ...)`` ``done`` (``expired`` for the expired
                                                           decline): outcome kept, checkpoint
                                                           dropped, ``settled_at`` set
@@ -37,10 +39,18 @@ it implements by the row number of this table:
  T10  ``claimed``, lease     (time passes)                as T9 with nobody writing: listed or
       run out                                             queued again; the next claim or take
                                                           gets a new token
- T11  ``pending``            ``cancel(reason, by)``       ``cancelled``: checkpoint dropped;
-                                                          who/when/why kept; waiters woken
+ T11  ``pending``; or        ``cancel(reason, by)``       ``cancelled``: checkpoint dropped;
+      ``answered`` /                                      who/when/why kept (and the problem);
+      ``claimed`` carrying                                waiters woken; a holder's writes
+      a problem (T13),                                    then raise `LeaseLost`
+      whatever its lease
  T12  ``done``/``expired``   ``purge(older_than)``        (deleted)
       /``cancelled``
+ T13  ``claimed`` (token)    ``flag(id, claim, problem,   ``claimed``, held until ``now +
+                             hold_s=…)``                  hold_s`` (``math.inf``: until an
+                                                          operator acts); ``problem`` and
+                                                          when recorded; listed for operators
+                                                          beside the pending rows
 ====  =====================  ===========================  ======================================
 
 **Fencing.** Every claim and take (T4, T5) gives the row a new, larger token and returns it in
@@ -55,6 +65,22 @@ the halted tool runs again only if its process dies in the gap between the tool 
 the resolved call being recorded (T7), which a tool that must never repeat closes with the
 idempotency key ``ctx.request_id`` gives it.
 
+**Problems (T13).** A resumer that cannot go on with a request it holds flags it: the row
+stays ``claimed`` under the holder's token, held for ``hold_s`` seconds (``math.inf``: until an
+operator acts), and keeps the ``problem`` and when it was flagged. A finite hold then lapses
+like any lease (T10: queued again, or pending again for a T4 claim); an infinite one never
+does. Until the resume gets past the point that failed (T7 clears it), an unsettled row with a
+problem is listed beside the pending ones (`RunStore.list_pending`, the inbox's queries) with
+its real status, and an operator may `RunStore.cancel` it whatever its lease. A settled or
+cancelled request keeps its problem, for the audit (`AnswerRecord.problem`).
+
+**Unreadable checkpoints.** A stored checkpoint that this build cannot read (not JSON, not a
+checkpoint, a ``version`` it does not know) is refused alike by every backend: `post_answer`
+and `expire` raise `CheckpointError` and record nothing (an answer is never recorded for a run
+that cannot resume); `take` never raises once it took a row — its `Claim` carries
+``checkpoint=None`` and the error's text in ``unreadable``, for the resumer to flag (T13) —
+and `load_halt` raises `CheckpointError`.
+
 A ``pending`` row past its ``expiresAt`` stays listed until someone answers it or a worker
 settles it (T3): the inbox shows it as expired.
 """
@@ -62,6 +88,7 @@ settles it (T3): the inbox shows it as expired.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -99,7 +126,16 @@ SETTLED: frozenset[str] = frozenset({"done", "expired", "cancelled"})
 
 @dataclass(frozen=True, slots=True)
 class PendingEntry:
-    """One row of the pending index: a Request waiting for a human."""
+    """One row of the pending index: a Request waiting for a human — or, for an operator, an
+    unsettled one a resumer flagged (T13).
+
+    Attributes:
+        request_id, kind, prompt, tool, conversation_id, created_at, expires_at: the halted
+            Request and its run, as the checkpoint had them.
+        status: ``pending``; for a flagged row its real status (``answered``, ``claimed``).
+        problem: what the resumer that flagged it reported (``None``: none).
+        flagged_at: when it was flagged (seconds since the epoch; ``None``: never).
+    """
 
     request_id: str
     kind: str
@@ -109,6 +145,8 @@ class PendingEntry:
     created_at: float
     expires_at: str | None
     status: RequestStatus = "pending"
+    problem: str | None = None
+    flagged_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,11 +159,19 @@ class AnswerRecord:
             reason="cancelled"`` with ``data={"note": why}`` for a cancel).
         answered_at: when it was recorded (seconds since the epoch).
         answered_by: who answered (``None`` when nobody was named).
-        digest: sha256 of the halted call's name and arguments: what was approved.
+        digest: sha256 of the approved call's name and arguments: what was approved (the
+            call with the edited arguments when the answer edits them).
         status: ``answered``, ``claimed``, ``done``, ``expired`` or ``cancelled``.
         settled_at: when the request reached a final state (``None`` before).
         outcome: what the resumed run ended with, once ``done``/``expired`` (see
             `toolnexus.resumption.outcome_of`).
+        original: the model's call when the answer approved it with edited arguments:
+            ``{"tool": name, "arguments": the model's raw arguments JSON text, "digest": that
+            call's digest}`` (`toolnexus.stores.checks.edit_audit`); ``None`` when it did not
+            edit. Kept once the request settles, for the audit.
+        problem: what a resumer reported when it flagged the request (T13), kept once it
+            settles or is cancelled; ``None`` when none.
+        flagged_at: when it was flagged (``None``: never).
     """
 
     request_id: str
@@ -136,6 +182,9 @@ class AnswerRecord:
     status: RequestStatus = "done"
     settled_at: float | None = None
     outcome: dict[str, Any] | None = field(default=None, compare=False)
+    original: dict[str, Any] | None = None
+    problem: str | None = None
+    flagged_at: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +197,13 @@ class Claim:
         answer: the answer the resume applies.
         answered_by: who answered.
         lease_until: when the lease runs out unless renewed (seconds since the epoch).
+        digest: the digest recorded with the answer: what it approves
+            (`toolnexus.stores.checks.answer_digests`), for a check right before the approved
+            call runs that the call is still that one. ``take`` returns the row's, ``claim``
+            the one it was passed.
+        unreadable: ``take`` only: the `CheckpointError`'s text when the stored checkpoint
+            cannot be read (``checkpoint`` is then ``None``): the resumer flags the request
+            (`RunStore.flag`) rather than resume it.
     """
 
     request_id: str
@@ -160,6 +216,8 @@ class Claim:
     checkpoint: Checkpoint | None = field(default=None, compare=False, repr=False)
     """The halted run, when the store read it with the take (saves the resumer a
     `RunStore.load_halt`); ``None`` otherwise."""
+    digest: str = ""
+    unreadable: str | None = None
 
 
 @runtime_checkable
@@ -199,6 +257,7 @@ class RunStore(Protocol):
             UsageError: ``answer`` is not a well-typed `Answer` (or its wire dict).
             AnswerConflict: already answered, claimed under a live lease, or cancelled.
             RequestExpired: past its ``expiresAt``; the expired decline was recorded instead.
+            CheckpointError: the stored checkpoint cannot be read; nothing was recorded.
         """
         ...
 
@@ -208,6 +267,7 @@ class RunStore(Protocol):
         Raises:
             UnknownRequest: no halted run waits on ``request_id``.
             AnswerConflict: it was answered or cancelled first.
+            CheckpointError: the stored checkpoint cannot be read; nothing was recorded.
         """
         ...
 
@@ -219,14 +279,18 @@ class RunStore(Protocol):
         answered_by: str | None = None,
         digest: str = "",
         lease_s: float = DEFAULT_LEASE_S,
+        original: Mapping[str, Any] | None = None,
     ) -> Claim:
         """T4: take ``request_id`` for resuming with ``answer`` (a host resuming itself).
 
         A request with no row is recorded too (a resume from a host-held transcript), so it
-        can be answered only once as well.
+        can be answered only once as well. ``digest`` is what ``answer`` approves and
+        ``original`` the model's call when it edits it (`toolnexus.stores.checks.edit_audit`
+        of the checkpoint and ``answer``): both are recorded with the answer.
 
         Raises:
             AnswerConflict: answered, claimed under a live lease, or cancelled.
+            UsageError: ``original`` is not ``None`` or an `edit_audit` mapping.
         """
         ...
 
@@ -243,6 +307,8 @@ class RunStore(Protocol):
 
         Returns ``None`` when there is nothing to take (not answered yet, held by a live
         lease, settled, unknown). Two takers never get the same request under live leases.
+        The `Claim` carries the stored checkpoint, or — when it cannot be read — ``None`` and
+        the reason in ``unreadable``: a take never raises once it has taken the row.
         """
         ...
 
@@ -298,14 +364,38 @@ class RunStore(Protocol):
     ) -> AnswerRecord:
         """T11: end the halted run without resuming it.
 
+        A pending request, or an unsettled one a resumer flagged (T13), whatever its lease: an
+        operator ends a run held for them, and its holder's writes then raise `LeaseLost`.
+
         Raises:
             UnknownRequest: no halted run waits on ``request_id``.
-            AnswerConflict: it was answered, claimed under a live lease, or settled first.
+            AnswerConflict: it was answered, claimed under a live lease, or settled first
+                (and carries no problem).
         """
         ...
 
     async def purge(self, *, older_than: float) -> int:
         """T12: delete requests settled more than ``older_than`` seconds ago; the count."""
+        ...
+
+    async def flag(self, request_id: str, claim: Claim, problem: str, *, hold_s: float) -> None:
+        """T13: the holder cannot go on: hold the request, with ``problem``, for an operator.
+
+        Fenced like `renew`. The row stays ``claimed`` with its lease until ``now + hold_s``
+        (``math.inf``: until an operator cancels it), and keeps ``problem`` and when it was
+        flagged until a resume records progress (T7). A finite hold lapses like any lease
+        (T10), so a checkpoint that could not be read is tried again after ``hold_s``.
+
+        Example:
+            >>> await store.flag(claim.request_id, claim, "the approved call changed",
+            ...                  hold_s=math.inf)  # doctest: +SKIP
+
+        Raises:
+            UsageError: ``problem`` is not a non-empty string, ``hold_s`` not a number of
+                seconds > 0 (``math.inf`` allowed), or ``claim`` not a `Claim`.
+            LeaseLost: the claim is no longer the request's current one (or is another
+                request's); nothing changed.
+        """
         ...
 
     async def answer_record(self, request_id: str) -> AnswerRecord | None:
@@ -322,7 +412,9 @@ class RunStore(Protocol):
         newer_than: float | None = None,
         limit: int = 100,
     ) -> list[PendingEntry]:
-        """Requests waiting for a human (``pending``, or T10 back to pending), oldest first.
+        """Requests waiting for a human (``pending``, or T10 back to pending), and the
+        unsettled ones a resumer flagged (T13, with their real ``status`` and ``problem``),
+        oldest first.
 
         ``older_than`` / ``newer_than`` are ages in seconds."""
         ...

@@ -14,7 +14,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..loop.checkpoint import Checkpoint
-from ._runrows import answer_record, lapsed_status, pending
+from ._runrows import lapsed_status, listed, pending, request_record
 from .checks import (
     check_filters,
     check_limit,
@@ -32,7 +32,7 @@ from .inbox_index import (
     parsed_halts,
 )
 from .requests import PendingEntry, RequestStatus
-from .sqlite_runs import TEXT_MATCH, list_pending, pending_filters
+from .sqlite_runs import TEXT_MATCH, WAITING_WHERE, list_pending, pending_filters
 from .sqlite_schema import immediate
 
 __all__ = ["SqliteInboxIndex"]
@@ -41,7 +41,8 @@ T = TypeVar("T")
 
 _HISTORY = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
-    " answered_by, answered_at, digest, settled_at, recorded, lease_until FROM halts"
+    " answered_by, answered_at, digest, settled_at, recorded, lease_until, original, problem,"
+    " flagged_at FROM halts"
     " WHERE answered_at IS NOT NULL AND answer IS NOT NULL"
     " AND (status IN ('answered', 'done', 'expired', 'cancelled')"
     " OR (status = 'claimed' AND recorded = 1))"
@@ -102,7 +103,7 @@ def _load_halts(ids: list[str], conn: sqlite3.Connection) -> list[tuple[Any, ...
 
 
 def _take_unannounced(limit: int, now: float, conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-    where, args = pending_filters(None, None, None, None, None, now)
+    where, args = pending_filters(None, None, None, None, None, now, where=WAITING_WHERE)
     sql = (
         "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at"
         f" FROM halts{where} AND announced = 0 ORDER BY created_at, request_id LIMIT ?"
@@ -142,8 +143,9 @@ class SqliteInboxIndex:
         needle = check_search(text)
         start = check_offset(offset)
         size = check_limit(limit)
-        job = partial(list_pending, *filters, size, self._now(), text=needle, offset=start)
-        return [pending(*row) for row in await self._call(job)]
+        now = self._now()
+        job = partial(list_pending, *filters, size, now, text=needle, offset=start)
+        return [listed(row, now) for row in await self._call(job)]
 
     async def count_pending(
         self,
@@ -204,9 +206,23 @@ class SqliteInboxIndex:
 
 def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:
     rid, kind, prompt, tool, conversation_id, created_at, status, text = row[:8]
-    who, answered_at, digest, settled_at, recorded, lease_until = row[8:]
-    record = answer_record(rid, text, answered_at, who, digest, where)
+    who, answered_at, digest, settled_at, recorded, lease_until = row[8:14]
+    original, problem, flagged_at = row[14:]
     current: RequestStatus = lapsed_status(status, recorded, lease_until, now)  # pyright: ignore[reportAssignmentType]
+    record = request_record(
+        rid,
+        text,
+        answered_at,
+        who,
+        digest,
+        current,
+        settled_at,
+        None,
+        where,
+        original=original,
+        problem=problem,
+        flagged_at=flagged_at,
+    )
     return HistoryEntry(
         request_id=rid,
         kind=kind or "",
@@ -219,5 +235,8 @@ def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry
         answered_by=record.answered_by,
         answered_at=record.answered_at,
         digest=record.digest,
-        settled_at=float(settled_at) if isinstance(settled_at, int | float) else None,
+        settled_at=record.settled_at,
+        original=record.original,
+        problem=record.problem,
+        flagged_at=record.flagged_at,
     )

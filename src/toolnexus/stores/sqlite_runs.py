@@ -2,7 +2,7 @@
 
 `SqliteStore` runs each of these inline on the event loop's connection or on its worker
 thread (see `toolnexus.stores.sqlite`), in one go. The transitions are those of the table in
-`toolnexus.stores.requests`; each statement names the row (T1–T12) it implements.
+`toolnexus.stores.requests`; each statement names the row (T1–T13) it implements.
 
 Two ways to be exactly once across processes:
 
@@ -15,7 +15,7 @@ Two ways to be exactly once across processes:
   (T9) run in one ``BEGIN IMMEDIATE`` transaction: two processes racing serialise on
   SQLite's write lock.
 
-The holder's writes (T6–T9) are *fenced*: they match only ``status = 'claimed' AND token = ?``,
+The holder's writes (T6–T9, T13) are *fenced*: they match only ``status = 'claimed' AND token = ?``,
 so a stale holder changes nothing and gets `LeaseLost` (a stale release is simply ignored).
 A lapsed lease (T10) is nobody's write: every query compares ``lease_until`` with the
 caller's clock.
@@ -33,8 +33,7 @@ from ._runrows import (
     HaltRow,
     answer_record,
     lapsed_status,
-    needs_checkpoint,
-    recorded_digests,
+    recorded_audit,
     stored_digest,
 )
 from .checks import conflict, encode_answer, is_past
@@ -52,6 +51,7 @@ __all__ = [
     "claim",
     "complete",
     "expire",
+    "flag",
     "list_pending",
     "load_halt",
     "pending_filters",
@@ -67,14 +67,19 @@ __all__ = [
 
 T = TypeVar("T")
 
+_SETTLED = ("done", "expired", "cancelled")
+
 
 class ClaimRow(NamedTuple):
-    """What a claim or take hands back: the new token, the answer, who gave it, the lease."""
+    """What a take hands back: the new token, the answer, who gave it, the lease, the digest
+    recorded with the answer and the stored checkpoint's text (read by the caller)."""
 
     token: int
     answer: Answer
     answered_by: str | None
     lease_until: float
+    digest: str
+    checkpoint: str | None
 
 
 # T1. Saving again replaces the checkpoint and its index columns, and keeps the status.
@@ -93,21 +98,22 @@ _CHECKPOINT_COLUMNS = (
 )
 _LOAD_HALT = "SELECT checkpoint FROM halts WHERE request_id = ?"
 _STATE = (
-    "SELECT status, token, recorded, lease_until, answered_by, checkpoint IS NULL, expires_at"
-    " FROM halts WHERE request_id = ?"
+    "SELECT status, token, recorded, lease_until, answered_by, checkpoint IS NULL, expires_at,"
+    " problem IS NOT NULL FROM halts WHERE request_id = ?"
 )
 _EXISTS = "SELECT 1 FROM halts WHERE request_id = ?"
 _WHO = "SELECT answered_by FROM halts WHERE request_id = ?"
 
 # T4 on a request with no row: a bare row, so that it is answered only once too.
 _INSERT_CLAIM = (
-    "INSERT INTO halts (request_id, status, answer, answered_by, digest, lease_until, token)"
-    " VALUES (?, 'claimed', ?, ?, ?, ?, 1) ON CONFLICT (request_id) DO NOTHING"
+    "INSERT INTO halts (request_id, status, answer, answered_by, digest, original,"
+    " lease_until, token) VALUES (?, 'claimed', ?, ?, ?, ?, ?, 1)"
+    " ON CONFLICT (request_id) DO NOTHING"
 )
 # T4 (and T10 for a claim made with its own answer): pending, or such a claim run out.
 _CLAIM = (
     "UPDATE halts SET status = 'claimed', answer = ?, answered_by = ?, digest = ?,"
-    " answered_at = NULL, token = ?, lease_until = ?"
+    " original = ?, answered_at = NULL, token = ?, lease_until = ?"
     " WHERE request_id = ? AND token = ? AND recorded = 0"
     " AND (status = 'pending' OR (status = 'claimed' AND lease_until <= ?))"
 )
@@ -116,7 +122,7 @@ _CLAIM = (
 # claim a request that has no row).
 _CLAIM_PENDING = (
     "UPDATE halts SET status = 'claimed', answer = ?, answered_by = ?, digest = ?,"
-    " answered_at = NULL, token = token + 1, lease_until = ?"
+    " original = ?, answered_at = NULL, token = token + 1, lease_until = ?"
     " WHERE request_id = ? AND recorded = 0"
     " AND (status = 'pending' OR (status = 'claimed' AND lease_until <= ?)) RETURNING token"
 )
@@ -126,22 +132,29 @@ _IS_QUEUED = (
     "recorded = 1 AND status IN ('answered', 'claimed')"
     " AND (status = 'answered' OR lease_until <= ?)"
 )
-_QUEUED = f"SELECT token, answer, answered_by FROM halts WHERE request_id = ? AND {_IS_QUEUED}"
+# What a take reads: the checkpoint too, handed to the resumer with the claim.
+_TAKEN_COLUMNS = "token, answer, answered_by, digest, checkpoint"
+_QUEUED = f"SELECT {_TAKEN_COLUMNS} FROM halts WHERE request_id = ? AND {_IS_QUEUED}"
 _QUEUE_HEAD = (
-    f"SELECT request_id, token, answer, answered_by FROM halts WHERE queue = ? AND {_IS_QUEUED}"
+    f"SELECT request_id, {_TAKEN_COLUMNS} FROM halts WHERE queue = ? AND {_IS_QUEUED}"
     " ORDER BY answered_at, request_id LIMIT 1"
 )
 _TAKE = (
     "UPDATE halts SET status = 'claimed', token = ?, lease_until = ?"
     f" WHERE request_id = ? AND token = ? AND {_IS_QUEUED}"
 )
-# T6–T9 write only while the row is claimed under the holder's token.
+# T6–T9 and T13 write only while the row is claimed under the holder's token.
 _FENCE = " AND status = 'claimed' AND token = ?"
 _RENEW = f"UPDATE halts SET lease_until = ? WHERE request_id = ?{_FENCE}"
+# T13: held (an infinite lease is REAL Inf, which no clock reaches), with what went wrong.
+_FLAG = (
+    f"UPDATE halts SET lease_until = ?, problem = ?, flagged_at = ? WHERE request_id = ?{_FENCE}"
+)
 # T7 also records the answer: the approved call ran with it, so a lapse or a release returns
-# the request to ``answered``, to be finished with the same answer.
+# the request to ``answered``, to be finished with the same answer. The resume got past
+# whatever was flagged (T13): the problem goes.
 _PROGRESS = (
-    f"UPDATE halts SET {_CHECKPOINT_COLUMNS}, recorded = 1,"
+    f"UPDATE halts SET {_CHECKPOINT_COLUMNS}, recorded = 1, problem = NULL, flagged_at = NULL,"
     f" answered_at = coalesce(answered_at, ?) WHERE request_id = ?{_FENCE}"
 )
 # T8: done, or expired for the expired decline; the checkpoint goes, the outcome stays.
@@ -160,15 +173,15 @@ _FORGET = "DELETE FROM halts WHERE request_id = ?"
 _REQUEUE = "UPDATE halts SET status = 'answered', lease_until = NULL WHERE request_id = ?"
 _UNCLAIM = (
     "UPDATE halts SET status = 'pending', lease_until = NULL, answer = NULL,"
-    " answered_by = NULL, digest = '' WHERE request_id = ?"
+    " answered_by = NULL, digest = '', original = NULL WHERE request_id = ?"
 )
 # T2/T3: the answer recorded and queued; any stale holder fenced out by the new token.
 _RECORD = (
     "UPDATE halts SET status = 'answered', answer = ?, answered_by = ?, digest = ?,"
-    " answered_at = ?, lease_until = NULL, token = token + 1, recorded = 1"
+    " original = ?, answered_at = ?, lease_until = NULL, token = token + 1, recorded = 1"
     " WHERE request_id = ?"
 )
-# T11.
+# T11 (the digest, the original and a problem stay, for the audit).
 _CANCEL = (
     "UPDATE halts SET status = 'cancelled', answer = ?, answered_by = ?, answered_at = ?,"
     " settled_at = ?, checkpoint = NULL, lease_until = NULL, token = token + 1, recorded = 1"
@@ -176,16 +189,26 @@ _CANCEL = (
 )
 # T12, by the partial index ``halts_settled``.
 _PURGE = "DELETE FROM halts WHERE status IN ('done', 'expired', 'cancelled') AND settled_at <= ?"
-# What waits for a human: pending, or a claim made with its own answer that ran out (T10).
-# The same terms as the partial index ``halts_pending``, which holds every filter column.
+# What `list_pending` shows: what waits for a human — pending, or a claim made with its own
+# answer that ran out (T10) — and the unsettled rows a resumer flagged (T13), whatever their
+# lease. The first three terms are those of the partial index ``halts_pending`` (migration
+# 7), which holds every filter column.
 _PENDING_COLUMNS = (
-    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at FROM halts"
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, expires_at, status,"
+    " recorded, lease_until, problem, flagged_at FROM halts"
 )
 PENDING_WHERE = (
+    " WHERE checkpoint IS NOT NULL AND status IN ('pending', 'answered', 'claimed')"
+    " AND (recorded = 0 OR problem IS NOT NULL)"
+    " AND (status = 'pending' OR problem IS NOT NULL OR lease_until <= ?)"
+)
+"""What `list_pending` shows, with the caller's clock as its one argument."""
+WAITING_WHERE = (
     " WHERE recorded = 0 AND status IN ('pending', 'claimed')"
     " AND checkpoint IS NOT NULL AND (status = 'pending' OR lease_until <= ?)"
 )
-"""What waits for a human, with the caller's clock as its one argument."""
+"""What waits for a human's answer (no flagged row), with the caller's clock as its one
+argument: the terms of the partial index ``halts_unannounced`` but ``announced = 0``."""
 # The inbox's search (`toolnexus.stores.inbox_index`): LIKE folds ASCII case, as the
 # pattern does; the four columns are joined by U+001F, which a needle holding none cannot
 # match across.
@@ -209,6 +232,7 @@ class _State(NamedTuple):
     answered_by: str | None
     bare: int  # no checkpoint: a claim made for a request that had no row
     expires_at: str | None
+    flagged: int  # carries a problem (T13)
 
 
 # -- T1 and reads -------------------------------------------------------------------------
@@ -238,9 +262,12 @@ def pending_filters(
     newer_than: float | None,
     now: float,
     text: str | None = None,
+    *,
+    where: str = PENDING_WHERE,
 ) -> tuple[str, list[object]]:
-    """The pending index's ``WHERE`` (`_PENDING`'s, then each filter given) and its args."""
-    sql = [PENDING_WHERE]
+    """The listing's ``WHERE`` (``where``: `PENDING_WHERE`, or `WAITING_WHERE`; then each
+    filter given) and its args."""
+    sql = [where]
     args: list[object] = [now]
     for column, value in (("kind", kind), ("tool", tool), ("conversation_id", conversation_id)):
         if value is not None:
@@ -299,18 +326,17 @@ def post_answer(
     Raises:
         UnknownRequest, AnswerConflict: see `RunStore.post_answer`; nothing was written.
         InvalidAnswer: the edited arguments are invalid; nothing was written.
-        CheckpointError: the stored checkpoint is needed (no ``digest``, or an edit) and
-            cannot be read.
+        CheckpointError: the stored checkpoint cannot be read; nothing was written.
     """
     with immediate(conn):
         state = _halted(conn, request_id, now)
-        stored = load_halt(request_id, conn) if needs_checkpoint(reply, digest) else None
-        approved, halted = recorded_digests(stored, request_id, where, reply, digest)
+        audit = recorded_audit(load_halt(request_id, conn), request_id, where, reply, digest)
         expired = is_past(state.expires_at, now)
+        tag, original = audit.approved, audit.original
         if expired:
             answer, answered_by = encode_answer(expired_decline(request_id)), EXPIRED_BY
-        tag = halted if expired else approved
-        conn.execute(_RECORD, (answer, answered_by, tag, now, request_id))
+            tag, original = audit.halted, None
+        conn.execute(_RECORD, (answer, answered_by, tag, original, now, request_id))
         found = _recorded(conn, request_id)
     watch.wake(conn, request_id)
     watch.wake_queued()
@@ -325,7 +351,7 @@ def expire(
         _halted(conn, request_id, now)
         digest = stored_digest(load_halt(request_id, conn), request_id, where)
         decline = encode_answer(expired_decline(request_id))
-        conn.execute(_RECORD, (decline, EXPIRED_BY, digest, now, request_id))
+        conn.execute(_RECORD, (decline, EXPIRED_BY, digest, None, now, request_id))
         found = _recorded(conn, request_id)
     watch.wake(conn, request_id)
     watch.wake_queued()
@@ -340,9 +366,12 @@ def cancel(
     now: float,
     conn: sqlite3.Connection,
 ) -> AnswerRow:
-    """T11: settle a pending request as cancelled, its checkpoint dropped."""
+    """T11: settle a pending request — or an unsettled one a resumer flagged (T13), whatever
+    its lease — as cancelled, its checkpoint dropped."""
     with immediate(conn):
-        _halted(conn, request_id, now)
+        state = _state(conn, request_id)
+        if state is None or not (state.flagged and state.status not in _SETTLED):
+            _check_halted(request_id, state, now)
         conn.execute(_CANCEL, (answer, answered_by, now, now, request_id))
         found = _recorded(conn, request_id)
     watch.wake(conn, request_id)
@@ -357,6 +386,7 @@ def claim(
     answer: str,
     answered_by: str | None,
     digest: str,
+    original: str | None,
     now: float,
     lease_s: float,
     conn: sqlite3.Connection,
@@ -367,23 +397,23 @@ def claim(
         AnswerConflict: answered, claimed under a live lease, or settled (names who).
     """
     until = now + lease_s
+    recorded = (answer, answered_by, digest, original)
 
     def attempt() -> int:
         state = _state(conn, request_id)
         if state is None:
-            values = (request_id, answer, answered_by, digest, until)
-            if conn.execute(_INSERT_CLAIM, values).rowcount == 0:
+            if conn.execute(_INSERT_CLAIM, (request_id, *recorded, until)).rowcount == 0:
                 raise _Overtaken
             return 1
         _refuse_unless_pending(request_id, state, now)
         token = state.token + 1
-        values = (answer, answered_by, digest, token, until, request_id, state.token, now)
+        values = (*recorded, token, until, request_id, state.token, now)
         if conn.execute(_CLAIM, values).rowcount == 0:
             raise _Overtaken
         return token
 
     # (`fetchall`: the statement runs to its end, so an autocommit write commits here.)
-    values = (answer, answered_by, digest, until, request_id, now)
+    values = (*recorded, until, request_id, now)
     taken = conn.execute(_CLAIM_PENDING, values).fetchall()
     return int(taken[0][0]) if taken else _optimistic(conn, attempt)
 
@@ -420,6 +450,23 @@ def take_next(
 def renew(request_id: str, token: int, until: float, conn: sqlite3.Connection) -> None:
     """T6. Raises `LeaseLost` when the token is no longer the request's current one."""
     if conn.execute(_RENEW, (until, request_id, token)).rowcount == 0:
+        raise _lease_lost(conn, request_id)
+
+
+def flag(
+    request_id: str,
+    token: int,
+    until: float,
+    problem: str,
+    now: float,
+    conn: sqlite3.Connection,
+) -> None:
+    """T13: hold the claimed request until ``until`` with ``problem``.
+
+    Raises:
+        LeaseLost: ``token`` is no longer the request's current one.
+    """
+    if conn.execute(_FLAG, (until, problem, now, request_id, token)).rowcount == 0:
         raise _lease_lost(conn, request_id)
 
 
@@ -522,7 +569,11 @@ def _halted(conn: sqlite3.Connection, request_id: str, now: float) -> _State:
         UnknownRequest: no halted run waits on ``request_id``.
         AnswerConflict: it was answered, is claimed under a live lease, or was settled.
     """
-    state = _state(conn, request_id)
+    return _check_halted(request_id, _state(conn, request_id), now)
+
+
+def _check_halted(request_id: str, state: _State | None, now: float) -> _State:
+    """`_halted` for a row read already."""
     if state is None or (state.bare and state.status in ("pending", "claimed")):
         raise _unknown(request_id)
     _refuse_unless_pending(request_id, state, now)
@@ -548,15 +599,19 @@ def _hold(
     now: float,
     until: float,
 ) -> ClaimRow:
-    """T5's write, for a row read as queued with ``(token, answer, answered_by)``.
+    """T5's write, for a row read as queued with ``(token, answer, answered_by, digest,
+    checkpoint)``.
 
-    The answer is decoded first, so a hand-edited one is a `StoreError` that takes nothing.
+    The answer is decoded first, so a hand-edited one is a `StoreError` that takes nothing;
+    the checkpoint is read by the caller, after the take (which then never fails on it).
     """
-    token, text, who = found
+    token, text, who, digest, checkpoint = found
     answer = answer_record(request_id, text, None, who, None, where).answer
     if conn.execute(_TAKE, (token + 1, until, request_id, token, now)).rowcount == 0:
         raise _Overtaken
-    return ClaimRow(token + 1, answer, who if isinstance(who, str) else None, until)
+    by = who if isinstance(who, str) else None
+    tag = digest if isinstance(digest, str) else ""
+    return ClaimRow(token + 1, answer, by, until, tag, checkpoint)
 
 
 def _recorded(conn: sqlite3.Connection, request_id: str) -> AnswerRow:

@@ -4,8 +4,8 @@ The `RunStore` and `AnswerChannel` methods, each a thin shell: validate the argu
 `UsageError` changes nothing), hand one job of `toolnexus.stores.sqlite_runs` to the store,
 turn its rows into records. Where a job runs follows the store's one rule (see
 `toolnexus.stores.sqlite`): the hot steps of a halt and a resume (``save_halt``,
-``load_halt``, ``claim``, ``take``, ``renew``, ``save_progress``, ``complete``, ``release``,
-``answer_record``) run inline, through ``_fast``; the answering moves (``post_answer``,
+``load_halt``, ``claim``, ``take``, ``renew``, ``flag``, ``save_progress``, ``complete``,
+``release``, ``answer_record``) run inline, through ``_fast``; the answering moves (``post_answer``,
 ``expire``, ``cancel``), which wake parked runs, and the scans (``list_pending``, ``purge``)
 run on the worker thread, through ``_call``. Parked runs and workers wait on the worker's
 `AnswerWatch`, never on a timer of the event loop.
@@ -16,31 +16,36 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
-from ..errors import RequestExpired, StoreError
+from ..errors import LeaseLost, RequestExpired, StoreError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from . import sqlite_runs
 from ._runrows import (
     halt_row,
     lapsed_status,
+    listed,
     load_checkpoint,
-    pending,
     recorded_answer,
     request_record,
+    taken_claim,
 )
 from .checks import (
     check_answer,
+    check_claim,
     check_filters,
+    check_hold,
     check_limit,
     check_optional_text,
+    check_problem,
     check_request_id,
     check_seconds,
     encode_answer,
+    encode_original,
     encode_outcome,
 )
 from .memory_runs import cancelled_answer
@@ -128,10 +133,12 @@ class SqliteRunStore:
         newer_than: float | None = None,
         limit: int = 100,
     ) -> list[PendingEntry]:
-        """Requests waiting for a human (``pending``, or T10 back to pending), oldest first."""
+        """Requests waiting for a human (``pending``, or T10 back to pending), and the
+        unsettled ones a resumer flagged (T13), oldest first."""
         filters = check_filters(kind, tool, conversation_id, older_than, newer_than)
-        job = partial(sqlite_runs.list_pending, *filters, check_limit(limit), self._now())
-        return [pending(*row) for row in await self._call(job)]
+        now = self._now()
+        job = partial(sqlite_runs.list_pending, *filters, check_limit(limit), now)
+        return [listed(row, now) for row in await self._call(job)]
 
     # -- answering: T2, T3, T11 ------------------------------------------------------------
 
@@ -208,8 +215,10 @@ class SqliteRunStore:
         answered_by: str | None = None,
         digest: str = "",
         lease_s: float = DEFAULT_LEASE_S,
+        original: Mapping[str, Any] | None = None,
     ) -> Claim:
-        """T4: atomically take ``request_id`` for resuming with ``answer``.
+        """T4: atomically take ``request_id`` for resuming with ``answer``, recording
+        ``digest`` and ``original`` with it (see `RunStore.claim`).
 
         Raises:
             AnswerConflict: answered, claimed under a live lease (by anyone, in any
@@ -220,9 +229,12 @@ class SqliteRunStore:
         who = check_optional_text(answered_by, "answered_by")
         tag = check_optional_text(digest, "digest") or ""
         lease = check_seconds(lease_s, "lease_s", positive=True)
+        edited = encode_original(original)
         now = self._now()
-        token = await self._fast(partial(sqlite_runs.claim, rid, text, who, tag, now, lease))
-        return Claim(rid, token, recorded_answer(answer, text), who, now + lease)
+        job = partial(sqlite_runs.claim, rid, text, who, tag, edited, now, lease)
+        token = await self._fast(job)
+        answer = recorded_answer(answer, text)
+        return Claim(rid, token, answer, who, now + lease, digest=tag)
 
     async def take(
         self,
@@ -235,17 +247,18 @@ class SqliteRunStore:
         answered in ``queue`` (the checkpoint's `Checkpoint.queue`).
 
         ``None`` when there is nothing to take. Two takers, in any processes, never get the
-        same request under live leases.
+        same request under live leases. The claim carries the checkpoint, read after the
+        take: one that cannot be read is ``None``, with why in ``Claim.unreadable``.
         """
         lease = check_seconds(lease_s, "lease_s", positive=True)
         lane = check_optional_text(queue, "queue") or ""
         if request_id is None:
             job = partial(sqlite_runs.take_next, self._path, lane, self._now(), lease)
             head = await self._fast(job)
-            return None if head is None else _claim(*head)
+            return None if head is None else self._claim(*head)
         rid = check_request_id(request_id)
         held = await self._fast(partial(sqlite_runs.take, self._path, rid, self._now(), lease))
-        return None if held is None else _claim(rid, held)
+        return None if held is None else self._claim(rid, held)
 
     async def renew(self, claim: Claim, *, lease_s: float = DEFAULT_LEASE_S) -> Claim:
         """T6: extend the lease (see `RunStore.renew`).
@@ -257,11 +270,28 @@ class SqliteRunStore:
         await self._fast(partial(sqlite_runs.renew, claim.request_id, claim.token, until))
         return replace(claim, lease_until=until, taken=time.monotonic())
 
+    async def flag(self, request_id: str, claim: Claim, problem: str, *, hold_s: float) -> None:
+        """T13: hold the claimed request for ``hold_s`` seconds (``math.inf``: until an
+        operator acts) with ``problem`` (see `RunStore.flag`).
+
+        Raises:
+            UsageError: a bad ``problem``, ``hold_s`` or ``claim``.
+            LeaseLost: the claim is no longer the request's current one.
+        """
+        rid = check_request_id(request_id)
+        held = check_claim(claim)
+        text = check_problem(problem)
+        hold = check_hold(hold_s)
+        if held.request_id != rid:
+            raise LeaseLost(f'the claim is on request "{held.request_id}", not "{rid}"')
+        now = self._now()
+        await self._fast(partial(sqlite_runs.flag, rid, held.token, now + hold, text, now))
+
     async def save_progress(self, checkpoint: Checkpoint, claim: Claim) -> None:
         """T7: replace the claimed run's checkpoint (the calls the resume resolved).
 
         From here the claim's answer counts as recorded: a lapse or a release returns the
-        request to ``answered``, never to ``pending``.
+        request to ``answered``, never to ``pending``; a problem flagged (T13) is cleared.
 
         Raises:
             LeaseLost: the claim is no longer the request's current one.
@@ -372,20 +402,41 @@ class SqliteRunStore:
         """The `AnswerRecord` of a row read by `sqlite_runs.answer_row`, T10 applied now."""
         if found is None:
             return None
-        answer, answered_at, who, digest, status, recorded, lease_until, settled, outcome = found
+        answer, answered_at, who, digest, status, recorded, lease_until, settled = found[:8]
+        outcome, original, problem, flagged_at = found[8:]
         now_status = lapsed_status(status, recorded, lease_until, self._now())
         return request_record(
-            request_id, answer, answered_at, who, digest, now_status, settled, outcome, self._path
+            request_id,
+            answer,
+            answered_at,
+            who,
+            digest,
+            now_status,
+            settled,
+            outcome,
+            self._path,
+            original=original,
+            problem=problem,
+            flagged_at=flagged_at,
+        )
+
+    def _claim(self, request_id: str, held: ClaimRow) -> Claim:
+        """A take's `Claim`, its checkpoint read here (`taken_claim`)."""
+        return taken_claim(
+            request_id,
+            held.token,
+            held.answer,
+            held.answered_by,
+            held.lease_until,
+            held.digest,
+            held.checkpoint,
+            self._path,
         )
 
     def _recorded(self, request_id: str, found: AnswerRow) -> AnswerRecord:
         record = self._record(request_id, found)
         assert record is not None  # a row just recorded has an answer
         return record
-
-
-def _claim(request_id: str, held: ClaimRow) -> Claim:
-    return Claim(request_id, held.token, held.answer, held.answered_by, held.lease_until)
 
 
 # Jobs for the worker thread, each taking its connection last.

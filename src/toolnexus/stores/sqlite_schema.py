@@ -47,6 +47,12 @@ Versions:
     6 ``inbox``: ``halts.announced`` (an inbox has announced the request; rows saved before
       count as announced) and the inbox's partial indexes: the unannounced waiting rows, and
       the answered rows by ``answered_at`` and by ``answered_by`` (the audit).
+    7 ``audit_and_flags``: on ``halts``, ``original`` (the model's call an approval with edited
+      arguments replaced, as JSON: `toolnexus.stores.checks.edit_audit`), ``problem`` and
+      ``flagged_at`` (a resumer's flag, T13). ``halts_pending`` is rebuilt to hold what
+      `list_pending` shows since: the waiting rows and the unsettled flagged ones (an
+      infinite hold is the REAL ``Inf`` in ``lease_until``). Rows of version 6 have no
+      original, no problem, and keep their status.
 """
 
 from __future__ import annotations
@@ -262,6 +268,23 @@ MIGRATIONS: tuple[Migration, ...] = (
             " WHERE answered_at IS NOT NULL",
             "CREATE INDEX halts_answerer ON halts (answered_by, answered_at, request_id)"
             " WHERE answered_at IS NOT NULL",
+        ),
+    ),
+    Migration(
+        version=7,
+        name="audit_and_flags",
+        statements=(
+            "ALTER TABLE halts ADD COLUMN original TEXT",
+            "ALTER TABLE halts ADD COLUMN problem TEXT",
+            "ALTER TABLE halts ADD COLUMN flagged_at REAL",
+            # What list_pending shows: the rows waiting for a human, as before, and the
+            # unsettled rows a resumer flagged for an operator (T13), whatever their lease;
+            # with every filter column, as before, and the problem the listing tests.
+            "DROP INDEX halts_pending",
+            "CREATE INDEX halts_pending ON halts"
+            " (created_at, request_id, kind, tool, conversation_id, status, lease_until, problem)"
+            " WHERE checkpoint IS NOT NULL AND status IN ('pending', 'answered', 'claimed')"
+            " AND (recorded = 0 OR problem IS NOT NULL)",
         ),
     ),
 )
