@@ -247,7 +247,7 @@ def test_a_relay_call_takes_the_output_of_every_call() -> None:
     results = {"results": [{"id": "c1", "output": "a"}, {"id": "c2", "output": "b"}]}
     assert intake(RELAY, Data(results)).data == results
     error = refused(RELAY, Data({"results": [{"id": "c1", "output": "a"}]}))
-    assert 'no output for relayed call "c2"' in str(error)
+    assert 'no result for relayed call "c2"' in str(error)
     assert "a plain approval carries no answer" in str(refused(RELAY, Approve()))
     assert not intake(RELAY, Decline()).ok
     one = Request(

@@ -117,6 +117,13 @@ class ToolContext:
         call_id: the provider's id for this tool call, when the loop runs the tool.
         request: on the retry, the `Request` this call suspended with (so a tool can read back
             what it put in ``request.data``, e.g. a server's continuation token).
+        idempotency_key: on the retry, ``"<request id>:<call id>"`` — the same for every
+            resumer of this call, in any process: pass it to the external system whose side
+            effect must happen once (a payment API's idempotency key), so that a retry after a
+            crash in the last gap does not repeat it.
+        fencing_token: on a durable resume, the claim's fencing token (larger for every later
+            resumer of the request): an external system that remembers the largest token it saw
+            can refuse a stale resumer's write. ``None`` on the inline path.
     """
 
     signal: asyncio.Event | None = None
@@ -124,6 +131,8 @@ class ToolContext:
     answer: Answer | None = None
     call_id: str | None = None
     request: Request | None = None
+    idempotency_key: str | None = None
+    fencing_token: int | None = None
 
 
 ToolExecute: TypeAlias = Callable[[dict[str, Any], "ToolContext | None"], Awaitable[ToolResult]]

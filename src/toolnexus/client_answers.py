@@ -29,7 +29,7 @@ from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
 from .loop.guards import as_answer, as_request, check_echo
 from .loop.rebuild import checkpoint_from_transcript
 from .stores.base import ConversationStore
-from .stores.checks import check_request_id, conflict
+from .stores.checks import check_request_id
 from .stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore, WaitingReader
 from .suspension import Answer, Request
 from .waiting import StoreWaitFor
@@ -197,7 +197,7 @@ class Answering:
             rid = check_request_id(answer)
             claim = await self._runs.take(rid)
             if claim is None:
-                await self._refuse_if_answered(rid)
+                await self.resumption.refuse_if_answered(rid)
                 raise UnknownRequest(f'no answered run waits on request "{rid}" for a resumer')
             return await self.resume_claim(toolkit, claim, cancel=cancel)
         reply = as_answer(answer)
@@ -207,7 +207,7 @@ class Answering:
         else:
             checkpoint = await runs.load_halt(reply.id)
         if checkpoint is None:
-            await self._refuse_if_answered(reply.id)
+            await self.resumption.refuse_if_answered(reply.id)
             raise UnknownRequest(f'no halted run waits on request "{reply.id}"')
         resumed = await self._begin(
             toolkit, checkpoint, reply, answered_by=answered_by, cancel=cancel
@@ -237,12 +237,7 @@ class Answering:
         if on_text is not None and self._in_process:
             await using.abandon(claim)
             raise no_stream_error("resume_claim() without on_text")
-        checkpoint = claim.checkpoint
-        if checkpoint is None:
-            checkpoint = await self._runs.load_halt(claim.request_id)
-        if checkpoint is None:
-            await using.abandon(claim)
-            raise UnknownRequest(f'no halted run waits on request "{claim.request_id}"')
+        checkpoint = await using.load(claim)
         resumed = await self._begin(
             toolkit, checkpoint, claim.answer, claim=claim, cancel=cancel, resumption=using
         )
@@ -367,7 +362,7 @@ class Answering:
         check_echo(request, reply)
         checkpoint = await self._runs.load_halt(request.id)
         if checkpoint is None:
-            await self._refuse_if_answered(request.id)
+            await self.resumption.refuse_if_answered(request.id)
             transcript = await history() if callable(history) else history
             checkpoint = checkpoint_from_transcript(
                 transcript or [], request, model=self._cfg.model, style=self._cfg.style
@@ -497,10 +492,7 @@ class Answering:
             return await self._resumed_elsewhere(parking, request.id, state, halted.result)
         checkpoint = halted.checkpoint
         if checkpoint is None or checkpoint.pending.id != request.id:
-            checkpoint = await self._runs.load_halt(request.id)
-        if checkpoint is None:
-            await using.abandon(claim)
-            raise UnknownRequest(f'no halted run waits on request "{request.id}"')
+            checkpoint = await using.load(claim)
         return await self._begin(
             toolkit, checkpoint, claim.answer, claim=claim, cancel=state.cancel, resumption=using
         )
@@ -529,11 +521,6 @@ class Answering:
         )
 
     # -- small helpers -----------------------------------------------------------------------
-
-    async def _refuse_if_answered(self, request_id: str) -> None:
-        record = await self._runs.answer_record(request_id)
-        if record is not None:
-            raise conflict(request_id, record.answered_by, record.status)
 
     def _history_for_resume(self, id: str) -> Callable[[], Awaitable[list[Message] | None]]:
         """The stored transcript, read only if no stored checkpoint makes it unnecessary."""

@@ -12,7 +12,9 @@
     ├── CallbackError         a host callback (hook, ``wait_for``, ``on_error``) raised
     ├── ResumeError           a halted run cannot be resumed as asked
     │   ├── AnswerMismatch    the Answer does not echo the pending Request's id
-    │   ├── InvalidAnswer     the Answer's fields have the wrong types (also a UsageError)
+    │   ├── InvalidAnswer     the Answer's fields have the wrong types, or the request does not
+    │   │                     take that answer (`toolnexus.intake`; also a UsageError)
+    │   ├── ApprovalMismatch  the call to run is not the one that was approved: nothing ran
     │   ├── AnswerConflict    the Request was already answered (by someone else)
     │   │   └── LeaseLost     another resume took the request over (a stale fencing token)
     │   ├── UnknownRequest    no halted run waits on that Request id
@@ -29,6 +31,7 @@ from __future__ import annotations
 __all__ = [
     "AnswerConflict",
     "AnswerMismatch",
+    "ApprovalMismatch",
     "BadResponse",
     "CallbackError",
     "CheckpointError",
@@ -161,6 +164,12 @@ class AnswerConflict(ResumeError):
 class LeaseLost(AnswerConflict):
     """The resume's claim is no longer the request's current one: its lease ran out and
     another resume took the request over (or it was released). Nothing was written."""
+
+
+class ApprovalMismatch(ResumeError):
+    """The call a resume would run is not the call the answer approved: the checkpoint changed
+    after the approval (its digest no longer matches the one recorded with the answer).
+    Nothing ran; the request is held for an operator (listed with its problem; cancellable)."""
 
 
 class UnknownRequest(ResumeError, KeyError):

@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from .errors import AnswerMismatch, InvalidAnswer
+from .loop.checkpoint import Checkpoint
 from .loop.edits import EDIT_KEY, schema_problem
 from .suspension import (
     RELAY_OUTPUT_KEY,
@@ -63,6 +64,7 @@ from .suspension import (
 
 __all__ = [
     "EDIT_KEY",
+    "NEEDS_DATA",
     "NOTE_KEY",
     "NO_WORDS",
     "OPTION_KEY",
@@ -76,6 +78,7 @@ __all__ = [
     "Reply",
     "Text",
     "accepts",
+    "halted_accepts",
     "intake",
     "schema_errors",
     "yes_or_no",
@@ -91,6 +94,9 @@ NO_WORDS: frozenset[str] = frozenset(
 )
 """Text replies that decline an approval or an authorization."""
 
+NEEDS_DATA: frozenset[str] = frozenset({"question", "input", "tool_call"})
+"""The kinds whose answer may need data: an ``ok`` without any is judged against the request
+(a store cannot record it from the kind alone)."""
 NOTE_KEY = "note"
 """The key of ``Answer.data`` that holds why a request was declined (or an approver's note)."""
 OPTION_KEY = "optionId"
@@ -307,6 +313,21 @@ def accepts(request: Request, *, tool: str = "", edit_schema: Any = None) -> Acc
             "input", kind, tool, schema=cast(Mapping[str, Any], schema) if _is_map(schema) else None
         )
     return Accepts("any", kind, tool)
+
+
+def halted_accepts(checkpoint: Checkpoint, request_id: str | None = None) -> Accepts:
+    """What answers the request a stored halted run waits on (``request_id``, default its
+    pending one), as a process without the toolkit knows it: the halted call's tool and the
+    input schema the checkpoint keeps for edits."""
+    rid = request_id or checkpoint.pending.id
+    for slot in checkpoint.outstanding:
+        if slot.request is not None and slot.request.id == rid:
+            return accepts(slot.request, tool=slot.name, edit_schema=slot.input_schema)
+    request = checkpoint.pending
+    first = checkpoint.outstanding[0] if checkpoint.outstanding else None
+    if first is None:
+        return accepts(request)
+    return accepts(request, tool=first.name, edit_schema=first.input_schema)
 
 
 def _question(q: Mapping[str, Any]) -> Question:
@@ -566,7 +587,7 @@ def _checked_data(request: Request, acc: Accepts, data: Mapping[str, Any]) -> Ma
                 return _refuse(
                     request,
                     acc,
-                    f'it carries no output for relayed call "{call}" (data.{RELAY_RESULTS_KEY}[] '
+                    f'it carries no result for relayed call "{call}" (data.{RELAY_RESULTS_KEY}[] '
                     f"with its id, or data.{RELAY_OUTPUT_KEY} for a single call)",
                 )
         return data
@@ -594,6 +615,8 @@ def _check_answers(request: Request, acc: Accepts, data: Mapping[str, Any]) -> M
                 if not isinstance(chosen, list) or not chosen:
                     raise _Bad("choose one option or more")
                 out.append([_pick(question, v) for v in cast(list[Any], chosen)])
+            elif isinstance(value, list):
+                raise _Bad("choose one option")
             else:
                 out.append(_pick(question, value))
         except _Bad as bad:

@@ -14,9 +14,9 @@ while it runs: woken by Postgres ``LISTEN/NOTIFY`` or, on SQLite, by polling eve
 ``poll_interval`` seconds.
 
 Any number of workers may share a store. A worker killed mid-resume is replaced by another once
-its lease runs out; one that stalls past its lease and wakes up cannot write a second outcome
-(its token is stale: `LeaseLost`). While a resume runs, the worker renews its lease every
-third of ``lease_s``.
+its lease runs out; one that stalls past its lease and wakes up never starts the approved tool
+and cannot write a second outcome (its token is stale: `LeaseLost`). While a resume runs, its
+resumption (`toolnexus.resumption.Resumption`) renews the lease every third of ``lease_s``.
 
 A run that cannot be resumed here (its tool is missing from this worker's toolkit, the model
 fails, …) is not retried in a hot loop: the worker keeps holding it for ``retry_s`` seconds, logs
@@ -27,7 +27,6 @@ another one.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
@@ -98,7 +97,6 @@ class Worker:
         """The resumption this worker resumes with (it holds a failed run for ``retry_s``)."""
         self._concurrency = count
         self._on_result = on_result
-        self._held: dict[str, Claim] = {}
         self._runner: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self.resumed = 0
@@ -157,7 +155,6 @@ class Worker:
 
     async def _resume(self, claim: Claim) -> None:
         rid = claim.request_id
-        self._held[rid] = claim
         try:
             result = await self._resume_claim(claim, self.resumption)
         except LeaseLost as exc:
@@ -173,8 +170,6 @@ class Worker:
             self.resumed += 1
             self.errors.pop(rid, None)
             await self._report(rid, result)
-        finally:
-            self._held.pop(rid, None)
 
     async def _report(self, rid: str, result: Any) -> None:
         if self._on_result is None:
@@ -192,15 +187,9 @@ class Worker:
         """Drain, then wait for new answers, until `stop` (or cancel the task, or use
         ``async with``)."""
         self._stopping.clear()
-        beat = asyncio.ensure_future(self._heartbeat())
-        try:
-            while not self._stopping.is_set():
-                await self.drain()
-                await self._pause()
-        finally:
-            beat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await beat
+        while not self._stopping.is_set():
+            await self.drain()
+            await self._pause()
 
     async def _pause(self) -> None:
         """Wait for an answer to be queued, the poll interval, or `stop`, whichever is first.
@@ -216,24 +205,6 @@ class Worker:
             for task in (queued, stopping):
                 task.cancel()
                 task.add_done_callback(_retrieve)
-
-    async def _heartbeat(self) -> None:
-        """Renew the lease of every run in flight, every third of ``lease_s``."""
-        while not self._stopping.is_set():  # (a store that swallowed the cancel ends it too)
-            await asyncio.sleep(self._lease_s / 3)
-            for rid, claim in list(self._held.items()):
-                try:
-                    renewed = await self._runs.renew(claim, lease_s=self._lease_s)
-                    if rid in self._held:  # (not if the run settled while this renew ran)
-                        self._held[rid] = renewed
-                except LeaseLost:
-                    # A renew that crossed this run's own completion fails too: let the run's
-                    # end (ready by now) take it off the held ones before calling it lost.
-                    await asyncio.sleep(0)
-                    if rid in self._held:
-                        log.warning("toolnexus: worker's lease on request %s was lost", rid)
-                except Exception:
-                    log.warning("toolnexus: worker could not renew request %s", rid, exc_info=True)
 
     def start(self) -> asyncio.Task[None]:
         """Run the worker in the background; `stop` ends it."""

@@ -28,15 +28,12 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from .._types import Message, Tool
-from ..errors import InvalidAnswer
 from ..suspension import Answer, Request
 from ..tools.validation import validate_arguments
 
 __all__ = [
     "APPROVAL",
     "EDIT_KEY",
-    "check_edit",
-    "check_tool_edit",
     "edit_schema",
     "editable",
     "edited_arguments_problem",
@@ -162,47 +159,6 @@ def edited_arguments_problem(checkpoint: Any, arguments: Any) -> str | None:
             return schema_problem(slot.name, slot.input_schema, arguments)
     first = checkpoint.outstanding[0]
     return schema_problem(first.name, first.input_schema, arguments)
-
-
-def check_edit(name: str, schema: Any, request: Request, answer: Answer) -> dict[str, Any] | None:
-    """The edited arguments ``answer`` carries for ``request``'s call of tool ``name``, checked
-    against ``schema`` as a checkpoint keeps it (``None``: the answer carries no edit).
-
-    Raises:
-        InvalidAnswer: the edit is not a JSON object or fails ``schema``.
-    """
-    proposed = proposed_edit(request, answer)
-    if proposed is None:
-        return None
-    _refuse_if(answer, schema_problem(name, schema, proposed.value))
-    return cast(dict[str, Any], proposed.value)
-
-
-def check_tool_edit(
-    tool: Tool | None, name: str, request: Request, answer: Answer
-) -> dict[str, Any] | None:
-    """`check_edit` against the tool itself (the resuming process has it); ``None`` when the
-    answer carries no edit or ``tool`` maps its answers itself.
-
-    Raises:
-        InvalidAnswer: the edit is invalid, or ``tool`` is ``None`` (not in the toolkit).
-    """
-    proposed = proposed_edit(request, answer)
-    if proposed is None or not editable(tool):
-        return None
-    if tool is None:
-        _refuse_if(answer, f'tool "{name}" is not in the toolkit')
-        raise AssertionError  # pragma: no cover - _refuse_if raised
-    value: Any = proposed.value
-    _refuse_if(answer, schema_problem(name, None, value) or validate_arguments(tool, value))
-    return cast(dict[str, Any], value)
-
-
-def _refuse_if(answer: Answer, problem: str | None) -> None:
-    if problem is not None:
-        raise InvalidAnswer(
-            f'toolnexus: cannot approve request "{answer.id}" with edited arguments: {problem}'
-        )
 
 
 def encode_arguments(arguments: dict[str, Any]) -> str:

@@ -57,7 +57,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from .._types import Message, RunResult, Tool, ToolContext, ToolResult
-from ..errors import AnswerMismatch, CallbackError
+from ..errors import AnswerMismatch, CallbackError, InvalidAnswer
+from ..intake import intake
 from ..llm.abort import run_abortable
 from ..llm.base import ModelTurn
 from ..llm.convert import normalize_history
@@ -158,12 +159,18 @@ class Engine(ModelCalls):
         timeout = None
         if state.deadline is not None:
             timeout = max(0.0, state.deadline - asyncio.get_running_loop().time())
+        if answer is None:
+            return ToolContext(signal=state.cancel, timeout=timeout, call_id=slot.id)
+        request = slot.request
+        fence = state.fence
         return ToolContext(
             signal=state.cancel,
             timeout=timeout,
             answer=answer,
             call_id=slot.id,
-            request=slot.request if answer is not None else None,
+            request=request,
+            idempotency_key=f"{request.id if request is not None else answer.id}:{slot.id}",
+            fencing_token=fence.token if fence is not None else None,
         )
 
     async def _execute_once(
@@ -200,6 +207,10 @@ class Engine(ModelCalls):
         if problem is not None:
             return ToolResult(problem, True), tool.source
         ctx = self._ctx(state, slot, answer)
+        if answer is not None and state.fence is not None:
+            # A durable resume: the claim is confirmed after the hooks, right before the
+            # approved tool runs, so a resumer that was overtaken never starts it (LeaseLost).
+            await state.fence.confirm()
         return await invoke_tool(tool, args, ctx, state.redactor), tool.source
 
     async def _run(self, state: RunState, slot: Slot, answer: Answer | None) -> ToolResult:
@@ -286,16 +297,17 @@ class Engine(ModelCalls):
         request = self._stamp(request, slot)
         slot.suspend(request)
         if resolve_inline:
-            answer = await self.ask(state, request)
+            answer = self.accepted(state, slot, request, await self.ask(state, request))
             await self.resolve(state, slot, answer)
 
     async def resolve(self, state: RunState, slot: Slot, answer: Answer) -> None:
         """Resolve a suspended call with ``answer``: the one rule for inline and durable paths.
 
-        ``ok`` ⇒ re-execute once with ``ctx.answer``; ``!ok`` ⇒ ``declined/expired: <prompt>``.
-        An approval answered with edited arguments (`toolnexus.loop.edits`) re-executes with
-        them: the slot's arguments and the transcript's call become the edited ones first
-        (`InvalidAnswer` when they fail the tool's schema — nothing runs).
+        ``answer`` was accepted by the intake already (`accepted` inline; when it was recorded
+        or claimed on the durable path). ``ok`` ⇒ re-execute once with ``ctx.answer``; ``!ok``
+        ⇒ ``declined/expired: <prompt>``. An approval answered with edited arguments
+        (`toolnexus.loop.edits`) re-executes with them: the slot's arguments and the
+        transcript's call become the edited ones first.
         Relay tools map the answer themselves (their output, or ``relay declined for …``).
         A retry that suspends again with the *same* question becomes ``unresolved: <prompt>``
         — the loop never asks twice for one request. A retry that asks a *new* question (an MCP
@@ -310,10 +322,10 @@ class Engine(ModelCalls):
             if not answer.ok and (tool is None or not tool.handles_declines):
                 result = ToolResult(f"declined/expired: {request.prompt}", True)
                 break
-            edit = edits.check_tool_edit(tool, slot.name, request, answer)
+            edit = edits.proposed_edit(request, answer) if edits.editable(tool) else None
             if edit is not None:  # approved with edited arguments: they are what runs
-                slot.args = dict(edit)
-                slot.arguments = edits.encode_arguments(edit)
+                slot.args = dict(edit.value)
+                slot.arguments = edits.encode_arguments(edit.value)
                 edits.rewrite_call(state.messages, slot.id, slot.arguments)
             retry = await self._run(state, slot, answer)
             follow = pending_of(retry)
@@ -327,7 +339,7 @@ class Engine(ModelCalls):
             slot.suspend(request)
             if state.wait_for is None:
                 return  # a new question and nobody to ask now: the run halts on it
-            answer = await self.ask(state, request)
+            answer = self.accepted(state, slot, request, await self.ask(state, request))
         assert result is not None
         slot.finish(await self._after_tool(state, slot, result))
 
@@ -387,6 +399,31 @@ class Engine(ModelCalls):
                 slot.finish(await self._after_tool(state, slot, result))
             else:
                 await self.resolve(state, slot, answer)
+
+    def accepted(
+        self, state: RunState, slot: Slot | None, request: Request, answer: Answer
+    ) -> Answer:
+        """The host's inline answer through the intake (`toolnexus.intake`): the Answer it means
+        for ``request`` — an edit checked against the halted tool's own schema. A tool that maps
+        its answers itself (``handles_declines``: a relay tool, a sub-agent's ``task`` call,
+        whose answer the sub-agent's own call takes in) gets the answer as it is.
+
+        Raises:
+            InvalidAnswer: the request does not take that answer (`AnswerRefused`), or it edits
+                the arguments of a call to a tool the toolkit lacks; nothing ran.
+        """
+        if slot is None:
+            return intake(request, answer)
+        tool = state.by_name.get(slot.name)
+        if tool is not None and tool.handles_declines:
+            return answer  # it maps its answers itself (a relay tool, a sub-agent's task call)
+        if tool is None and edits.proposed_edit(request, answer) is not None:
+            raise InvalidAnswer(
+                f'toolnexus: cannot approve request "{request.id}" with edited arguments: '
+                f'tool "{slot.name}" is not in the toolkit'
+            )
+        schema = edits.edit_schema(tool) if tool is not None else None
+        return intake(request, answer, tool=slot.name, edit_schema=schema)
 
     def ask(self, state: RunState, request: Request) -> Awaitable[Answer]:
         """Ask the host's ``wait_for``, enforcing the Request's deadline and the id echo.
@@ -550,7 +587,8 @@ class Engine(ModelCalls):
                         if state.wait_for is None:
                             return self._finished(state, self._halt_at_model(state, request))
                         state.turn_slots = ()
-                        state.model_answer = await self.ask(state, request)
+                        asked = await self.ask(state, request)
+                        state.model_answer = self.accepted(state, None, request, asked)
                         state.model_asked += (request.id,)
                         continue
                     slots = self._take_turn(state, turn)
@@ -581,7 +619,8 @@ class Engine(ModelCalls):
                         if stream:
                             await emit({"type": "pending", "request": s.outcome})
                         if state.wait_for is not None:
-                            await self.resolve(state, s, await self.ask(state, s.outcome))
+                            asked = await self.ask(state, s.outcome)
+                            await self.resolve(state, s, self.accepted(state, s, s.outcome, asked))
                         if s.request is not None:  # still: the host did not answer
                             return self._finished(state, self._halt(state, slots, s))
                     if stream:

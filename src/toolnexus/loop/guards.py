@@ -1,8 +1,9 @@
 """The guards of a resume: pure checks of an answer against the halted run it resumes.
 
 `toolnexus.resumption` runs them before anything is written: the answer echoes the request,
-every tool the halted turn still needs is in the toolkit, an ``ok`` answer to relayed calls
-carries their outputs. Each failure is a `ResumeError` (or `AnswerMismatch`) and changes nothing.
+and every tool the halted turn still needs is in the toolkit (what the answer must carry — a
+relayed call's outputs, a form's data — is the answer intake's, `toolnexus.intake`). Each
+failure is a `ResumeError` (or `AnswerMismatch`) and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from typing import Any
 from .._types import Tool
 from ..errors import AnswerMismatch, ResumeError
 from ..stores.checks import check_answer
-from ..suspension import Answer, Request, relay_output_for
+from ..suspension import Answer, Request
 from .checkpoint import Checkpoint
 
 __all__ = [
     "as_answer",
     "as_request",
     "check_echo",
-    "check_relay_payload",
     "check_tools",
 ]
 
@@ -64,22 +64,3 @@ def check_tools(checkpoint: Checkpoint, tools: Mapping[str, Tool]) -> None:
         raise ResumeError(
             "toolnexus: cannot resume — the toolkit lacks the halted tool(s): " + ", ".join(missing)
         )
-
-
-def check_relay_payload(checkpoint: Checkpoint, answer: Answer, tools: Mapping[str, Tool]) -> None:
-    """An ``ok`` answer to relayed calls must carry an output for every one of them."""
-    if not answer.ok:
-        return
-    targets = [
-        o
-        for o in checkpoint.outstanding
-        if o.state == "suspended" and o.request is not None and o.request.id == answer.id
-    ]
-    relayed = [o for o in targets if (t := tools.get(o.name)) is not None and t.source == "relay"]
-    for position, slot in enumerate(relayed):
-        if relay_output_for(answer, slot.call_id, first=position == 0) is None:
-            raise ResumeError(
-                f"toolnexus: cannot resume — the answer carries no result for relayed call "
-                f'{slot.name} ("{slot.call_id}"): supply data.results[] with its id, or '
-                "data.output for a single call (use answer_output / relay_answer)"
-            )

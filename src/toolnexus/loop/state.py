@@ -22,6 +22,7 @@ __all__ = [
     "BodyBuilder",
     "CallState",
     "EngineConfig",
+    "Fence",
     "Finished",
     "ParkingWaitFor",
     "RunState",
@@ -158,6 +159,23 @@ class TranscriptDialect(Protocol):
     def new_transcript(self) -> BodyBuilder: ...
 
 
+class Fence(Protocol):
+    """A durable resume's claim, as the engine sees it while it applies the answer."""
+
+    @property
+    def token(self) -> int:
+        """The claim's fencing token (`toolnexus.ToolContext.fencing_token`)."""
+        ...
+
+    async def confirm(self) -> None:
+        """Renew the claim right before the approved tool runs.
+
+        Raises:
+            LeaseLost: another resumer took the request over: the tool must not run.
+        """
+        ...
+
+
 @runtime_checkable
 class ParkingWaitFor(Protocol):
     """A ``wait_for`` that wants the run's checkpoint while it waits (see `store_wait_for`)."""
@@ -198,6 +216,7 @@ class RunState:
     # The ids answered in this model call: a tuple, empty in the common run, not a list of its
     # own [parked-run memory].
     model_asked: tuple[str, ...] = ()
+    fence: Fence | None = None  # a durable resume's claim, while it applies the answer
 
     def tool_fingerprint(self) -> str:
         """The digest of this run's tool set (cached)."""

@@ -1,0 +1,105 @@
+"""Exactly once at the tool: a resumer stopped (SIGSTOP) inside the approved call's
+``before_tool`` hook, past its lease, while another process takes the run over and finishes it,
+never starts the tool when it wakes up — the lease is confirmed after the hooks, right before
+the tool runs. The side effect is counted in a file outside both processes, on a real SQLite
+file and on Postgres; the tool's context carries one idempotency key for both resumers and a
+larger fencing token for the later one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolnexus import Answer, create_client, create_toolkit
+from toolnexus.testing import ScriptedModel, call, text, tool_calls
+
+HELPER = Path(__file__).parent / "helpers" / "stall_proc.py"
+LEASE_S = 1.0
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'runs.db'}"
+    return str(request.getfixturevalue("pg_url"))
+
+
+async def spawn(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(HELPER),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=dict(os.environ),
+    )
+
+
+async def appears(path: Path, proc: asyncio.subprocess.Process, timeout: float = 30.0) -> None:
+    """Until ``path`` exists (the child wrote it), failing fast if the child died first."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc.returncode is not None:
+            _, err = await proc.communicate()
+            raise AssertionError(f"the child ended first:\n{err.decode()}")
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        await asyncio.sleep(0.01)
+
+
+def ledger_lines(ledger: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in ledger.read_text().splitlines()] if ledger.exists() else []
+
+
+async def test_a_resumer_stopped_past_its_lease_never_runs_the_tool_the_winner_ran(
+    store_url: str, tmp_path: Path
+) -> None:
+    from helpers.stall_proc import refund_tool
+
+    ledger = tmp_path / "ledger.jsonl"
+    hooked, go = tmp_path / "hooked", tmp_path / "go"
+    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
+    async with ScriptedModel(default=lambda r: text("done")) as model:
+        model.add(tool_calls(call("refund", {}, id="c1")))
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store_url
+        ) as client:
+            halted = await client.run("refund A-7", tk)
+            assert halted.pending is not None
+            rid = halted.pending.id
+            await client.answer(rid, Answer(rid, True), answered_by="ana")
+
+            stalled = await spawn(
+                store_url, model.openai_base_url, str(ledger), str(LEASE_S), str(hooked), str(go)
+            )
+            await appears(hooked, stalled)  # it took the run and is in the approved call's hook
+            stalled.send_signal(signal.SIGSTOP)
+            try:
+                winner = await spawn(store_url, model.openai_base_url, str(ledger), str(LEASE_S))
+                out, err = await asyncio.wait_for(winner.communicate(), 60)
+                assert winner.returncode == 0, err.decode()
+                assert json.loads(out)["resumed"] == 1
+                assert len(ledger_lines(ledger)) == 1  # the winner refunded
+            finally:
+                go.write_text("go")
+                stalled.send_signal(signal.SIGCONT)
+            out, err = await asyncio.wait_for(stalled.communicate(), 60)
+            assert stalled.returncode == 0, err.decode()
+            report = json.loads(out)
+            assert (report["resumed"], report["failed"]) == (0, 1)  # it lost, and knew it
+            assert "lost request" in err.decode()
+            record = await client.run_store.answer_record(rid)
+    assert record is not None
+    assert record.status == "done"
+    lines = ledger_lines(ledger)
+    assert len(lines) == 1  # once, counted outside both processes
+    assert lines[0]["key"] == f"{rid}:c1"
+    assert isinstance(lines[0]["token"], int)
