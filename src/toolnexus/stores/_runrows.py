@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 from ..errors import CheckpointError, StoreError
+from ..intake import halted_accepts, intake
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, parse_timestamp
 from .checks import (
@@ -22,6 +23,7 @@ from .checks import (
     encode_checkpoint,
     encode_original,
     halted_call,
+    halted_request,
     load_checkpoint,
 )
 from .requests import AnswerRecord, Claim, PendingEntry, RequestStatus
@@ -119,8 +121,11 @@ def stored_digest(text: object, request_id: str, where: str) -> str:
 
 
 class Recorded(NamedTuple):
-    """The columns T2/T3 write beside the answer (`recorded_audit`)."""
+    """The answer T2/T3 record and the columns they write beside it (`recorded_audit`)."""
 
+    answer: Answer
+    """The answer the intake accepted (a surface's reply made canonical: an option as the
+    request spells it); the one to record."""
     approved: str
     """The digest recorded with the answer: what it approves."""
     halted: str
@@ -132,25 +137,35 @@ class Recorded(NamedTuple):
 def recorded_audit(
     text: object, request_id: str, where: str, answer: Answer, digest: str | None
 ) -> Recorded:
-    """What T2/T3 record beside ``answer``, read from the stored checkpoint ``text``.
+    """What T2/T3 record for ``answer``, read from the stored checkpoint ``text``.
 
     The checkpoint is always read: an answer is never recorded for a run that cannot resume
-    (every backend refuses alike). A ``digest`` the caller passed is recorded as it is;
-    otherwise the checkpoint's `answer_audit`: what ``answer`` approves — the edited
-    arguments when it edits — and the halted call as it is. An edit is checked either way,
-    and the model's call it replaces kept (``original``).
+    (every backend refuses alike). The answer goes through the answer intake
+    (`toolnexus.intake`) against the request and the halted call the checkpoint keeps — a
+    question takes its answers, a form data that fits its schema, an approval's edit fits the
+    tool's schema … — and the accepted answer is the one recorded. A ``digest`` the caller
+    passed is recorded as it is; otherwise the checkpoint's `answer_audit`: what the answer
+    approves — the edited arguments when it edits — and the halted call as it is, and the
+    model's call an edit replaces (``original``).
 
     Raises:
         CheckpointError: the stored checkpoint cannot be read; nothing may be recorded.
-        InvalidAnswer: the answer's edited arguments are invalid; nothing may be recorded.
+        InvalidAnswer: the request does not take the answer (`AnswerRefused`, naming what it
+            takes); nothing may be recorded.
     """
     if text is None:  # no checkpoint: the caller refused the request before
-        return Recorded(digest or "", digest or "", None)
-    audit = answer_audit(load_checkpoint(text, request_id, where), answer)
+        return Recorded(answer, digest or "", digest or "", None)
+    checkpoint = load_checkpoint(text, request_id, where)
+    accepted = intake(
+        halted_request(checkpoint, request_id),
+        answer,
+        known=halted_accepts(checkpoint, request_id),
+    )
+    audit = answer_audit(checkpoint, accepted)
     original = encode_original(audit.original)
     if digest is not None:
-        return Recorded(digest, digest, original)
-    return Recorded(audit.approved, audit.halted, original)
+        return Recorded(accepted, digest, digest, original)
+    return Recorded(accepted, audit.approved, audit.halted, original)
 
 
 def recorded_answer(reply: Answer, text: str) -> Answer:

@@ -22,7 +22,7 @@ from ..errors import (
     UsageError,
 )
 from ..loop.checkpoint import Checkpoint, Outstanding
-from ..loop.edits import EDIT_KEY, check_edit, encode_arguments
+from ..loop.edits import encode_arguments, proposed_edit
 from ..suspension import Answer, answer_problem, format_timestamp, parse_timestamp
 from .requests import Claim, PendingEntry, RequestStatus
 
@@ -33,7 +33,6 @@ __all__ = [
     "answer_digests",
     "call_digest",
     "cancelled_answer",
-    "carries_edit",
     "check_answer",
     "check_claim",
     "check_filters",
@@ -86,12 +85,6 @@ def _halted_slot(checkpoint: Checkpoint) -> Outstanding | None:
     return checkpoint.outstanding[0] if checkpoint.outstanding else None
 
 
-def carries_edit(answer: Answer) -> bool:
-    """Whether ``answer`` may approve edited arguments (``ok`` with ``data.arguments``): then
-    recording it needs the stored checkpoint (`answer_digests`)."""
-    return answer.ok and isinstance(answer.data, dict) and EDIT_KEY in answer.data
-
-
 class AnswerAudit(NamedTuple):
     """What recording an answer keeps about the call it approves (`answer_audit`)."""
 
@@ -115,9 +108,8 @@ def answer_audit(checkpoint: Checkpoint, answer: Answer) -> AnswerAudit:
     arguments, and ``original`` keeps the call the model made. A halt at the model call has
     no call to edit: its answer is recorded as it is.
 
-    Raises:
-        InvalidAnswer: the edited arguments are not a JSON object or fail the halted tool's
-            input schema (as the checkpoint keeps it); nothing may be recorded.
+    ``answer`` was accepted by the answer intake (`toolnexus.intake`) already: an edit it
+    carries is the one that will run.
     """
     slot = _halted_slot(checkpoint)
     if slot is None:
@@ -125,20 +117,16 @@ def answer_audit(checkpoint: Checkpoint, answer: Answer) -> AnswerAudit:
         return AnswerAudit(halted, halted, None)
     halted = call_digest(slot.name, slot.arguments)
     request = halted_request(checkpoint, answer.id)
-    edit = check_edit(slot.name, slot.input_schema, request, answer)
+    edit = proposed_edit(request, answer) if slot.input_schema is not False else None
     if edit is None:
         return AnswerAudit(halted, halted, None)
     original = {"tool": slot.name, "arguments": slot.arguments, "digest": halted}
-    return AnswerAudit(call_digest(slot.name, encode_arguments(edit)), halted, original)
+    return AnswerAudit(call_digest(slot.name, encode_arguments(edit.value)), halted, original)
 
 
 def answer_digests(checkpoint: Checkpoint, answer: Answer) -> tuple[str, str]:
     """``(what answer approves, the halted call as it is)``: the digests an answer records
-    (see `answer_audit`).
-
-    Raises:
-        InvalidAnswer: the edited arguments are invalid; nothing may be recorded.
-    """
+    (see `answer_audit`)."""
     audit = answer_audit(checkpoint, answer)
     return audit.approved, audit.halted
 
@@ -153,9 +141,6 @@ def edit_audit(checkpoint: Checkpoint, answer: Answer) -> dict[str, Any] | None:
 
         claim = await store.claim(rid, answer, digest=answer_digests(cp, answer)[0],
                                   original=edit_audit(cp, answer))
-
-    Raises:
-        InvalidAnswer: the edited arguments are invalid; nothing may be recorded.
     """
     return answer_audit(checkpoint, answer).original
 

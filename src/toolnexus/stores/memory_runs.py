@@ -312,7 +312,8 @@ class InMemoryRunStore:
         tag = check_optional_text(digest, "digest")
         row = self._halted(rid)
         self._refuse_unless_pending(rid, row)
-        # An unreadable checkpoint or an invalid edit raises here: nothing is recorded.
+        # An unreadable checkpoint or an answer the request does not take raises here:
+        # nothing is recorded.
         audit = recorded_audit(row.checkpoint, rid, "the memory store", reply, tag)
         if row.entry is not None and is_past(row.entry.expires_at, self._now()):
             decline = encode_answer(expired_decline(rid))
@@ -321,6 +322,8 @@ class InMemoryRunStore:
                 f'request "{rid}" expired before it was answered; it was settled with the '
                 "expired decline"
             )
+        if audit.answer is not reply:  # the intake's canonical answer is the one recorded
+            text = encode_answer(audit.answer)
         self._record(rid, row, text, who, audit.approved, audit.original)
         record = await self.answer_record(rid)
         assert record is not None

@@ -46,6 +46,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final, LiteralString, NamedTuple
 
 from ..errors import LeaseLost, RequestExpired, UnknownRequest
+from ..intake import NEEDS_DATA
 from ..loop.checkpoint import CHECKPOINT_VERSION
 from ..suspension import Answer, expired_decline
 from ._runrows import (
@@ -60,7 +61,6 @@ from ._runrows import (
 )
 from .checks import (
     cancelled_answer,
-    carries_edit,
     conflict,
     encode_answer,
     is_past,
@@ -153,6 +153,7 @@ _RECORD_WAITING = (
     + _CLAIMABLE
     + " AND (h.deadline IS NULL OR h.deadline > %(now)s + 0.001) AND "
     + _READABLE
+    + " AND (NOT %(plain)s OR h.kind IS NULL OR h.kind <> ALL(%(needy)s))"
     + " RETURNING h.digest, h.problem, h.flagged_at),"
     " w AS (" + _WHY.format("r") + ")"
     " SELECT true, r.digest, NULL, NULL, NULL, NULL, NULL, NULL,"
@@ -352,6 +353,18 @@ def _check_waiting(request_id: str, now: float, row: tuple[Any, ...] | None) -> 
         raise conflict(request_id, from_bytea(by), current, lease_until)
 
 
+_NEEDY: list[bytes] = [kind.encode() for kind in NEEDS_DATA]
+"""The kinds a plain ``ok`` never answers, as their ``kind`` column values."""
+
+
+def _fast(reply: Answer) -> bool:
+    """Whether ``reply`` can be recorded in one statement: a decline (every kind takes one),
+    or a plain ``ok`` without data (the statement records it only for a kind that takes it:
+    not ``NEEDS_DATA``). An answer with data goes through the answer intake on the reading
+    path, against the stored request."""
+    return not reply.ok or reply.data is None
+
+
 async def post_answer(
     cur: AsyncCursor[Any],
     request_id: str,
@@ -372,7 +385,7 @@ async def post_answer(
         CheckpointError: the stored checkpoint cannot be read; nothing changed.
         RequestExpired: the expired decline was recorded (and committed) instead.
     """
-    if not carries_edit(reply):
+    if _fast(reply):
         values = {
             "key": row_key(request_id),
             "answer": text,
@@ -381,6 +394,8 @@ async def post_answer(
             "now": now,
             "note": _note(request_id),
             "readable": CHECKPOINT_VERSION,
+            "plain": reply.ok,
+            "needy": _NEEDY,
         }
         await cur.execute(_RECORD_WAITING, values, prepare=True)
         row = await cur.fetchone()
@@ -407,6 +422,8 @@ async def post_answer(
     async with cur.connection.transaction():
         found = await _lock_waiting(cur, request_id, now, want_checkpoint=True)
         audit = recorded_audit(found.checkpoint, request_id, where, reply, digest)
+        if audit.answer is not reply:  # the intake's canonical answer is the one recorded
+            text = encode_answer(audit.answer)
         expired = is_past(found.expires_at, now)
         tag, original = audit.approved, audit.original
         if expired:

@@ -320,17 +320,19 @@ def post_answer(
 ) -> tuple[AnswerRow, bool]:
     """T2, or T3 past the deadline: the recorded row, and whether it was the expired decline.
 
-    ``answer`` is ``reply`` (checked by `check_answer`) encoded; its edited arguments are
-    checked here, against the stored checkpoint, inside the transaction.
+    ``answer`` is ``reply`` (checked by `check_answer`) encoded; the intake checks it against
+    the stored checkpoint here, inside the transaction.
 
     Raises:
         UnknownRequest, AnswerConflict: see `RunStore.post_answer`; nothing was written.
-        InvalidAnswer: the edited arguments are invalid; nothing was written.
+        InvalidAnswer: the request does not take the answer; nothing was written.
         CheckpointError: the stored checkpoint cannot be read; nothing was written.
     """
     with immediate(conn):
         state = _halted(conn, request_id, now)
         audit = recorded_audit(load_halt(request_id, conn), request_id, where, reply, digest)
+        if audit.answer is not reply:  # the intake's canonical answer is the one recorded
+            answer = encode_answer(audit.answer)
         expired = is_past(state.expires_at, now)
         tag, original = audit.approved, audit.original
         if expired:
