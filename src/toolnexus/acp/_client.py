@@ -43,6 +43,7 @@ from typing import Any, Literal, cast
 from .._compat import warn_stderr
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, UsageError
+from ..intake import intake
 from ..suspension import Answer, Request, WaitFor, new_request_id, suspension_result
 from ._wire import ACPError, ACPPermissionTimeoutError, ACPSessionGone, Connection, result_of
 
@@ -326,7 +327,7 @@ class ACPClient:
             if wait_for is None:
                 return request
             try:
-                answer = _ask(wait_for, request, loop)
+                answer = intake(request, _ask(wait_for, request, loop))
             except BaseException:
                 self._reply(turn, Answer(id=request.id, ok=False, reason="cancelled"))
                 raise

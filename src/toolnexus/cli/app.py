@@ -24,7 +24,7 @@ from ..errors import (
     UsageError,
 )
 from . import codes
-from .stores import answer_from_flags, open_store, parse_age, record_json
+from .stores import open_store, parse_age, record_json, reply_from_flags
 
 __all__ = ["build"]
 
@@ -153,8 +153,7 @@ def build() -> Callable[[list[str] | None], int]:
         if timeout is not None and not wait:
             return _fail("--timeout needs --wait", codes.USAGE)
         try:
-            reply = answer_from_flags(
-                request_id,
+            reply = reply_from_flags(
                 approve=approve,
                 decline=decline,
                 reason=reason,
@@ -167,14 +166,13 @@ def build() -> Callable[[list[str] | None], int]:
 
         async def work() -> int:
             async with open_store(store) as runs:
-                if args is not None:
-                    problem = await _edit_problem(runs, request_id, reply)
-                    if problem is not None:
-                        return _fail(problem, codes.INVALID)
-                record = await runs.post_answer(request_id, reply, answered_by=who)
-                verdict = "approved" if reply.ok else "declined"
+                answer = await _answer_of(runs, request_id, reply)
+                record = await runs.post_answer(request_id, answer, answered_by=who)
+                verdict = "approved" if answer.ok else "declined"
                 if args is not None:
                     verdict = "approved with edited arguments"
+                elif answer.ok and answer.data:
+                    verdict = "answered"
                 by = f" as {who}" if who else ""
                 if not wait:
                     if as_json:
@@ -458,18 +456,26 @@ async def _follow(runs: Any, request_id: str, timeout: float | None, as_json: bo
     return codes.EXPIRED if record.status == "expired" else codes.OK
 
 
-async def _edit_problem(runs: Any, request_id: str, reply: Any) -> str | None:
-    """Why ``--args`` cannot edit this request (not an approval, failing the schema), before
-    anything is posted; ``None`` also when no checkpoint waits (the store then says why)."""
-    from ..loop.edits import EDIT_KEY, edited_arguments_problem
+async def _answer_of(runs: Any, request_id: str, reply: Any) -> Any:
+    """The `Answer` the flags' reply means for the request waiting on ``request_id`` — through
+    the answer intake, checked against the stored checkpoint (edited arguments against the
+    schema it keeps) before anything is posted.
 
-    checkpoint = await runs.load_halt(request_id)
+    Raises:
+        UnknownRequest, AnswerConflict: nothing waits on it (the conflict names who answered).
+        InvalidAnswer: the request does not take that reply (the message names what it takes).
+    """
+    from ..errors import UnknownRequest
+    from ..intake import halted_accepts, intake
+    from ..stores.checks import check_request_id, conflict
+
+    checkpoint = await runs.load_halt(check_request_id(request_id))
     if checkpoint is None:
-        return None
-    problem = edited_arguments_problem(checkpoint, reply.data[EDIT_KEY])
-    if problem is None:
-        return None
-    return f'cannot approve request "{request_id}" with edited arguments: {problem}'
+        record = await runs.answer_record(request_id)
+        if record is not None:
+            raise conflict(request_id, record.answered_by, record.status)
+        raise UnknownRequest(f'no halted run waits on request "{request_id}"')
+    return intake(checkpoint.pending, reply, known=halted_accepts(checkpoint))
 
 
 def _entry_json(e: Any) -> dict[str, Any]:
@@ -482,4 +488,5 @@ def _entry_json(e: Any) -> dict[str, Any]:
         "created_at": e.created_at,
         "expires_at": e.expires_at,
         "status": e.status,
+        "problem": e.problem,
     }

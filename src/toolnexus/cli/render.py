@@ -27,20 +27,30 @@ def pending_table(entries: Sequence[Any]) -> None:
     if not entries:
         console.print("no pending requests")
         return
-    table = Table("request", "kind", "tool", "conversation", "age", "prompt")
+    table = Table("request", "kind", "tool", "conversation", "age", "state", "prompt")
     now = time.time()
+    held: list[Any] = []
     for e in entries:
         prompt = e.prompt if len(e.prompt) <= _PROMPT_CHARS else e.prompt[: _PROMPT_CHARS - 1] + "…"
+        if e.problem:
+            held.append(e)
         table.add_row(
             e.request_id,
             e.kind,
             e.tool,
             e.conversation_id or "",
             age(now - e.created_at),
+            "needs an operator" if e.problem else e.status,
             prompt,
             # markup off: a prompt is never read as rich markup
         )
     console.print(table, markup=False)
+    for e in held:  # whole, unwrapped: what an operator must read before acting
+        console.print(
+            f"{e.request_id} ({e.status}) needs an operator: {e.problem}",
+            markup=False,
+            soft_wrap=True,
+        )
 
 
 def tools_table(

@@ -32,6 +32,18 @@ from typing import Any, TypeVar, cast
 
 from .._types import ToolResult
 from ..errors import RunCancelled, ToolnexusError, UsageError
+from ..intake import (
+    Accepts,
+    AnswerRefused,
+    Approve,
+    Data,
+    Decline,
+    Reply,
+    Text,
+    accepts,
+    intake,
+    yes_or_no,
+)
 from ..suspension import Answer, Request
 from . import codes
 
@@ -207,45 +219,68 @@ class Session:
         return edited  # pyright: ignore[reportUnknownVariableType]
 
     async def answer(self, request: Request) -> Answer:
-        """wait_for: answer a suspension in the terminal (end of input declines)."""
+        """wait_for: answer a suspension in the terminal, through the answer intake: a reply
+        the request does not take is refused with what it takes, and asked again; end of input
+        declines."""
         _say(f"\n? {request.prompt}")
         if request.url:
             _say(f"  {request.url}")
-        data: dict[str, Any] = request.data or {}
-        questions: Any = data.get("questions")
-        if request.kind == "question" and isinstance(questions, list):
-            return await self._questions(request, cast(list[Any], questions))
-        schema: Any = data.get("schema")
-        if isinstance(schema, dict) and isinstance(cast(Any, schema).get("properties"), dict):
-            return await self._form(request, cast(dict[str, Any], schema))
-        if request.kind in ("approval", "authorization"):
-            choice = await _ask("approve? [y]es [n]o: ")
-            if choice is None or choice.strip().lower() not in ("y", "yes"):
-                reason = await _ask("reason (optional): ") if choice is not None else None
-                return Answer(request.id, False, reason=reason or "declined in the terminal")
-            return Answer(request.id, True)
-        reply = await _ask("> ")
-        if reply is None:
-            return Answer(request.id, False, reason="end of input")
-        return Answer(request.id, True, data={"text": reply})
+        shape = accepts(request)
+        while True:
+            reply = await self._reply(shape)
+            try:
+                return intake(request, reply, known=shape)
+            except AnswerRefused as refused:
+                _say(f"  {refused}")
 
-    async def _questions(self, request: Request, questions: list[Any]) -> Answer:
+    async def _reply(self, shape: Accepts) -> Reply:
+        """What the person types, as the reply it is (the intake judges it)."""
+        if shape.shape in ("approval", "authorization"):
+            choice = await _ask("approve? [y]es [n]o: ")
+            if choice is None:
+                return Decline("end of input")
+            if yes_or_no(choice) is False:
+                return Decline(await _ask("reason (optional): "))
+            return Approve() if yes_or_no(choice) else Text(choice)
+        if shape.shape == "questions":
+            return await self._questions(shape)
+        if (
+            shape.shape == "input"
+            and shape.schema
+            and isinstance(shape.schema.get("properties"), dict)
+        ):
+            return await self._form(dict(shape.schema))
+        if shape.shape == "relay":
+            results: list[dict[str, Any]] = []
+            for call in shape.calls:
+                output = await _ask(f"  output of {call}: ")
+                if output is None:
+                    return Decline("end of input")
+                results.append({"id": call, "output": output})
+            return Data({"results": results})
+        for i, option in enumerate(shape.options, 1):
+            _say(f"   {i}. {option}")
+        text = await _ask("> ")
+        if text is None:
+            return Decline("end of input")
+        if text.strip().isdigit() and 1 <= int(text) <= len(shape.options):
+            text = shape.options[int(text) - 1]
+        return Text(text)
+
+    async def _questions(self, shape: Accepts) -> Reply:
         answers: list[Any] = []
-        for q in questions:
-            item: dict[str, Any] = cast(dict[str, Any], q) if isinstance(q, dict) else {}
-            _say(f"  {item.get('question', q)}")
-            labels = [_label(o) for o in cast(list[Any], item.get("options") or [])]
-            for i, label in enumerate(labels, 1):
+        for q in shape.questions:
+            _say(f"  {q.text}")
+            for i, label in enumerate(q.options, 1):
                 _say(f"   {i}. {label}")
             reply = await _ask("  answer: ")
             if reply is None:
-                return Answer(request.id, False, reason="end of input")
-            if reply.strip().isdigit() and 1 <= int(reply) <= len(labels):
-                reply = labels[int(reply) - 1]
-            answers.append(reply)
-        return Answer(request.id, True, data={"answers": answers})
+                return Decline("end of input")
+            picked = [_option(part.strip(), q.options) for part in reply.split(",")]
+            answers.append(picked if q.multiple else _option(reply.strip(), q.options))
+        return Data({"answers": answers})
 
-    async def _form(self, request: Request, schema: dict[str, Any]) -> Answer:
+    async def _form(self, schema: dict[str, Any]) -> Reply:
         required = set(cast(list[str], schema.get("required") or []))
         values: dict[str, Any] = {}
         properties = cast(dict[str, Any], schema["properties"])
@@ -255,7 +290,7 @@ class Session:
                 hint = spec.get("description") or spec.get("type") or ""
                 reply = await _ask(f"  {key}{'*' if key in required else ''} ({hint}): ")
                 if reply is None:
-                    return Answer(request.id, False, reason="end of input")
+                    return Decline("end of input")
                 if reply == "" and key not in required:
                     break
                 value = _typed(reply, spec)
@@ -264,13 +299,14 @@ class Session:
                     values[key] = value
                     break
                 _say(f"  {problem}")
-        return Answer(request.id, True, data=values)
+        return Data(values)
 
 
-def _label(option: Any) -> str:
-    if isinstance(option, dict):
-        return str(cast(dict[str, Any], option).get("label", option))
-    return str(option)
+def _option(reply: str, options: tuple[str, ...]) -> str:
+    """A typed option number as its option; anything else as typed."""
+    if reply.isdigit() and 1 <= int(reply) <= len(options):
+        return options[int(reply) - 1]
+    return reply
 
 
 def _field_problem(spec: dict[str, Any], value: Any) -> str | None:

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import UsageError
 
 if TYPE_CHECKING:  # the records load with the command that uses them, not for ``--help``
+    from ..intake import Reply
     from ..stores.requests import AnswerRecord, RunStore
-    from ..suspension import Answer
 
-__all__ = ["answer_from_flags", "open_store", "parse_age", "record_json"]
+__all__ = ["open_store", "parse_age", "record_json", "reply_from_flags"]
 
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
 _UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -46,8 +46,7 @@ async def open_store(url: str) -> AsyncGenerator[RunStore]:
             await close()
 
 
-def answer_from_flags(
-    request_id: str,
+def reply_from_flags(
     *,
     approve: bool,
     decline: bool,
@@ -55,19 +54,18 @@ def answer_from_flags(
     data: str | None,
     text: str | None,
     args: str | None = None,
-) -> Answer:
-    """The `Answer` the ``answer`` command's flags describe (exactly one of them).
+) -> Reply:
+    """The reply the ``answer`` command's flags carry (exactly one of them); the answer intake
+    (`toolnexus.intake`) makes the request's `Answer` of it.
 
-    ``--approve --args JSON`` approves with edited arguments: the convention
-    ``Answer(id, ok=True, data={"arguments": {...}})`` (docs/suspension.md).
+    ``--approve --args JSON`` approves with edited arguments (docs/suspension.md).
 
     Raises:
         UsageError: none or several of ``--approve``/``--decline``/``--data``/``--text``, a
             ``--reason`` without ``--decline``, ``--args`` without ``--approve``, or
             ``--data``/``--args`` that is not a JSON object.
     """
-    from ..loop.edits import EDIT_KEY
-    from ..suspension import Answer
+    from ..intake import Approve, Data, Decline, Text
 
     given = [
         name
@@ -89,15 +87,12 @@ def answer_from_flags(
     if args is not None and not approve:
         raise UsageError(f"--args goes with --approve, not with {given[0]}")
     if approve:
-        if args is not None:
-            edited = _json_object(args, "--args")
-            return Answer(request_id, True, data={EDIT_KEY: edited})
-        return Answer(request_id, True)
+        return Approve(arguments=_json_object(args, "--args") if args is not None else None)
     if decline:
-        return Answer(request_id, False, reason=reason)
+        return Decline(reason)
     if text is not None:
-        return Answer(request_id, True, data={"text": text})
-    return Answer(request_id, True, data=_json_object(data or "", "--data"))
+        return Text(text)
+    return Data(_json_object(data or "", "--data"))
 
 
 def _json_object(text: str, flag: str) -> dict[str, Any]:

@@ -13,9 +13,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..intake import Accepts
 from ..stores.requests import AnswerRecord
-from ..suspension import Request, is_relay_request, relay_calls_of
-from .forms import InputField, input_fields, question_items
+from ..suspension import Request, relay_calls_of
+from .forms import InputField, answer_shape, input_fields, question_items
 from .html import (
     Markup,
     age_text,
@@ -50,7 +51,15 @@ class RequestView:
     expired: bool = False
     schema: Mapping[str, Any] | None = None
     """The halted tool's input schema, when the checkpoint keeps it (for edited arguments)."""
+    edit_schema: Any = None
+    """What the checkpoint keeps to check edited arguments (a schema, ``True``, ``False``:
+    none taken, ``None``: unknown) — see `toolnexus.intake.accepts`."""
     extra: Mapping[str, Any] = field(default_factory=lambda: {})
+
+    @property
+    def accepts(self) -> Accepts:
+        """What answers the request: the page offers exactly that."""
+        return answer_shape(self.request, tool=self.tool, edit_schema=self.edit_schema)
 
 
 def decision_of(record: AnswerRecord) -> str:
@@ -157,7 +166,7 @@ def _approval_form(
             el("summary", "The tool's input schema"),
             el("pre", shown, id="input-schema"),
         )
-    if view.tool and view.request.kind == "approval":
+    if view.tool and view.accepts.editable:
         edit = Markup(
             '<fieldset id="edit"><legend>Approve with edited arguments</legend>'
             f'<textarea name="arguments" id="edit-arguments" rows="8"{attrs(disabled=off)}>'
@@ -204,17 +213,18 @@ def _question_form(
                         for_=box_id,
                     )
                 )
-            parts.append(
-                f"<label{attrs(for_=f'{item.name}_other')}>Other</label>"
-                + void(
-                    "input",
-                    type="text",
-                    name=f"{item.name}_other",
-                    id=f"{item.name}_other",
-                    value=_value(values, f"{item.name}_other"),
-                    disabled=off,
+            if item.custom:
+                parts.append(
+                    f"<label{attrs(for_=f'{item.name}_other')}>Other</label>"
+                    + void(
+                        "input",
+                        type="text",
+                        name=f"{item.name}_other",
+                        id=f"{item.name}_other",
+                        value=_value(values, f"{item.name}_other"),
+                        disabled=off,
+                    )
                 )
-            )
         else:
             parts.append(
                 void(
@@ -228,6 +238,45 @@ def _question_form(
             )
         parts.append(f"{_err(errors, item.name)}</fieldset>")
     parts.append(_button("submit", "Submit answers", disabled=off, cls="approve"))
+    parts.append(_button("decline", "Decline", disabled=off, cls="decline"))
+    return Markup("".join(parts))
+
+
+def _text_question_form(
+    view: RequestView, values: Mapping[str, list[str]], errors: Mapping[str, str], off: bool
+) -> Markup:
+    """A plain question: one of its options, or free text (what its `Accepts` says)."""
+    shape = view.accepts
+    chosen = _value(values, "text")
+    parts: list[str] = ['<fieldset class="question" id="question-text">']
+    parts.append(f"<legend>{esc(view.request.prompt)}</legend>")
+    for i, option in enumerate(shape.options):
+        box_id = f"text-{i}"
+        box = void(
+            "input",
+            type="radio",
+            name="text",
+            id=box_id,
+            value=option,
+            checked=option == chosen,
+            disabled=off,
+        )
+        parts.append(el("label", box, " ", option, for_=box_id))
+    if shape.custom or not shape.options:
+        label = "Other" if shape.options else "Answer"
+        parts.append(
+            f"<label{attrs(for_='text-free')}>{label}</label>"
+            + void(
+                "input",
+                type="text",
+                name="text" if not shape.options else "text_other",
+                id="text-free",
+                value=chosen if not shape.options else _value(values, "text_other"),
+                disabled=off,
+            )
+        )
+    parts.append(f"{_err(errors, 'text')}{_err(errors, '')}</fieldset>")
+    parts.append(_button("submit", "Submit answer", disabled=off, cls="approve"))
     parts.append(_button("decline", "Decline", disabled=off, cls="decline"))
     return Markup("".join(parts))
 
@@ -330,13 +379,16 @@ def _answer_form(
 ) -> Markup:
     off = view.expired or not allowed
     kind = view.request.kind
-    if kind == "question":
+    shape = view.accepts.shape  # the form offers exactly what the request accepts
+    if shape == "questions":
         inner = _question_form(view, values, errors, off)
-    elif kind == "input":
+    elif shape == "question":
+        inner = _text_question_form(view, values, errors, off)
+    elif shape == "input":
         inner = _input_form(view, values, errors, off)
-    elif kind == "authorization":
+    elif shape == "authorization":
         inner = _auth_form(off)
-    elif is_relay_request(view.request):
+    elif shape == "relay":
         inner = _relay_form(view, values, off)
     else:
         inner = _approval_form(view, values, errors, off)

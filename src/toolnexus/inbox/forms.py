@@ -1,9 +1,12 @@
-"""From a posted form to the `Answer` it means, per request kind, checked on the server.
+"""From a posted form to the reply it carries, and through the answer intake to its `Answer`.
 
 Pure functions over data: the form as ``{name: [values]}`` (repeated names kept in order) and
-the halted `Request`; each returns the `Answer` or the errors to show beside the fields
-(``{field name: message}``, ``""`` for the form as a whole). See docs/inbox.md for the fields
-and the Answer each kind records.
+the halted `Request`. The form's fields are read into the reply they stand for — approve,
+decline with a reason, approve with edited arguments, the answers to the questions, the form's
+data, the relayed calls' outputs — and the intake (`toolnexus.intake`) turns that into the
+`Answer`, or refuses it with the errors to show beside the fields (``{field name: message}``,
+``""`` for the form as a whole). The form is built from the same `toolnexus.intake.Accepts`
+(`answer_shape`): the page offers exactly what the request accepts. See docs/inbox.md.
 """
 
 from __future__ import annotations
@@ -15,14 +18,18 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 from urllib.parse import parse_qs
 
-from ..suspension import Answer, Request, is_relay_request, relay_answer, relay_calls_of
+from ..intake import Accepts, AnswerRefused, Approve, Data, Decline, Reply, Text, accepts, intake
+from ..intake import schema_errors as schema_errors
+from ..suspension import Answer, Request
 
 __all__ = [
     "Form",
     "Parsed",
+    "answer_shape",
     "input_fields",
     "parse_form",
     "question_items",
+    "schema_errors",
     "to_answer",
 ]
 
@@ -35,6 +42,8 @@ class Parsed:
 
     answer: Answer | None
     errors: dict[str, str] = field(default_factory=lambda: {})
+    message: str = ""
+    """Why, in a sentence naming what the request accepts (a refusal by the intake)."""
 
 
 def parse_form(body: bytes) -> dict[str, list[str]]:
@@ -52,43 +61,62 @@ def _fail(errors: dict[str, str]) -> Parsed:
     return Parsed(None, errors)
 
 
-def to_answer(request: Request, form: Form) -> Parsed:
-    """The `Answer` the form posted for ``request`` means (``action`` picks the button).
+def answer_shape(request: Request, *, tool: str = "", edit_schema: Any = None) -> Accepts:
+    """What answers ``request`` — the form offers exactly that (`toolnexus.intake.accepts`)."""
+    return accepts(request, tool=tool, edit_schema=edit_schema)
 
-    ``approve_edited`` carries ``data.arguments``; whether they fit the tool's schema is the
-    caller's check (it needs the checkpoint).
+
+def to_answer(request: Request, form: Form, shape: Accepts | None = None) -> Parsed:
+    """The `Answer` the form posted for ``request`` means (``action`` picks the button), or the
+    errors that keep it from being one.
+
+    Args:
+        request: the halted request.
+        form: the posted fields.
+        shape: what answers it (default: `accepts` of the request alone; pass
+            `toolnexus.intake.halted_accepts` of its checkpoint so that edited arguments are
+            checked against the schema it keeps).
     """
+    shape = shape or accepts(request)
+    read = _reply(shape, form)
+    if isinstance(read, Parsed):
+        return read
+    try:
+        return Parsed(intake(request, read, known=shape))
+    except AnswerRefused as refused:
+        return Parsed(None, refused.errors, str(refused))
+
+
+def _reply(shape: Accepts, form: Form) -> Reply | Parsed:
+    """The reply the form's button and fields carry (or the errors reading them)."""
     action = _one(form, "action")
-    rid = request.id
-    if action == "approve":
-        return Parsed(Answer(rid, True))
     if action == "decline":
-        reason = _one(form, "reason").strip()
-        return Parsed(
-            Answer(rid, False, data={"note": reason} if reason else None, reason="declined")
-        )
-    if action == "done" and request.kind == "authorization":
-        return Parsed(Answer(rid, True))
+        return Decline(_one(form, "reason"))
+    if action in ("approve", "done"):
+        option = _one(form, "option")
+        return Approve(option=option or None)
     if action == "approve_edited":
-        return _edited(rid, _one(form, "arguments"))
+        return _edited(_one(form, "arguments"))
     if action == "submit":
-        if request.kind == "question":
-            return _questions(request, form)
-        if request.kind == "input":
-            return _input(request, form)
-        if is_relay_request(request):
-            return _relay(request, form)
-    return _fail({"": f"unknown action {action!r} for a {request.kind} request"})
+        if shape.shape == "questions":
+            return Data({"answers": [_chosen(form, item) for item in _items(shape)]})
+        if shape.shape == "question":
+            return Text(_one(form, "text_other").strip() or _one(form, "text"))
+        if shape.shape == "input":
+            return _input(shape, form)
+        if shape.shape == "relay":
+            return _relay(shape, form)
+    return _fail({"": f"unknown action {action!r} for a {shape.kind} request"})
 
 
-def _edited(rid: str, text: str) -> Parsed:
+def _edited(text: str) -> Reply | Parsed:
     try:
         value = json.loads(text)
     except ValueError as exc:
         return _fail({"arguments": f"not JSON: {exc}"})
     if not isinstance(value, dict):
         return _fail({"arguments": "the arguments must be a JSON object"})
-    return Parsed(Answer(rid, True, data={"arguments": cast(dict[str, Any], value)}))
+    return Approve(arguments=cast(dict[str, Any], value))
 
 
 # -- question ------------------------------------------------------------------------------
@@ -103,61 +131,33 @@ class QuestionItem:
     header: str
     options: tuple[str, ...]
     multiple: bool
+    custom: bool = False
+    """Free text is taken besides the options (the form shows an "Other" field)."""
 
 
 def question_items(request: Request) -> list[QuestionItem]:
     """The questions in ``request.data.questions`` (malformed entries skipped)."""
-    raw: Any = (request.data or {}).get("questions")
-    items: list[QuestionItem] = []
-    if not isinstance(raw, list):
-        return items
-    for entry in cast(list[Any], raw):
-        if not isinstance(entry, dict):
-            continue
-        q = cast(dict[str, Any], entry)
-        options: Any = q.get("options")
-        opts = tuple(str(o) for o in cast(list[Any], options)) if isinstance(options, list) else ()
-        items.append(
-            QuestionItem(
-                name=f"q{len(items)}",
-                text=str(q.get("question", "")),
-                header=str(q.get("header", "") or ""),
-                options=opts,
-                multiple=bool(q.get("multiple")) and bool(opts),
-            )
-        )
-    return items
+    return _items(accepts(request))
 
 
-def _questions(request: Request, form: Form) -> Parsed:
-    answers: list[Any] = []
-    errors: dict[str, str] = {}
-    for item in question_items(request):
-        chosen = [v for v in form.get(item.name, []) if v != ""]
-        other = _one(form, f"{item.name}_other").strip()
-        if item.options:
-            bad = [v for v in chosen if v not in item.options]
-            if bad:
-                errors[item.name] = f"not one of the options: {bad[0]!r}"
-                continue
-            if other:
-                chosen.append(other)
-            if not chosen:
-                errors[item.name] = "choose an option" + (" or more" if item.multiple else "")
-                continue
-            if not item.multiple and len(chosen) > 1:
-                errors[item.name] = "choose one option"
-                continue
-            answers.append(chosen if item.multiple else chosen[0])
-        else:
-            text = chosen[0].strip() if chosen else ""
-            if not text:
-                errors[item.name] = "an answer is required"
-                continue
-            answers.append(text)
-    if errors:
-        return _fail(errors)
-    return Parsed(Answer(request.id, True, data={"answers": answers}))
+def _items(shape: Accepts) -> list[QuestionItem]:
+    return [
+        QuestionItem(f"q{i}", q.text, q.header, q.options, q.multiple, q.custom)
+        for i, q in enumerate(shape.questions)
+    ]
+
+
+def _chosen(form: Form, item: QuestionItem) -> Any:
+    """The raw answer the form gives ``item`` (the intake checks it)."""
+    chosen = [v for v in form.get(item.name, []) if v != ""]
+    other = _one(form, f"{item.name}_other").strip()
+    if other:
+        chosen.append(other)
+    if item.multiple:
+        return chosen
+    if len(chosen) == 1:
+        return chosen[0]
+    return chosen or ""  # several for a one-option question: the intake says choose one
 
 
 # -- input: a form generated from data.schema -------------------------------------------------
@@ -177,14 +177,12 @@ class InputField:
     default: Any
 
 
-def _schema(request: Request) -> dict[str, Any]:
-    schema: Any = (request.data or {}).get("schema")
-    return cast(dict[str, Any], schema) if isinstance(schema, dict) else {}
-
-
 def input_fields(request: Request) -> list[InputField]:
     """The fields of the form for ``request.data.schema`` (an object schema)."""
-    schema = _schema(request)
+    return _fields(accepts(request).schema or {})
+
+
+def _fields(schema: Mapping[str, Any]) -> list[InputField]:
     props: Any = schema.get("properties")
     required_raw: Any = schema.get("required")
     required: set[str] = (
@@ -242,10 +240,12 @@ def _coerce(f: InputField, form: Form) -> tuple[bool, Any, str]:
     return True, raw, ""
 
 
-def _input(request: Request, form: Form) -> Parsed:
+def _input(shape: Accepts, form: Form) -> Reply | Parsed:
+    """The form's fields as data (typed per the schema); a field that cannot be read is an
+    error here, the rest is the intake's to check against the schema."""
     errors: dict[str, str] = {}
     data: dict[str, Any] = {}
-    for f in input_fields(request):
+    for f in _fields(shape.schema or {}):
         present, value, problem = _coerce(f, form)
         if problem:
             errors[f.name] = problem
@@ -253,56 +253,24 @@ def _input(request: Request, form: Form) -> Parsed:
             data[f.name] = value
         elif f.default is not None:
             data[f.name] = f.default
-        elif f.required:
-            errors[f.name] = "required"
-    for where, problem in schema_errors(_schema(request), data).items():
-        errors.setdefault(where, problem)
     if errors:
         return _fail(errors)
-    return Parsed(Answer(request.id, True, data=data))
-
-
-def schema_errors(schema: Mapping[str, Any], value: Any) -> dict[str, str]:
-    """``value`` checked against ``schema``: ``{property: message}`` (``""`` for the whole)."""
-    if not schema:
-        return {}
-    from jsonschema.exceptions import SchemaError, ValidationError
-    from jsonschema.validators import validator_for
-
-    try:
-        plain = dict(schema)
-        validator_cls = validator_for(plain)
-        validator_cls.check_schema(plain)
-        found: list[ValidationError] = list(validator_cls(plain).iter_errors(value))
-    except SchemaError as exc:
-        return {"": f"the request's schema is invalid: {exc.message}"}
-    except RecursionError:
-        return {"": "the value is nested too deeply"}
-    errors: dict[str, str] = {}
-    for err in found:
-        path = list(err.absolute_path)
-        where = str(path[0]) if path else ""
-        if err.validator == "required" and not path and isinstance(value, dict):
-            listed: Any = schema.get("required") or []
-            missing = [p for p in cast(list[str], listed) if p not in value]
-            where = missing[0] if missing else ""
-        errors.setdefault(where, err.message)
-    return errors
+    return Data(data)
 
 
 # -- relay tool_call -------------------------------------------------------------------------
 
 
-def _relay(request: Request, form: Form) -> Parsed:
-    results: list[dict[str, Any]] = []
-    for call in relay_calls_of(request):
-        results.append(
-            {
-                "id": call.id,
-                "output": _one(form, f"output.{call.id}"),
-                "isError": _one(form, f"is_error.{call.id}") in ("on", "true", "1"),
-            }
-        )
-    if not results:
-        return _fail({"": "the request names no calls"})
-    return Parsed(relay_answer(request.id, results))
+def _relay(shape: Accepts, form: Form) -> Reply:
+    return Data(
+        {
+            "results": [
+                {
+                    "id": call,
+                    "output": _one(form, f"output.{call}"),
+                    "isError": _one(form, f"is_error.{call}") in ("on", "true", "1"),
+                }
+                for call in shape.calls
+            ]
+        }
+    )

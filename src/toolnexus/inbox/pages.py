@@ -129,10 +129,14 @@ def _list_row(row: ListRow, base: str, now: float) -> str:
     prompt, _ = truncate(e.prompt, PROMPT_LIMIT)
     args, cut = truncate(row.arguments, ARGS_LIMIT)
     link = href(base, f"requests/{quote_id(e.request_id)}")
+    flag = el("p", "Needs an operator: ", e.problem, class_="problem") if e.problem else Markup("")
     cells = [
         el("td", e.kind, class_="kind"),
         el(
-            "td", el("a", prompt or e.request_id, class_="request-link", href=link), class_="prompt"
+            "td",
+            el("a", prompt or e.request_id, class_="request-link", href=link),
+            flag,
+            class_="prompt",
         ),
         el("td", e.tool, class_="tool"),
         el("td", el("code", args, class_="arguments truncated" if cut else "arguments")),
@@ -143,7 +147,14 @@ def _list_row(row: ListRow, base: str, now: float) -> str:
         ),
         el("td", expiry_markup(e.expires_at, now)),
     ]
-    return el("tr", Markup("".join(cells)), data_request_id=e.request_id, data_kind=e.kind)
+    return el(
+        "tr",
+        Markup("".join(cells)),
+        data_request_id=e.request_id,
+        data_kind=e.kind,
+        data_status=e.status,
+        class_="flagged" if e.problem else None,
+    )
 
 
 def list_body(

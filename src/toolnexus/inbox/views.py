@@ -26,22 +26,22 @@ from ..errors import (
     UnknownRequest,
     UsageError,
 )
+from ..intake import AnswerRefused, halted_accepts, intake
 from ..loop.checkpoint import Checkpoint
-from ..loop.edits import edited_arguments_problem
-from ..stores.checks import call_digest, check_answer, halted_call, is_past
+from ..stores.checks import call_digest, halted_call, is_past
 from ..stores.inbox_index import HistoryEntry, InboxIndex
 from ..stores.requests import AnswerRecord, PendingEntry, RunStore
-from ..suspension import Answer, Request, is_relay_request
+from ..suspension import Request
 from .auth import InboxUser
 from .detail import RequestView, decision_of, detail_body, message_text, note_of, resolved_text
-from .forms import Parsed, schema_errors, to_answer
+from .forms import Parsed, to_answer
 from .html import Markup, iso
 from .pages import ListRow, history_body, list_body
 
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
 
-__all__ = ["Outcome", "Views", "edited_problem"]
+__all__ = ["Outcome", "Views"]
 
 MAX_PER_PAGE = 200
 EXPORT_MAX = 100_000
@@ -67,12 +67,6 @@ class Outcome:
     status: int
     message: str = ""
     errors: Mapping[str, str] = field(default_factory=lambda: {})
-
-
-def edited_problem(checkpoint: Checkpoint, arguments: dict[str, Any]) -> str | None:
-    """What is wrong with edited arguments for the halted call (``None``: they fit the tool's
-    input schema as the checkpoint keeps it): `toolnexus.edited_arguments_problem`."""
-    return edited_arguments_problem(checkpoint, arguments)
 
 
 def _text(params: Mapping[str, str], name: str) -> str | None:
@@ -177,6 +171,7 @@ class Views:
             record=record,
             expired=record is None and is_past(req.expiresAt, time.time()),
             schema=schema if isinstance(schema, dict) else None,
+            edit_schema=schema,
         )
 
     def detail(self, view: RequestView, **options: Any) -> Markup:
@@ -338,48 +333,35 @@ class Views:
         return checkpoint, None
 
     async def answer(self, rid: str, form: Mapping[str, list[str]], user: InboxUser) -> Outcome:
-        """Record the answer a posted form means, as ``user``."""
+        """Record the answer a posted form means, as ``user`` (through the intake)."""
         checkpoint, refused = await self._halted(rid, user)
         if checkpoint is None:
             return refused or Outcome(404)
-        request = checkpoint.pending
-        action = (form.get("action") or [""])[0]
-        if action == "approve_edited" and request.kind != "approval":
-            return Outcome(400, "Only an approval can be approved with edited arguments.")
-        return await self._record(checkpoint, to_answer(request, form), user)
+        parsed = to_answer(checkpoint.pending, form, halted_accepts(checkpoint))
+        return await self._record(checkpoint, parsed, user)
 
     async def api_answer(self, rid: str, body: Mapping[str, Any], user: InboxUser) -> Outcome:
-        """Record the answer a JSON body (``{ok, data?, reason?}``) gives, as ``user``."""
+        """Record the answer a JSON body (``{ok, data?, reason?}``) gives, as ``user`` (through
+        the intake: a plain ``{"ok": true}`` answers only what a bare approval answers)."""
         checkpoint, refused = await self._halted(rid, user)
         if checkpoint is None:
             return refused or Outcome(404)
+        wire = {"id": rid, **{k: v for k, v in body.items() if k != "id"}}
         try:
-            answer = check_answer({"id": rid, **{k: v for k, v in body.items() if k != "id"}}, rid)
+            answer = intake(checkpoint.pending, wire, known=halted_accepts(checkpoint))
+        except AnswerRefused as exc:
+            return Outcome(400, str(exc), exc.errors)
         except (UsageError, AnswerMismatch) as exc:
             return Outcome(400, str(exc))
-        request = checkpoint.pending
-        if answer.ok and request.kind == "input":
-            schema: Any = (request.data or {}).get("schema")
-            if isinstance(schema, dict):
-                errors = schema_errors(cast(dict[str, Any], schema), answer.data or {})
-                if errors:
-                    return Outcome(400, "the data does not fit the request's schema", errors)
         return await self._record(checkpoint, Parsed(answer), user)
 
     async def _record(self, checkpoint: Checkpoint, parsed: Parsed, user: InboxUser) -> Outcome:
         rid = checkpoint.pending.id
         if parsed.answer is None:
-            return Outcome(400, parsed.errors.get("", "Please correct the fields."), parsed.errors)
-        answer = parsed.answer
-        edited = _edited_arguments(checkpoint.pending, answer)
-        if edited is not None:
-            problem = edited_problem(checkpoint, edited)
-            if problem:
-                return Outcome(
-                    400, "The edited arguments do not fit the tool.", {"arguments": problem}
-                )
+            message = parsed.message or parsed.errors.get("", "Please correct the fields.")
+            return Outcome(400, message, parsed.errors)
         try:
-            await self.store.post_answer(rid, answer, answered_by=user.name)
+            await self.store.post_answer(rid, parsed.answer, answered_by=user.name)
         except AnswerConflict as exc:
             return await self._refusal(rid, exc)
         except RequestExpired:
@@ -388,9 +370,10 @@ class Views:
             )
         except UnknownRequest:
             return Outcome(404, f"No request {rid} is waiting.")
-        except UsageError as exc:  # the store refused the answer (edited arguments, types)
-            where = "arguments" if edited is not None else ""
-            return Outcome(400, str(exc), {where: str(exc)})
+        except AnswerRefused as exc:  # the store's own intake (a changed checkpoint)
+            return Outcome(400, str(exc), exc.errors)
+        except UsageError as exc:
+            return Outcome(400, str(exc), {"": str(exc)})
         return Outcome(303)
 
     async def cancel(self, rid: str, reason: str | None, user: InboxUser) -> Outcome:
@@ -409,13 +392,6 @@ class Views:
         return Outcome(303)
 
 
-def _edited_arguments(request: Request, answer: Answer) -> dict[str, Any] | None:
-    if request.kind != "approval" or is_relay_request(request) or not answer.ok:
-        return None
-    value = (answer.data or {}).get("arguments")
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None
-
-
 def _record_json(record: AnswerRecord) -> dict[str, Any]:
     return {
         "id": record.request_id,
@@ -425,6 +401,8 @@ def _record_json(record: AnswerRecord) -> dict[str, Any]:
         "decision": decision_of(record),
         "reason": note_of(record),
         "digest": record.digest,
+        "original": record.original,
+        "problem": record.problem,
         "outcome": _outcome_summary(record.outcome),
     }
 
@@ -438,6 +416,8 @@ def _entry_json(e: PendingEntry) -> dict[str, Any]:
         "conversation_id": e.conversation_id,
         "created_at": iso(e.created_at),
         "expires_at": e.expires_at,
+        "status": e.status,
+        "problem": e.problem,
     }
 
 

@@ -34,17 +34,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator
 from typing import Any, cast
 
 from ..errors import AnswerConflict, RequestExpired, ResumeError, UsageError
-from ..stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
-from ..suspension import Answer, Request
-from .fulfil import Fulfiller, Outcome
+from ..intake import AnswerRefused, intake
+from ..stores.requests import DEFAULT_LEASE_S
+from ..suspension import Request
+from .a2a_life import Live, OnTask, TaskLife
+from .fulfil import Fulfiller
 from .tasks import PRIVATE, TERMINAL, WAITING, TaskStore, task_state
 from .wire import (
     ANSWER_REFUSED,
@@ -57,7 +58,6 @@ from .wire import (
     Incoming,
     RpcError,
     Wire,
-    answer_of,
     dumps,
     method_op,
     now,
@@ -66,14 +66,27 @@ from .wire import (
     render_event,
     render_send_result,
     render_task,
+    reply_of,
     wire_of,
 )
 
-__all__ = ["A2AService", "answer_of"]
+__all__ = ["A2AService"]
+
+_SEEN_KEPT = 64
+"""How many follow-up message ids a task remembers (a resend of one is answered, not applied)."""
+
+
+def _conflict(tid: str, rid: str, refused: AnswerConflict) -> RpcError:
+    who = f" by {refused.answered_by}" if refused.answered_by else ""
+    return RpcError(
+        ANSWER_REFUSED,
+        f"Invalid params: the request {rid} of task {tid} was already answered{who} or is "
+        f"being resumed: {refused}; your follow-up changed nothing",
+        {"reason": "conflict", "answeredBy": refused.answered_by},
+    )
+
 
 log = logging.getLogger("toolnexus.serve")
-
-OnTask = Callable[[dict[str, Any]], Any]
 
 _ERROR_STATUSES = frozenset({"error", "interrupted", "timeout", "closed"})
 _V1_STATES = {
@@ -86,17 +99,6 @@ _V1_STATES = {
     "TASK_STATE_REJECTED": "rejected",
     "TASK_STATE_AUTH_REQUIRED": "auth-required",
 }
-
-
-class _Live:
-    """A task with a run in this process: its subscribers and its settled signal."""
-
-    __slots__ = ("queues", "runner", "settled")
-
-    def __init__(self) -> None:
-        self.queues: list[asyncio.Queue[dict[str, Any] | None]] = []
-        self.settled = asyncio.Event()
-        self.runner: asyncio.Task[None] | None = None
 
 
 class A2AService:
@@ -124,12 +126,12 @@ class A2AService:
         self.tracer = tracer
         """An OpenTelemetry tracer: each request is a SERVER span (``None``: not traced)."""
         self.tasks = tasks
-        self.on_task = on_task
         self.lease_s = lease_s
-        self.recover_every = recover_every
-        self._live: dict[str, _Live] = {}
+        self.life = TaskLife(
+            fulfiller, tasks, on_task=on_task, lease_s=lease_s, recover_every=recover_every
+        )
+        """The tasks' runs, saves and events (their state a view of their request)."""
         self._taken: set[str] = set()  # tasks a `_next_turn` follow-up is running
-        self._background: set[asyncio.Task[Any]] = set()
 
     # -- the endpoint --------------------------------------------------------------------------
 
@@ -214,17 +216,18 @@ class A2AService:
         if op == "get":
             return render_task(await self._task(params), wire)
         if op == "cancel":
-            return render_task(await self._cancel(await self._task(params)), wire)
+            return render_task(await self._cancel(await self._task(params, sync=False)), wire)
         return await self._list(params, wire)
 
-    async def _task(self, params: Any) -> dict[str, Any]:
+    async def _task(self, params: Any, *, sync: bool = True) -> dict[str, Any]:
+        """The task ``params.id`` names, as its request says it is (`TaskLife.sync`)."""
         tid: Any = cast(dict[str, Any], params).get("id") if isinstance(params, dict) else None
         if not isinstance(tid, str) or not tid:
             raise RpcError(INVALID_PARAMS, "Invalid params: id must be a non-empty string")
         task = await self.tasks.get(tid)
         if task is None:
             raise RpcError(TASK_NOT_FOUND, f"Task not found: {tid}")
-        return task
+        return await self.life.sync(task) if sync else task
 
     # -- send ------------------------------------------------------------------------------------
 
@@ -251,26 +254,27 @@ class A2AService:
             while (event := await queue.get()) is not None:
                 yield event
         finally:
-            live = self._live.get(first["id"])
+            live = self.life.live.get(first["id"])
             if live is not None and queue in live.queues:
                 live.queues.remove(queue)
 
     async def _subscribe(self, params: Any, wire: Wire) -> AsyncIterator[dict[str, Any]]:
-        task = await self._task(params)
+        task = await self._task(params)  # synced: answered elsewhere, it is working now
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        live = self._live.get(task["id"])
+        live = self.life.live.get(task["id"])
         if live is not None and task_state(task) not in TERMINAL | WAITING:
             live.queues.append(queue)
         else:
             queue.put_nowait(None)
-        return self._drain(task, queue)
+        snapshot = cast(dict[str, Any], json.loads(json.dumps(task)))  # the run mutates `task`
+        return self._drain(snapshot, queue)
 
     async def _route(
         self,
         incoming: Incoming,
         wire: Wire,
         queue: asyncio.Queue[dict[str, Any] | None] | None = None,
-    ) -> tuple[dict[str, Any], _Live]:
+    ) -> tuple[dict[str, Any], Live]:
         """A new task, or the follow-up of the waiting task the message names.
 
         A message naming a context (and no task) that has no task waiting for input is a new
@@ -291,6 +295,9 @@ class A2AService:
         earlier: list[dict[str, Any]] = []
         if context is not None:
             earlier = await self.tasks.list(context_id=context, limit=50)
+            for t in earlier:
+                if task_state(t) in WAITING:
+                    await self.life.sync(t)
             waiting = [t for t in earlier if task_state(t) in WAITING]
             if len(waiting) > 1:
                 raise RpcError(
@@ -302,7 +309,7 @@ class A2AService:
             if waiting:
                 return await self._follow_up(waiting[0], incoming, queue)
             for t in earlier:
-                live = self._live.get(t["id"])
+                live = self.life.live.get(t["id"])
                 if live is not None and live.runner is not None and not live.runner.done():
                     raise RpcError(
                         INVALID_PARAMS,
@@ -318,7 +325,7 @@ class A2AService:
         wire: Wire,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
         earlier: list[dict[str, Any]],
-    ) -> tuple[dict[str, Any], _Live]:
+    ) -> tuple[dict[str, Any], Live]:
         """A new task. Its context — the caller's, else a new one — names the conversation
         its run continues (and the one a later message with that contextId continues)."""
         tid = uuid.uuid4().hex
@@ -332,8 +339,8 @@ class A2AService:
         }
         handle = _handle_of(earlier)
         await self.tasks.save(task)
-        live = self._watch(tid, queue)
-        live.runner = self._spawn(self._run(task, incoming.text, handle, queue is not None))
+        live = self.life.watch(tid, queue)
+        live.runner = self.life.spawn(self.life.run(task, incoming.text, handle, queue is not None))
         return task, live
 
     async def _follow_up(
@@ -341,11 +348,27 @@ class A2AService:
         task: dict[str, Any],
         incoming: Incoming,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
-    ) -> tuple[dict[str, Any], _Live]:
-        tid, state = task["id"], task_state(task)
+    ) -> tuple[dict[str, Any], Live]:
+        """A caller's follow-up on a waiting task: its reply, through the intake, answers the
+        request the task shows — exactly once.
+
+        A message seen before (its ``messageId``) is answered with the task as it is, never
+        applied again (to a later request least of all); a reply naming another request than
+        the one shown is refused; so is one the request does not take (the error names the
+        accepted forms) and one that comes after another surface answered (it names who).
+        A refused follow-up leaves the task as it was.
+        """
+        tid = task["id"]
+        private = cast(dict[str, Any], task.get(PRIVATE) or {})
+        seen = cast(dict[str, Any], private.get("seen") or {})
+        if incoming.message_id is not None and incoming.message_id in seen:
+            return task, self.life.watch(tid, None, settled=True)  # a resend: the first result
+        task = await self.life.sync(task)
+        state = task_state(task)
         private = cast(dict[str, Any], task.get(PRIVATE) or {})
         wire_request: Any = private.get("pending")
         if state not in WAITING or not isinstance(wire_request, dict):
+            await self._refuse_answered(task)
             hint = (
                 "start a new task (same contextId, no taskId) to go on"
                 if state in TERMINAL
@@ -356,31 +379,55 @@ class A2AService:
                 f"Invalid params: task {tid} is {state}, not waiting for input; {hint}",
                 {"reason": "state", "state": state},
             )
-        request = Request(**cast(dict[str, Any], wire_request))
-        answer = answer_of(request, incoming)
+        request = Request.from_dict(cast(dict[str, Any], wire_request))
         if not self.fulfiller.resumes:
-            return await self._next_turn(task, request, answer, incoming, queue)
+            return await self._next_turn(task, request, incoming, queue)
+        reply, named = reply_of(incoming)
+        if named is not None and named != request.id:
+            raise RpcError(
+                ANSWER_REFUSED,
+                f"Invalid params: the follow-up answers request {named}, but task {tid} now "
+                f"asks request {request.id}; read the task and answer what it shows",
+                {"reason": "stale", "requestId": request.id},
+            )
+        try:
+            answer = intake(request, reply)
+        except AnswerRefused as exc:
+            raise RpcError(
+                ANSWER_REFUSED,
+                f"Invalid params: {exc}",
+                {"reason": "refused", "accepts": exc.accepts.to_dict()},
+            ) from None
+        except ResumeError as exc:  # a wire answer of the wrong types
+            raise RpcError(
+                ANSWER_REFUSED, f"Invalid params: {exc}", {"reason": "invalid"}
+            ) from None
+        by = f"a2a:{tid}"
         expired: RequestExpired | None = None
         try:
-            await self.fulfiller.answer(request.id, answer, answered_by=f"a2a:{tid}")
+            await self.fulfiller.answer(request.id, answer, answered_by=by)
         except RequestExpired as exc:
             expired = exc  # the expired decline was recorded instead: the run resumes with it
         except AnswerConflict as exc:
-            raise RpcError(
-                ANSWER_REFUSED,
-                f"Invalid params: task {tid} was already answered or is being resumed: {exc}",
-                {"reason": "conflict"},
-            ) from None
+            record = await self.fulfiller.runs.answer_record(request.id)
+            if record is None or record.answered_by != by or record.answer != answer:
+                raise _conflict(tid, request.id, exc) from None
+            # The same reply of this task, racing itself: recorded once, resumed once.
         except (ResumeError, UsageError) as exc:
             raise RpcError(
                 ANSWER_REFUSED, f"Invalid params: {exc}", {"reason": "invalid"}
             ) from None
-        live = self._watch(tid, queue)
-        await self._set(task, "working")
+        if incoming.message_id is not None:
+            seen[incoming.message_id] = request.id
+            private["seen"] = dict(list(seen.items())[-_SEEN_KEPT:])
+        task[PRIVATE] = private
+        live = self.life.watch(tid, queue)
+        await self.life.set(task, "working")
         claim = await self.fulfiller.runs.take(request.id, lease_s=self.lease_s)
         if claim is not None:
-            live.runner = self._spawn(self._resume(task, claim, stream=queue is not None))
-        # else another resumer (a worker, another server) took it: `recover` settles the task
+            live.runner = self.life.spawn(self.life.resume(task, claim, stream=queue is not None))
+        else:  # another resumer (a worker, another server) took it: follow it to its end
+            self.life.follow_elsewhere(task, request.id)
         if expired is not None:
             raise RpcError(
                 ANSWER_REFUSED,
@@ -390,14 +437,30 @@ class A2AService:
             )
         return task, live
 
+    async def _refuse_answered(self, task: dict[str, Any]) -> None:
+        """A follow-up to a task whose request another surface answered (or cancelled): the
+        error names who, and the task is left as the answer made it."""
+        rid = cast(dict[str, Any], task.get(PRIVATE) or {}).get("request")
+        if not isinstance(rid, str):
+            return
+        record = await self.fulfiller.runs.answer_record(rid)
+        if record is not None and task_state(task) not in TERMINAL:
+            who = f" by {record.answered_by}" if record.answered_by else ""
+            verb = "cancelled" if record.status == "cancelled" else "answered"
+            raise RpcError(
+                ANSWER_REFUSED,
+                f"Invalid params: the request of task {task['id']} was already {verb}{who}; "
+                "your follow-up changed nothing",
+                {"reason": "conflict", "answeredBy": record.answered_by},
+            )
+
     async def _next_turn(
         self,
         task: dict[str, Any],
         request: Request,
-        answer: Answer,
         incoming: Incoming,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
-    ) -> tuple[dict[str, Any], _Live]:
+    ) -> tuple[dict[str, Any], Live]:
         """A follow-up for a fulfiller that cannot resume (a host's ``run_task``): its text
         runs as the next turn of the task's context, on the same task — once."""
         tid = task["id"]
@@ -417,145 +480,14 @@ class A2AService:
         except BaseException:
             self._taken.discard(tid)
             raise
-        text = incoming.text or json.dumps(answer.data if answer.ok else answer.to_dict())
+        text = incoming.text or json.dumps(
+            [d for d in incoming.data_parts if d is not None], ensure_ascii=False
+        )
         cast(dict[str, Any], task.setdefault(PRIVATE, {})).pop("pending", None)
-        live = self._watch(tid, queue)
-        live.runner = self._spawn(self._run(task, text, None, queue is not None))
+        live = self.life.watch(tid, queue)
+        live.runner = self.life.spawn(self.life.run(task, text, None, queue is not None))
         live.runner.add_done_callback(lambda _: self._taken.discard(tid))
         return task, live
-
-    # -- running -------------------------------------------------------------------------------
-
-    def _watch(self, tid: str, queue: asyncio.Queue[dict[str, Any] | None] | None) -> _Live:
-        live = self._live.get(tid)
-        if live is None:
-            live = self._live[tid] = _Live()
-        live.settled.clear()
-        if queue is not None:
-            live.queues.append(queue)
-        return live
-
-    def _spawn(self, coro: Any) -> asyncio.Task[None]:
-        runner: asyncio.Task[None] = asyncio.ensure_future(coro)
-        self._background.add(runner)
-        runner.add_done_callback(self._background.discard)
-        return runner
-
-    async def _run(self, task: dict[str, Any], text: str, handle: str | None, stream: bool) -> None:
-        chunks = _Chunks(self, task)
-        try:
-            await self._set(task, "working")
-            outcome = await self.fulfiller.start(
-                text,
-                context_id=task["contextId"],
-                handle=handle,
-                on_text=chunks.on_text if stream else None,
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("toolnexus: A2A task %s failed: %s", task["id"], type(exc).__name__)
-            outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
-        await self._finish(task, outcome, chunks.artifact, streamed=chunks.count > 0)
-
-    async def _resume(self, task: dict[str, Any], claim: Claim, stream: bool = False) -> None:
-        """Resume the halted run of ``task`` under ``claim``; with ``stream``, the resumed
-        run's text goes to the task's subscribers as artifact chunks as it is produced."""
-        chunks = _Chunks(self, task)
-        try:
-            outcome = await self.fulfiller.resume_claim(
-                claim, lease_s=self.lease_s, on_text=chunks.on_text if stream else None
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning(
-                "toolnexus: resuming A2A task %s failed: %s", task["id"], type(exc).__name__
-            )
-            outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
-        await self._finish(task, outcome, chunks.artifact, streamed=chunks.count > 0)
-
-    async def _finish(
-        self, task: dict[str, Any], outcome: Outcome, artifact: str, *, streamed: bool
-    ) -> None:
-        private = cast(dict[str, Any], task.setdefault(PRIVATE, {}))
-        if outcome.handle is not None:
-            private["handle"] = outcome.handle
-        if outcome.status == "pending" and outcome.pending is not None:
-            request = outcome.pending
-            private["request"] = request.id
-            private["pending"] = request.to_dict()
-            state = "auth-required" if request.kind == "authorization" else "input-required"
-            prompt = request.prompt + (f"\n{request.url}" if request.url else "")
-            parts = [
-                {"kind": "text", "text": prompt},
-                {"kind": "data", "data": request.to_dict()},
-            ]
-            await self._set(task, state, message=_agent_message(task, parts))
-        elif outcome.status in _ERROR_STATUSES:
-            parts = [{"kind": "text", "text": outcome.text}]
-            await self._set(task, "failed", message=_agent_message(task, parts))
-        else:
-            private.pop("pending", None)
-            chunk = {"artifactId": artifact, "parts": [{"kind": "text", "text": outcome.text}]}
-            if streamed:
-                last = {"artifactId": artifact, "parts": [{"kind": "text", "text": ""}]}
-                self._emit(task, _artifact_event(task, last, append=True, last=True))
-            else:
-                self._emit(task, _artifact_event(task, chunk, append=False, last=True))
-            task["artifacts"] = [chunk]
-            await self._set(task, "completed")
-        await self._notify(task, outcome.result)
-
-    async def _set(
-        self, task: dict[str, Any], state: str, *, message: dict[str, Any] | None = None
-    ) -> None:
-        """Save the task in ``state`` and tell its subscribers (the last event when the task
-        settles: terminal, or waiting for input)."""
-        status: dict[str, Any] = {"state": state, "timestamp": now()}
-        if message is not None:
-            status["message"] = message
-        task["status"] = status
-        await self.tasks.save(task)
-        final = state in TERMINAL or state in WAITING
-        self._emit(
-            task,
-            {
-                "kind": "status-update",
-                "taskId": task["id"],
-                "contextId": task["contextId"],
-                "status": status,
-                "final": final,
-            },
-        )
-        if final:
-            live = self._live.get(task["id"])
-            if live is not None:
-                for queue in live.queues:
-                    queue.put_nowait(None)
-                live.queues.clear()
-                live.settled.set()
-                if state in TERMINAL:
-                    self._live.pop(task["id"], None)
-
-    def _emit(self, task: dict[str, Any], event: dict[str, Any]) -> None:
-        live = self._live.get(task["id"])
-        if live is not None:
-            for queue in live.queues:
-                queue.put_nowait(event)
-
-    async def _notify(self, task: dict[str, Any], result: Any) -> None:
-        if self.on_task is None:
-            return
-        shown = public_task(task)
-        try:
-            value = self.on_task(
-                {"id": task["id"], "task": shown, "result": result, "state": task_state(task)}
-            )
-            if inspect.isawaitable(value):
-                await value
-        except Exception:
-            log.warning("toolnexus: on_task raised", exc_info=True)
 
     # -- cancel, list ----------------------------------------------------------------------------
 
@@ -571,11 +503,12 @@ class A2AService:
                         rid, reason="canceled by the A2A caller", answered_by=f"a2a:{tid}"
                     )
                 except AnswerConflict as exc:
+                    await self.life.sync(task)  # the view follows whoever answered
                     raise RpcError(
                         NOT_CANCELABLE, f"Task cannot be canceled: {tid}: {exc}"
                     ) from None
         else:
-            live = self._live.get(tid)
+            live = self.life.live.get(tid)
             if live is None or live.runner is None or live.runner.done():
                 raise RpcError(
                     NOT_CANCELABLE, f"Task cannot be canceled: {tid} is not running here"
@@ -583,8 +516,8 @@ class A2AService:
             live.runner.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait((live.runner,))
-        await self._set(task, "canceled")
-        await self._notify(task, None)
+        await self.life.set(task, "canceled")
+        await self.life.notify(task, None)
         return task
 
     async def _list(self, params: Any, wire: Wire) -> dict[str, Any]:
@@ -600,84 +533,27 @@ class A2AService:
             raise RpcError(INVALID_PARAMS, "Invalid params: status must be a string")
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 100:
             raise RpcError(INVALID_PARAMS, "Invalid params: pageSize must be an int in 1..100")
-        found = await self.tasks.list(context_id=context, state=state, limit=size)
-        shown = [render_task(t, wire) for t in found]
+        found = [
+            await self.life.sync(t)
+            for t in await self.tasks.list(context_id=context, state=state, limit=size)
+        ]
+        shown = [render_task(t, wire) for t in found if state is None or task_state(t) == state]
         return {"tasks": shown, "nextPageToken": "", "pageSize": size, "totalSize": len(shown)}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def recover(self) -> int:
-        """Finish the tasks whose follow-up was recorded but whose run nobody here finished —
-        a stopped process's, or one another resumer took — and return how many it moved.
-
-        A ``working`` task whose request is answered (or whose resumer's lease ran out) is
-        taken and resumed here; one whose request was settled elsewhere takes that outcome
-        (the next Request when the run halted again); one cancelled elsewhere is canceled.
-        """
-        moved = 0
-        runs = self.fulfiller.runs
-        for task in await self.tasks.list(state="working", limit=1000):
-            rid = cast(dict[str, Any], task.get(PRIVATE) or {}).get("request")
-            live = self._live.get(task["id"])
-            if not isinstance(rid, str) or (live and live.runner and not live.runner.done()):
-                continue  # no request to follow, or its run is going on here
-            record = await runs.answer_record(rid)
-            if record is None:
-                continue
-            if record.status in ("answered", "claimed"):
-                claim = await runs.take(rid, lease_s=self.lease_s)
-                if claim is None:
-                    continue  # held under a live lease by another resumer
-                watched = self._watch(task["id"], None)
-                watched.runner = self._spawn(self._resume(task, claim))
-            elif record.status == "cancelled":
-                await self._set(task, "canceled")
-            else:
-                await self._finish(
-                    task, await _outcome_of(record, runs), uuid.uuid4().hex, streamed=False
-                )
-            moved += 1
-        return moved
-
-    async def recovering(self) -> None:
-        """`recover` every ``recover_every`` seconds, until cancelled."""
-        if self.recover_every is None:
-            return
-        while True:
-            try:
-                await self.recover()
-            except Exception:
-                log.warning("toolnexus: recovering A2A tasks failed", exc_info=True)
-            await asyncio.sleep(self.recover_every)
+        """Sync every task that waits or works with the request behind it (`TaskLife.sync`):
+        a task answered elsewhere goes on, one settled elsewhere settles. How many moved."""
+        return await self.life.recover()
 
     def start_recovering(self) -> None:
-        """Run `recovering` in the background (stopped by `aclose`)."""
-        self._spawn(self.recovering())
+        """Run `TaskLife.recovering` in the background (stopped by `aclose`)."""
+        self.life.spawn(self.life.recovering())
 
     async def aclose(self) -> None:
         """Cancel the runs in flight (their halts and answers stay in the stores)."""
-        for runner in list(self._background):
-            runner.cancel()
-        if self._background:
-            await asyncio.gather(*self._background, return_exceptions=True)
-        for live in self._live.values():
-            for queue in live.queues:
-                queue.put_nowait(None)
-
-
-async def _outcome_of(record: AnswerRecord, runs: RunStore) -> Outcome:
-    """What a request settled by another resumer ended with."""
-    outcome: dict[str, Any] = record.outcome or {}
-    status = str(outcome.get("status") or "done")
-    text = str(outcome.get("text") or "")
-    next_id = outcome.get("pending")
-    if status == "pending" and isinstance(next_id, str):
-        halted = await runs.load_halt(next_id)
-        if halted is not None:
-            return Outcome(status="pending", text=text, pending=halted.pending)
-        status = "error"
-        text = f"the run halted again on request {next_id}, which is no longer stored"
-    return Outcome(status=status, text=text)
+        await self.life.aclose()
 
 
 def _handle_of(tasks: list[dict[str, Any]]) -> str | None:
@@ -687,51 +563,6 @@ def _handle_of(tasks: list[dict[str, Any]]) -> str | None:
         if isinstance(handle, str):
             return handle
     return None
-
-
-class _Chunks:
-    """A run's text deltas as artifact-update events of one artifact, to the task's
-    subscribers."""
-
-    __slots__ = ("artifact", "count", "service", "task")
-
-    def __init__(self, service: A2AService, task: dict[str, Any]) -> None:
-        self.service = service
-        self.task = task
-        self.artifact = uuid.uuid4().hex
-        self.count = 0
-
-    def on_text(self, delta: str) -> None:
-        if not delta:
-            return
-        chunk = {"artifactId": self.artifact, "parts": [{"kind": "text", "text": delta}]}
-        event = _artifact_event(self.task, chunk, append=self.count > 0, last=False)
-        self.service._emit(self.task, event)  # pyright: ignore[reportPrivateUsage]
-        self.count += 1
-
-
-def _agent_message(task: Mapping[str, Any], parts: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "kind": "message",
-        "role": "agent",
-        "messageId": uuid.uuid4().hex,
-        "taskId": task["id"],
-        "contextId": task["contextId"],
-        "parts": parts,
-    }
-
-
-def _artifact_event(
-    task: Mapping[str, Any], artifact: dict[str, Any], *, append: bool, last: bool
-) -> dict[str, Any]:
-    return {
-        "kind": "artifact-update",
-        "taskId": task["id"],
-        "contextId": task["contextId"],
-        "artifact": artifact,
-        "append": append,
-        "lastChunk": last,
-    }
 
 
 async def _sse(

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import json
 import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
@@ -67,13 +68,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
+from ..loop.engine import Slot
+from ..loop.tool_engine import tool_engine
 from ..stores.requests import RunStore
 from ..stores.runs import InMemoryRunStore
 from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired, pending_of
 from ..toolkit import Toolkit
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request
-from .mcp_halts import HaltedCalls, parse_reply, resolve_call
+from .mcp_halts import HaltedCalls, parse_reply
 from .security import secure
 
 __all__ = [
@@ -257,24 +260,36 @@ class _Handlers:
         request = pending_of(first)
         if request is None:
             return _text_result(first)
-        run = self._runner(tool, args, signal)
         ask = self._inline_asker(ctx, request)
         if ask is not None:
-            final = await resolve_call(run, tool, request, await ask(request), ask)
-            assert isinstance(final, ToolResult)  # with someone to ask, it never halts
-            return _text_result(final)
+            return _text_result(await self._resolve_inline(tool, args, request, signal, ask))
         if self._modern(ctx) and can_ask(request, ctx.session.client_capabilities):
             token = await self.halts.halt(tool, args, request, self.toolkit.fingerprint())
             return self._input_required(ctx, request, token)
         return _text_result(ToolResult(f"input required: {first.output}", True))
 
-    def _runner(
-        self, tool: Tool, args: dict[str, Any], signal: asyncio.Event
-    ) -> Callable[[Answer | None, Request | None], Awaitable[ToolResult]]:
-        async def run(answer: Answer | None, request: Request | None) -> ToolResult:
-            return await self._run(tool, args, signal, answer, request)
-
-        return run
+    async def _resolve_inline(
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        request: Request,
+        signal: asyncio.Event,
+        ask: Callable[[Request], Awaitable[Answer]],
+    ) -> ToolResult:
+        """Answer the suspended call inline and resolve it by the loop's one rule
+        (`Engine.resolve`, on a tools-only engine whose ``wait_for`` is ``ask``: a follow-up
+        question is asked too); the answer goes through the intake first."""
+        engine = tool_engine(redactor=self.toolkit.redactor, wait_for=ask)
+        listed, by_name = self.toolkit.run_tools()
+        state = engine.new_state(None, listed, [], by_name=by_name, cancel=signal)
+        slot = Slot(0, f"mcp-{request.id}", tool.name, json.dumps(args))
+        slot.args = args
+        slot.suspend(request)
+        answer = engine.accepted(state, slot, request, await engine.ask(state, request))
+        await engine.resolve(state, slot, answer)
+        result = slot.result
+        assert result is not None  # with someone to ask, it never halts
+        return result
 
     @staticmethod
     def _modern(ctx: Any) -> bool:
@@ -339,28 +354,27 @@ class _Handlers:
         halted = await self.halts.find(params.request_state, tool.name, args)
         request = halted.request
         reply = parse_reply(params.input_responses, INPUT_KEY)
-        if reply is None:
-            record = await self.halts.runs.answer_record(request.id)
-            if record is None:  # still waiting: ask again, same token
-                return self._input_required(ctx, request, cast(str, params.request_state))
-            got = await self.halts.claim(halted, record.answer, record.answered_by or "")
-        else:
+        answer: Answer | None = None
+        if reply is not None:
             try:
                 answer = answer_from_reply(request, reply)
             except InvalidAnswer as exc:
                 raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
-            got = await self.halts.claim(halted, answer, _caller(ctx))
+        got = await self.halts.resume(
+            halted,
+            self.toolkit.run_tools(),
+            args,
+            answer,
+            _caller(ctx),
+            redactor=self.toolkit.redactor,
+            fingerprint=self.toolkit.fingerprint(),
+        )
+        if got is None:  # nobody answered yet: ask again, same token
+            return self._input_required(ctx, request, cast(str, params.request_state))
         if isinstance(got, ToolResult):
-            return _text_result(got)  # the call settled already with this answer: resend
-        run = self._runner(tool, args, signal)
-        async with self.halts.holding(got) as current:
-            outcome = await resolve_call(run, tool, request, got.answer, None)
-            if isinstance(outcome, Request):  # the re-run asks a new question: halt on it
-                token = await self.halts.halt(tool, args, outcome, self.toolkit.fingerprint())
-                await self.halts.settle(current(), halted, outcome)
-                return self._input_required(ctx, outcome, token)
-            await self.halts.settle(current(), halted, outcome)
-        return _text_result(outcome)
+            return _text_result(got)
+        asked, token = got  # the re-run asks a new question: the call halts on it
+        return self._input_required(ctx, asked, token)
 
     async def _report(
         self, tool: Tool, started: float, outcome: CallToolResult | InputRequiredResult | None

@@ -11,11 +11,16 @@ a Request): here *we* are the server and ask *our* caller.
 - ``kind="question"`` with ``data.questions`` (the ``question`` built-in) ⇒ one form field per
   question (``q1``, ``q2``, …; options become an ``enum``, ``multiple`` a string array); the
   content maps back to ``{"answers": [...]}`` in question order, the shape the tool expects;
+- a plain ``kind="question"`` ⇒ one text field, ``text`` (an ``enum`` of ``data.options`` when
+  it has options and takes no free text);
 - anything else (an approval, say) ⇒ a form with no fields: accept is yes.
 
-``accept`` ⇒ ``Answer(ok=True, data=...)``; ``decline`` ⇒ ``ok=False, reason="declined"``;
-``cancel`` ⇒ ``ok=False, reason="cancelled"``. Content that fails the requested schema is an
-`InvalidAnswer` (the caller decides: a JSON-RPC error on the durable path, a decline inline).
+The reply is mapped to what it says — ``accept`` with the form's content, ``decline``,
+``cancel`` — and the answer intake (`toolnexus.intake`) makes the `Answer` of it: ``accept`` ⇒
+``ok=True`` with the content the kind takes; ``decline`` ⇒ ``ok=False, reason="declined"``;
+``cancel`` ⇒ ``ok=False, reason="cancelled"``. Content that fails the requested schema, or that
+the request does not take, is an `InvalidAnswer` (the caller decides: a JSON-RPC error on the
+durable path, a decline inline).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import InvalidAnswer
+from ..intake import Approve, Data, Decline, accepts, intake
 from ..suspension import Answer, Request
 from ..tools.mcp_elicit import schema_problem
 
@@ -63,6 +69,12 @@ def requested_schema(request: Request) -> dict[str, Any]:
     if questions is not None:
         props = {f"q{i}": _question_field(q) for i, q in enumerate(questions, 1)}
         return {"type": "object", "properties": props, "required": list(props)}
+    if request.kind == "question":
+        shown = accepts(request)
+        field: dict[str, Any] = {"type": "string", "title": request.prompt or "Answer"}
+        if shown.options and not shown.custom:
+            field["enum"] = list(shown.options)
+        return {"type": "object", "properties": {"text": field}, "required": ["text"]}
     schema: Any = (request.data or {}).get("schema")
     if isinstance(schema, dict) and cast(dict[str, Any], schema).get("type") == "object":
         return cast(dict[str, Any], schema)
@@ -133,22 +145,22 @@ def answer_from_reply(request: Request, reply: ElicitResult | Mapping[str, Any])
     """
     action, content = _reply_fields(reply)
     if action == "decline":
-        return Answer(id=request.id, ok=False, reason="declined")
+        return intake(request, Decline())
     if action == "cancel":
-        return Answer(id=request.id, ok=False, reason="cancelled")
+        return intake(request, {"id": request.id, "ok": False, "reason": "cancelled"})
     if action != "accept":
         raise InvalidAnswer(f"the elicitation reply has no valid action (got {action!r})")
-    if _url_mode(request):
-        return Answer(id=request.id, ok=True)
     schema = requested_schema(request)
+    if _url_mode(request) or (schema == _EMPTY_FORM and request.kind != "input"):
+        return intake(request, Approve())  # accept is yes (an authorization: done)
     problem = schema_problem(content, schema)
     if problem is not None:
         raise InvalidAnswer(f"the answer does not fit the requested schema: {problem}")
     questions = _questions(request)
     if questions is not None:
         answers = [content.get(f"q{i}") for i in range(1, len(questions) + 1)]
-        return Answer(id=request.id, ok=True, data={"answers": answers})
-    return Answer(id=request.id, ok=True, data=dict(content) if content else None)
+        return intake(request, Data({"answers": answers}))
+    return intake(request, Data(content))
 
 
 def _reply_fields(reply: Any) -> tuple[object, dict[str, Any]]:

@@ -12,20 +12,29 @@ process — and the retry resumes the halted call **exactly once**:
  halt                  ``save_halt`` (T1) a one-call checkpoint: the call (tool name and
                        arguments) suspended on the tool's `Request`
  retry                 the token is checked against the stored row (below), the reply is
-                       mapped to an `Answer`, then ``claim`` (T4) takes the request with it
- re-execute            the tool runs again with ``ctx.answer`` (the loop's one rule:
-                       a decline is ``declined/expired: <prompt>``, the same question again
-                       ``unresolved: <prompt>``, a *new* question halts afresh)
- settle                ``complete`` (T8) records the result as the request's outcome
+                       mapped to its `Answer` by the intake (`toolnexus.serve.mcp_ask`)
+ resume                the one resumption (`toolnexus.resumption.Resumption`): claim (T4)
+                       with that answer — or take (T5) the answer another surface recorded
+                       — heartbeat, the approved call bound to the recorded digest, the tool
+                       re-executed with ``ctx.answer`` by a tools-only engine
+                       (`toolnexus.loop.tool_engine`, the loop's one rule: a decline is
+                       ``declined/expired: <prompt>``, the same question again
+                       ``unresolved: <prompt>``, a *new* question halts afresh), progress
+                       recorded (T7)
+ settle                ``complete`` (T8): the result — or the new question — as the
+                       request's outcome
 ====================  =================================================================
 
 A claim lost to a crash lapses back to ``pending`` (T10), so the call can be retried; a claim
 held by a live retry makes a racing second retry a JSON-RPC error that changes nothing. A retry
-repeated *after* the call settled, with the same answer, gets the recorded result again without
-running the tool (a client whose connection dropped before it read the reply); with another
-answer it is a conflict. An operator may still ``cancel`` (T11) a halted call, and it shows in
-``list_pending``; its checkpoint sits in its own queue (``mcp/<server name>``), so no client
-worker ever takes it.
+repeated *after* the call settled, with the same answer, gets the first reply again without
+running the tool — the recorded result, or the same follow-up question with the same token (the
+next token's secret is derived from the secret that answered, so it needs no storing): a client
+whose connection dropped before it read the reply. With another answer it is a conflict, as is
+a retry whose answer differs from one another surface (the inbox, the CLI) recorded first; a
+retry with no answer takes the recorded one. An operator may still ``cancel`` (T11) a halted
+call, and it shows in ``list_pending``; its checkpoint sits in its own queue (``mcp/<server
+name>``), so no client worker ever takes it.
 
 **The token.** ``tnx1.<request id>.<secret>``: 256 random bits whose sha256 is kept with the
 halted call (under the private ``toolnexus_mcp`` key of its transcript), compared in constant
@@ -43,14 +52,13 @@ itself (``InputRequiredResult``, ``ElicitRequest``, ``inputResponses``) is the S
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import base64
 import hashlib
 import hmac
 import json
 import logging
 import secrets
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -58,21 +66,21 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from .._types import Tool, ToolResult, empty_usage
-from ..errors import AnswerConflict, CheckpointError, LeaseLost
+from ..errors import AnswerConflict, CheckpointError, InvalidAnswer, UnknownRequest
 from ..loop.checkpoint import Checkpoint, Outstanding, result_from_json, result_to_json
-from ..loop.transcript import MAX_FOLLOW_UPS, same_question
+from ..loop.tool_engine import tool_engine
+from ..redaction import Redactor
+from ..resumption import Outcome, Resumed, Resumption
 from ..stores.checks import call_digest, conflict
-from ..stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, AnswerRecord, Claim, RunStore
-from ..suspension import Answer, Request, expired_decline, is_expired, pending_of
+from ..stores.requests import DEFAULT_LEASE_S, AnswerRecord, Claim, RunStore
+from ..suspension import Answer, Request
 
 __all__ = [
     "HALT_KEY",
     "Halted",
     "HaltedCalls",
-    "RunTool",
     "invalid_state",
     "parse_reply",
-    "resolve_call",
 ]
 
 log = logging.getLogger("toolnexus")
@@ -81,11 +89,6 @@ HALT_KEY = "toolnexus_mcp"
 """The private key of a halted call's transcript message that holds the token's verifier."""
 _PREFIX = "tnx1."
 _STYLE = "mcp"
-
-RunTool = Callable[[Answer | None, Request | None], Awaitable[ToolResult]]
-"""Runs the served tool once, with ``ctx.answer`` / ``ctx.request`` set as given."""
-
-Ask = Callable[[Request], Awaitable[Answer]]
 
 
 def invalid_state(reason: str) -> MCPError:
@@ -106,30 +109,6 @@ def _canonical(args: dict[str, Any]) -> str:
     return json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-async def resolve_call(
-    run: RunTool, tool: Tool, request: Request, answer: Answer, ask: Ask | None
-) -> ToolResult | Request:
-    """Resolve a suspended call with ``answer``: the loop's one rule (see `Engine.resolve`).
-
-    Returns the final result, or — when the re-run asks a *new* question and there is no
-    ``ask`` to put it to now — that new `Request` (the call halts on it).
-    """
-    for rounds in range(MAX_FOLLOW_UPS + 1):
-        if not answer.ok and not tool.handles_declines:
-            return ToolResult(f"declined/expired: {request.prompt}", True)
-        retry = await run(answer, request)
-        follow = pending_of(retry)
-        if follow is None:
-            return retry
-        if rounds == MAX_FOLLOW_UPS or same_question(follow, request):
-            return ToolResult(f"unresolved: {request.prompt}", True)
-        request = follow
-        if ask is None:
-            return follow
-        answer = await ask(request)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
 @dataclass(frozen=True, slots=True)
 class Halted:
     """A halted call found by a valid token.
@@ -139,13 +118,19 @@ class Halted:
         note: what the halt keeps beside the call (server name, the token's verifier, the
             request), recorded again with the outcome so a settled call can still be checked.
         digest: `call_digest` of the halted call (tool name and arguments).
+        secret: the token's secret (the next question's token is derived from it).
         settled: the request's record once it settled (its checkpoint is gone then).
     """
 
     request: Request
     note: dict[str, Any]
     digest: str
+    secret: str = ""
     settled: AnswerRecord | None = None
+
+
+Resumed_ = ToolResult | tuple[Request, str]
+"""What a retry comes to: the call's result, or the new question it halts on and its token."""
 
 
 class HaltedCalls:
@@ -154,22 +139,32 @@ class HaltedCalls:
     Args:
         runs: the run store (the client's, or one of the server's own).
         server: the served server's name (its queue is ``mcp/<server>``).
-        lease_s: how long a retry holds the request; renewed while the tool runs.
+        lease_s: how long a retry holds the request; its resumption renews it while the tool
+            runs.
     """
 
-    __slots__ = ("lease_s", "queue", "runs", "server")
+    __slots__ = ("queue", "resumption", "runs", "server")
 
     def __init__(self, runs: RunStore, server: str, *, lease_s: float = DEFAULT_LEASE_S) -> None:
         self.runs = runs
         self.server = server
         self.queue = f"mcp/{server}"
-        self.lease_s = lease_s
+        self.resumption = Resumption(runs, lease_s=lease_s)
+        """The one resumption every retry resumes its call through."""
 
     async def halt(
-        self, tool: Tool, args: dict[str, Any], request: Request, fingerprint: str
+        self,
+        tool: Tool,
+        args: dict[str, Any],
+        request: Request,
+        fingerprint: str,
+        *,
+        secret: str | None = None,
     ) -> str:
-        """T1: store the call suspended on ``request``; returns the token for the client."""
-        secret = secrets.token_urlsafe(32)
+        """T1: store the call suspended on ``request``; returns the token for the client.
+
+        ``secret``: the token's secret (a new random one when ``None``)."""
+        secret = secret or secrets.token_urlsafe(32)
         arguments = _canonical(args)
         call_id = f"mcp-{request.id}"
         message: dict[str, Any] = {
@@ -203,7 +198,7 @@ class HaltedCalls:
             queue=self.queue,
         )
         await self.runs.save_halt(checkpoint)
-        return f"{_PREFIX}{request.id}.{secret}"
+        return _token(request.id, secret)
 
     async def find(self, token: object, name: str, args: dict[str, Any]) -> Halted:
         """The halted call ``token`` names, checked against the retry's tool and arguments.
@@ -231,7 +226,7 @@ class HaltedCalls:
             raise invalid_state("wrong secret")
         if halted.digest != call_digest(name, _canonical(args)):
             raise invalid_state("the retry names another tool or other arguments")
-        return halted
+        return Halted(halted.request, halted.note, halted.digest, secret, halted.settled)
 
     async def _load(self, rid: str) -> Halted | None:
         checkpoint = await self.runs.load_halt(rid)
@@ -258,97 +253,165 @@ class HaltedCalls:
             settled=record,
         )
 
-    async def claim(self, halted: Halted, answer: Answer, answered_by: str) -> Claim | ToolResult:
-        """T4: take the halted call with ``answer`` (the expired decline when it is late).
+    async def resume(
+        self,
+        halted: Halted,
+        tools: tuple[Sequence[Tool], dict[str, Tool]],
+        args: dict[str, Any],
+        answer: Answer | None,
+        answered_by: str,
+        *,
+        redactor: Redactor,
+        fingerprint: str,
+    ) -> Resumed_ | None:
+        """A retry: resume the halted call through the one resumption, then settle it.
 
-        Returns the `Claim` to resume under, or — for a retry of a call that already settled
-        with this same answer — the recorded result, to be sent again without running the tool.
+        ``answer`` is the client's (already through the intake); ``None`` takes the answer
+        another surface recorded. Returns the result, the new question (halted, with its token)
+        — or ``None`` when nobody has answered yet (the client is asked again).
 
         Raises:
-            MCPError: ``-32600`` naming the conflict (another retry holds it, or it settled
-                with another answer).
+            MCPError: ``-32600`` naming the conflict (another retry holds it; it settled or was
+                answered elsewhere with another answer), ``-32602`` for an answer the request
+                does not take.
         """
         request = halted.request
-        if is_expired(request):
-            answer, answered_by = expired_decline(request.id), EXPIRED_BY
+        rid = request.id
         if halted.settled is not None:
-            return self._replay(halted.settled, answer)
+            return await self._replay(halted, answer, tools[1], args)
+        claim: Claim | None = None
+        if answer is None:
+            claim = await self.runs.take(rid, lease_s=self.resumption.lease_s)
+            if claim is None:
+                record = await self.runs.answer_record(rid)
+                if record is None:
+                    return None  # still waiting: ask again
+                raise MCPError(
+                    code=INVALID_REQUEST,
+                    message=str(conflict(rid, record.answered_by, record.status)),
+                )
         try:
-            return await self.runs.claim(
-                request.id,
-                answer,
-                answered_by=answered_by,
-                digest=halted.digest,
-                lease_s=self.lease_s,
-            )
+            resumed = await self._begin(halted, tools, claim, answer, answered_by, redactor)
         except AnswerConflict as refused:
-            record = await self.runs.answer_record(request.id)
-            if record is not None and record.status == "answered":
-                # Answered from elsewhere (the approvals inbox, the CLI): that answer applies.
-                taken = await self.runs.take(request.id, lease_s=self.lease_s)
-                if taken is not None:
-                    return taken
-            raise MCPError(code=INVALID_REQUEST, message=str(refused)) from None
+            if answer is None:
+                raise MCPError(code=INVALID_REQUEST, message=str(refused)) from None
+            record = await self.runs.answer_record(rid)
+            if record is None or record.status != "answered" or record.answer != answer:
+                raise MCPError(code=INVALID_REQUEST, message=str(refused)) from None
+            # This client's own answer, recorded by its earlier retry that failed: go on.
+            claim = await self.runs.take(rid, lease_s=self.resumption.lease_s)
+            if claim is None:
+                raise MCPError(code=INVALID_REQUEST, message=str(refused)) from None
+            resumed = await self._begin(halted, tools, claim, None, answered_by, redactor)
+        return await self._settle(
+            resumed, halted, tools[1][resumed.slots[0].name], args, fingerprint
+        )
 
-    @staticmethod
-    def _replay(record: AnswerRecord, answer: Answer) -> ToolResult:
-        held: Any = (record.outcome or {}).get("result")
-        if record.answer == answer and held is not None:
-            try:
-                return result_from_json(held)
-            except CheckpointError:
-                log.warning("toolnexus: the recorded result of %s is unreadable", record.request_id)
+    async def _begin(
+        self,
+        halted: Halted,
+        tools: tuple[Sequence[Tool], dict[str, Tool]],
+        claim: Claim | None,
+        answer: Answer | None,
+        answered_by: str,
+        redactor: Redactor,
+    ) -> Resumed:
+        rid = halted.request.id
+        using = self.resumption
+        try:
+            checkpoint = await (using.load(claim) if claim is not None else self._stored(rid))
+        except (CheckpointError, UnknownRequest) as exc:
+            raise invalid_state(
+                f"the halted call cannot be resumed ({type(exc).__name__})"
+            ) from None
+        engine = tool_engine(redactor=redactor, style=_STYLE)
+        listed, by_name = tools
+        state = engine.new_state(None, list(listed), [], by_name=by_name)
+        given = claim.answer if claim is not None else answer
+        assert given is not None
+        try:
+            return await using.begin(
+                engine, state, checkpoint, given, claim=claim, answered_by=answered_by
+            )
+        except InvalidAnswer as exc:
+            raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
+
+    async def _stored(self, rid: str) -> Checkpoint:
+        checkpoint = await self.runs.load_halt(rid)
+        if checkpoint is None:
+            raise UnknownRequest(f'no halted call waits on request "{rid}"')
+        return checkpoint
+
+    async def _settle(
+        self,
+        resumed: Resumed,
+        halted: Halted,
+        tool: Tool,
+        args: dict[str, Any],
+        fingerprint: str,
+    ) -> Resumed_:
+        """T8: record what the call ended with — its result, or the new question it halts on
+        (saved first, with the token derived from the one that answered) — with the halt's
+        note, so a repeated retry can still be checked and answered."""
+        slot = resumed.slots[0]
+        note = {**halted.note, "request": halted.request.to_dict()}
+        follow = slot.request
+        if follow is not None:
+            secret = _next_secret(halted.secret, follow.id)
+            token = await self.halt(tool, args, follow, fingerprint, secret=secret)
+            outcome = Outcome(status="pending", pending=follow.id, extra={HALT_KEY: note})
+            await self.resumption.settle(resumed, outcome)
+            return follow, token
+        result = slot.result
+        assert result is not None
+        extra = {HALT_KEY: note, "result": result_to_json(result)}
+        await self.resumption.settle(
+            resumed, Outcome(status="done", text=result.output, extra=extra)
+        )
+        return result
+
+    async def _replay(
+        self,
+        halted: Halted,
+        answer: Answer | None,
+        by_name: dict[str, Tool],
+        args: dict[str, Any],
+    ) -> Resumed_:
+        """A retry of a call that settled already: with the same answer (or none), the first
+        reply again — the recorded result, or the follow-up question with the same token —
+        without running the tool; with another answer, a conflict."""
+        record = halted.settled
+        assert record is not None
+        outcome = record.outcome or {}
+        if answer is None or record.answer == answer:
+            held: Any = outcome.get("result")
+            if held is not None:
+                try:
+                    return result_from_json(held)
+                except CheckpointError:
+                    log.warning(
+                        "toolnexus: the recorded result of %s is unreadable", record.request_id
+                    )
+            follow: Any = outcome.get("pending")
+            if isinstance(follow, str) and halted.secret:
+                asked = await self._load(follow)
+                if asked is not None and asked.settled is None:
+                    return asked.request, _token(follow, _next_secret(halted.secret, follow))
         raise MCPError(
             code=INVALID_REQUEST,
             message=str(conflict(record.request_id, record.answered_by, record.status)),
         )
 
-    @contextlib.asynccontextmanager
-    async def holding(self, claim: Claim) -> AsyncGenerator[Callable[[], Claim]]:
-        """Keep ``claim``'s lease alive while the block runs; give it back if the block fails.
 
-        Yields a function returning the current (renewed) claim.
-        """
-        current = claim
+def _token(request_id: str, secret: str) -> str:
+    return f"{_PREFIX}{request_id}.{secret}"
 
-        async def heartbeat() -> None:
-            nonlocal current
-            while True:
-                await asyncio.sleep(self.lease_s / 3)
-                try:
-                    current = await self.runs.renew(current, lease_s=self.lease_s)
-                except LeaseLost:
-                    log.warning("toolnexus: lost the claim on %s mid-call", claim.request_id)
-                    return
-                except Exception:
-                    log.warning("toolnexus: could not renew %s", claim.request_id, exc_info=True)
 
-        beat = asyncio.ensure_future(heartbeat())
-        try:
-            yield lambda: current
-        except BaseException:
-            beat.cancel()
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self.runs.release(claim.request_id, current))
-            raise
-        finally:
-            beat.cancel()
-
-    async def settle(self, claim: Claim, halted: Halted, outcome: ToolResult | Request) -> None:
-        """T8: record what the call ended with (its result, or the new request it halts on),
-        with the halt's note, so a repeated retry can still be checked and answered."""
-        recorded: dict[str, Any] = {HALT_KEY: {**halted.note, "request": halted.request.to_dict()}}
-        if isinstance(outcome, Request):
-            recorded["pending"] = outcome.id
-        else:
-            recorded["result"] = result_to_json(outcome)
-        try:
-            await self.runs.complete(claim.request_id, claim, outcome=recorded)
-        except LeaseLost:
-            log.warning(
-                "toolnexus: the claim on %s was overtaken; its outcome was not recorded",
-                claim.request_id,
-            )
+def _next_secret(secret: str, request_id: str) -> str:
+    """The secret of the token of the question a retry halted on: derived from the secret that
+    answered the one before (so a repeated retry gets the same token; nothing is stored)."""
+    mac = hmac.new(secret.encode(), f"next:{request_id}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
 def parse_reply(responses: Any, key: str) -> Any:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, cast
 
-from ..suspension import Answer, Request, answer_problem
+from ..intake import Data, Reply, Text
 from .tasks import PRIVATE
 
 __all__ = [
@@ -39,7 +39,6 @@ __all__ = [
     "Incoming",
     "RpcError",
     "Wire",
-    "answer_of",
     "method_op",
     "now",
     "parse_message",
@@ -47,6 +46,7 @@ __all__ = [
     "render_event",
     "render_send_result",
     "render_task",
+    "reply_of",
     "wire_of",
 ]
 
@@ -125,6 +125,9 @@ class Incoming:
     blocking: bool
     text: str = ""
     data_parts: list[Any] = field(default_factory=lambda: [])
+    message_id: str | None = None
+    """The ``messageId`` the sender gave (``None`` when it gave none: the reference wire may
+    omit it, and then the server's own id cannot make a resend idempotent)."""
 
     @property
     def task_id(self) -> str | None:
@@ -146,6 +149,8 @@ def parse_message(params: Any, wire: Wire, *, stream: bool) -> Incoming:
     if not isinstance(params, dict):
         raise RpcError(INVALID_PARAMS, "Invalid params: params must be an object")
     raw = cast(dict[str, Any], params)
+    given: Any = raw.get("message")
+    named: Any = cast(dict[str, Any], given).get("messageId") if isinstance(given, dict) else None
     if wire == "1.0":
         message, blocking = _parse_v1(raw)
     else:
@@ -161,7 +166,13 @@ def parse_message(params: Any, wire: Wire, *, stream: bool) -> Incoming:
             texts.append(p["text"])
         elif p.get("kind") == "data":
             data_parts.append(p.get("data"))
-    return Incoming(message=message, blocking=blocking, text="".join(texts), data_parts=data_parts)
+    return Incoming(
+        message=message,
+        blocking=blocking,
+        text="".join(texts),
+        data_parts=data_parts,
+        message_id=named if isinstance(named, str) and named else None,
+    )
 
 
 def _parse_v1(params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -259,49 +270,37 @@ def dumps(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def answer_of(request: Request, incoming: Incoming) -> Answer:
-    """The `Answer` a follow-up message carries for ``request`` (see the module docs).
+def reply_of(incoming: Incoming) -> tuple[Reply, str | None]:
+    """The reply a follow-up message carries, and the request id it names (``None``: none).
+
+    The mapping of the wire only — the intake (`toolnexus.intake`) decides what the reply means
+    for the request the task shows:
+
+    - a data part with a boolean ``ok`` ⇒ the wire answer ``{ok, data?, reason?}``; its ``id``,
+      when given, names the request it answers;
+    - another data object ⇒ `Data` (its ``requestId`` key, when given, names the request and is
+      not part of the data);
+    - else the text parts ⇒ `Text`.
 
     Raises:
-        RpcError: the message carries no answer, the answer is ill-typed, or it fails the
-            request's ``data.schema``.
+        RpcError: the message carries no answer at all.
     """
-    rid = request.id
-    answer: Answer | None = None
     for data in incoming.data_parts:
-        if isinstance(data, dict) and isinstance(cast(dict[str, Any], data).get("ok"), bool):
-            d = cast(dict[str, Any], data)
-            answer = Answer(id=rid, ok=d["ok"], data=d.get("data"), reason=d.get("reason"))
-            break
-        if isinstance(data, dict):
-            answer = Answer(id=rid, ok=True, data=cast(dict[str, Any], data))
-            break
-    if answer is None and incoming.text:
-        answer = Answer(id=rid, ok=True, data={"text": incoming.text})
-    if answer is None:
-        raise RpcError(
-            ANSWER_REFUSED,
-            "Invalid params: the follow-up carries no answer (send a text part, or a data "
-            "part {ok, data?, reason?})",
-            {"reason": "empty"},
-        )
-    problem = answer_problem(answer)
-    if problem:
-        raise RpcError(ANSWER_REFUSED, f"Invalid params: {problem}", {"reason": "invalid"})
-    schema: Any = (request.data or {}).get("schema")
-    if answer.ok and isinstance(schema, dict):
-        import jsonschema
-
-        try:
-            jsonschema.validate(answer.data or {}, cast(dict[str, Any], schema))
-        except jsonschema.ValidationError as exc:
-            where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-            raise RpcError(
-                ANSWER_REFUSED,
-                f"Invalid params: the answer does not match the request's schema at {where}: "
-                f"{exc.message}",
-                {"reason": "schema"},
-            ) from None
-        except jsonschema.SchemaError:
-            pass  # the tool's own schema is broken: let the tool judge the answer
-    return answer
+        if not isinstance(data, dict):
+            continue
+        d = cast(dict[str, Any], data)
+        if isinstance(d.get("ok"), bool):
+            named = d.get("id")
+            wire = {k: v for k, v in d.items() if k in ("ok", "data", "reason")}
+            return wire, named if isinstance(named, str) and named else None
+        named = d.get("requestId")
+        rest = {k: v for k, v in d.items() if k != "requestId"}
+        return Data(rest), named if isinstance(named, str) and named else None
+    if incoming.text.strip():
+        return Text(incoming.text), None
+    raise RpcError(
+        ANSWER_REFUSED,
+        "Invalid params: the follow-up carries no answer (send a text part, or a data part "
+        "{ok, data?, reason?})",
+        {"reason": "empty"},
+    )
