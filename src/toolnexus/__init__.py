@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         is_pending,
         sanitize,
     )
+    from ._version import __version__
     from .acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
     from .client import HTTP_DEFAULT_TIMEOUT, Client, ClientStyle, Conversation
     from .errors import (
@@ -188,8 +189,6 @@ if TYPE_CHECKING:
     from .translate import TranslatedToolCall, TranslateResult, openai_messages_to_anthropic
     from .waiting import StoreWaitFor, store_wait_for
     from .worker import Worker
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BUILTIN_NAMES",
@@ -382,6 +381,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "is_pending",
         "sanitize",
     ),
+    "._version": ("__version__",),
     ".acp": ("ACPClient", "ACPError", "ACPOptions", "ACPPermissionTimeoutError", "load_acp"),
     ".client": ("HTTP_DEFAULT_TIMEOUT", "Client", "ClientStyle", "Conversation"),
     ".errors": (

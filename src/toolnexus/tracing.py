@@ -125,7 +125,7 @@ def tracer_for(option: object) -> Any:
                 "tracing=True needs OpenTelemetry's API: pip install 'toolnexus[otel]'"
             ) from None
         return None
-    from . import __version__
+    from ._version import __version__
 
     if callable(provider):
         return provider("toolnexus", __version__)
