@@ -115,6 +115,7 @@ if TYPE_CHECKING:
         RunStore,
     )
     from .stores.sqlite import SqliteStore
+    from .suspend import auth_required, pending, pending_of, relay_tool
     from .suspension import (
         RELAY_CALLS_KEY,
         RELAY_IS_ERROR_KEY,
@@ -128,14 +129,10 @@ if TYPE_CHECKING:
         WaitFor,
         answer_declined,
         answer_output,
-        auth_required,
         is_expired,
         is_relay_request,
-        pending,
-        pending_of,
         relay_answer,
         relay_calls_of,
-        relay_tool,
     )
     from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
     from .tools.a2a import (
@@ -460,6 +457,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunStore",
     ),
     ".stores.sqlite": ("SqliteStore",),
+    ".suspend": ("auth_required", "pending", "pending_of", "relay_tool"),
     ".suspension": (
         "RELAY_CALLS_KEY",
         "RELAY_IS_ERROR_KEY",
@@ -473,14 +471,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WaitFor",
         "answer_declined",
         "answer_output",
-        "auth_required",
         "is_expired",
         "is_relay_request",
-        "pending",
-        "pending_of",
         "relay_answer",
         "relay_calls_of",
-        "relay_tool",
     ),
     ".toolkit": (
         "BUILTIN_NAMES",

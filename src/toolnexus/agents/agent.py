@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import UsageError
-from ..suspension import WaitFor, suspension_result
+from ..suspend import suspension_result
+from ..suspension import WaitFor
 from .handle import Handle
 from .harness import Completion, Guardrail, guarded_hooks
 from .runtime import AgentRuntime

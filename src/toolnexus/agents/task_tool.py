@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .._types import Tool, ToolContext, ToolResult
-from ..suspension import suspension_result
+from ..suspend import suspension_result
 from .handle import Handle
 from .types import SpawnError, TaskResult
 

@@ -62,6 +62,7 @@ from ..llm.abort import run_abortable
 from ..llm.base import ModelTurn
 from ..llm.convert import normalize_history
 from ..llm.model_halt import ModelSuspended
+from ..suspend import pending_of
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -71,7 +72,6 @@ from ..suspension import (
     format_timestamp,
     is_expired,
     is_relay_request,
-    pending_of,
 )
 from ..tools.validation import parse_arguments, validate_arguments
 from . import edits

@@ -69,7 +69,8 @@ from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
 from ..stores.requests import RunStore
 from ..stores.runs import InMemoryRunStore
-from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired, pending_of
+from ..suspend import pending_of
+from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired
 from ..toolkit import Toolkit
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request

@@ -63,7 +63,8 @@ from ..loop.checkpoint import Checkpoint, Outstanding, result_from_json, result_
 from ..loop.transcript import MAX_FOLLOW_UPS, same_question
 from ..stores.checks import call_digest, conflict
 from ..stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, AnswerRecord, Claim, RunStore
-from ..suspension import Answer, Request, expired_decline, is_expired, pending_of
+from ..suspend import pending_of
+from ..suspension import Answer, Request, expired_decline, is_expired
 
 __all__ = [
     "HALT_KEY",
