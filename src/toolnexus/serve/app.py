@@ -153,7 +153,7 @@ def _build(
     inbox_store: object = None,
 ) -> ServedApp:
     from .a2a import A2AService
-    from .tasks import resolve_task_store
+    from .tasks_url import resolve_task_store
 
     service: A2AService | None = None
     a2a_app: ASGIApp | None = None
