@@ -23,9 +23,9 @@ from ._compat import warn_stderr
 from ._types import Tool, ToolContext, ToolResult
 from .errors import UsageError
 from .loop.checkpoint import tool_fingerprint
-from .loop.execute import invoke_tool, unknown_tool_result
 from .redaction import Redactor
 from .suspension import WaitFor
+from .tools.execute import invoke_tool, unknown_tool_result
 from .tools.validation import validate_arguments
 
 __all__ = [

@@ -73,12 +73,12 @@ from ..suspension import (
     is_expired,
     is_relay_request,
 )
+from ..tools.execute import coerce_result, invoke_tool, unknown_tool_result
 from ..tools.validation import parse_arguments, validate_arguments
 from . import edits
 from . import transcript as tx
 from .checkpoint import Checkpoint, Outstanding
 from .events import EventStream, emit
-from .execute import coerce_result, invoke_tool, unknown_tool_result
 from .hooks import call_callback
 from .model_call import ModelCalls
 from .state import (
