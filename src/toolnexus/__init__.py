@@ -21,6 +21,7 @@ object is the one its module defines, whichever path imports it.
 
 TYPE_CHECKING = False  # what ``typing.TYPE_CHECKING`` is, without importing typing
 if TYPE_CHECKING:
+    from ._toolkit import BUILTIN_NAMES, to_anthropic, to_gemini, to_openai
     from ._types import (
         JSONSchema,
         Message,
@@ -134,7 +135,7 @@ if TYPE_CHECKING:
         relay_answer,
         relay_calls_of,
     )
-    from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
+    from .toolkit import Toolkit, create_toolkit
     from .tools.a2a import (
         A2AAgent,
         Agent,
@@ -363,6 +364,7 @@ __all__ = [
 ]
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "._toolkit": ("BUILTIN_NAMES", "to_anthropic", "to_gemini", "to_openai"),
     "._types": (
         "JSONSchema",
         "Message",
@@ -476,14 +478,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "relay_answer",
         "relay_calls_of",
     ),
-    ".toolkit": (
-        "BUILTIN_NAMES",
-        "Toolkit",
-        "create_toolkit",
-        "to_anthropic",
-        "to_gemini",
-        "to_openai",
-    ),
+    ".toolkit": ("Toolkit", "create_toolkit"),
     ".tools.a2a": (
         "A2AAgent",
         "Agent",

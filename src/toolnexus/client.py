@@ -29,6 +29,7 @@ from ._error_body import (
     safe_error_body,
 )
 from ._lazy import lazy_names as _lazy_names
+from ._toolkit import Toolkit, ToolSet
 from ._types import (
     LIMIT_COMPLETION,
     LIMIT_MAX_TURNS,
@@ -56,7 +57,6 @@ from .stores.base import ConversationStore
 from .stores.memory import InMemoryConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
 from .suspension import WaitFor
-from .toolkit import Toolkit
 
 if TYPE_CHECKING:
     from .factory import ClientOptions, create_client, create_in_process_client
@@ -119,7 +119,6 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = _lazy_names(globals(), _LAZY)
 
 
-ToolSet = Toolkit | Sequence[Tool] | None
 Prompt = str | Sequence[Any]
 """A user message: text, or a list of content parts (`toolnexus.image`, part dicts, strings)."""
 

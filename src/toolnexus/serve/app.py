@@ -31,11 +31,11 @@ from .security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from .server import ServeHandle, start
 
 if TYPE_CHECKING:
+    from .._toolkit import Toolkit
     from .._types import Tool
     from ..agents.agent import Agent
     from ..agents.runtime import AgentRuntime
     from ..client import Client
-    from ..toolkit import Toolkit
     from .a2a import A2AService
 
 __all__ = [

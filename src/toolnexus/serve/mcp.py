@@ -65,13 +65,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._toolkit import Toolkit
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
 from ..stores.requests import RunStore
 from ..stores.runs import InMemoryRunStore
 from ..suspend import pending_of
 from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired
-from ..toolkit import Toolkit
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request
 from .mcp_halts import HaltedCalls, parse_reply, resolve_call
