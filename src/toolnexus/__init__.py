@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     )
     from ._version import __version__
     from .acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
-    from .client import HTTP_DEFAULT_TIMEOUT, Client, ClientStyle, Conversation
+    from .client import (
+        HTTP_DEFAULT_TIMEOUT,
+        Client,
+        ClientStyle,
+        Conversation,
+        create_client,
+        create_in_process_client,
+    )
     from .errors import (
         AnswerConflict,
         AnswerMismatch,
@@ -59,7 +66,6 @@ if TYPE_CHECKING:
         UnknownRequest,
         UsageError,
     )
-    from .factory import create_client, create_in_process_client
     from .llm.base import Transport
     from .llm.inprocess import InProcessTransport
     from .llm.parts_wire import encode_part
@@ -382,7 +388,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "._version": ("__version__",),
     ".acp": ("ACPClient", "ACPError", "ACPOptions", "ACPPermissionTimeoutError", "load_acp"),
-    ".client": ("HTTP_DEFAULT_TIMEOUT", "Client", "ClientStyle", "Conversation"),
+    ".client": (
+        "HTTP_DEFAULT_TIMEOUT",
+        "Client",
+        "ClientStyle",
+        "Conversation",
+        "create_client",
+        "create_in_process_client",
+    ),
     ".errors": (
         "AnswerConflict",
         "AnswerMismatch",
@@ -402,7 +415,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UnknownRequest",
         "UsageError",
     ),
-    ".factory": ("create_client", "create_in_process_client"),
     ".llm.base": ("Transport",),
     ".llm.inprocess": ("InProcessTransport",),
     ".llm.parts_wire": ("encode_part",),

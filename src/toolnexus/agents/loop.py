@@ -94,7 +94,7 @@ class Loop:
         self.history: list[Message] = []
 
     def _client(self, model: str) -> Client:
-        from ..factory import create_client, create_in_process_client
+        from ..client import create_client, create_in_process_client
 
         opts = dict(self.options)
         spec = self.agent
