@@ -22,7 +22,7 @@ from ..suspension import WaitFor
 from .handle import Handle
 from .harness import Completion, Guardrail, guarded_hooks
 from .runtime import AgentRuntime
-from .types import AgentDef, Budget, TaskResult
+from .types import AgentDef, Budget, ResultRuntime, TaskResult
 
 if TYPE_CHECKING:
     from .loop import Loop
@@ -162,7 +162,7 @@ class Agent:
         sees the answer — inline through the caller's ``wait_for`` or through a durable resume
         in the same process.
         """
-        parked: dict[str, AgentRuntime] = {}
+        parked: dict[str, ResultRuntime] = {}
 
         async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
             answer = ctx.answer if ctx is not None else None
