@@ -36,7 +36,7 @@ from .harness import (
 
 if TYPE_CHECKING:
     from ..client import Client
-    from .agent import Agent
+    from .spec import Agent
 
 __all__ = [
     "LOOP_UNSUPPORTED_FIELDS",

@@ -33,8 +33,8 @@ from .server import ServeHandle, start
 if TYPE_CHECKING:
     from .._toolkit import Toolkit
     from .._types import Tool
-    from ..agents.agent import Agent
     from ..agents.runtime import AgentRuntime
+    from ..agents.spec import Agent
     from ..client import Client
     from .a2a import A2AService
 
@@ -316,8 +316,8 @@ async def serve_agent_app(
         inbox: the approvals inbox over the runtime's run store (see `serve_app`).
         runtime_options: ``llm``, ``store``, … for the runtime built from an `Agent`.
     """
-    from ..agents.agent import Agent
     from ..agents.runtime import AgentRuntime
+    from ..agents.spec import Agent
     from .fulfil import AgentFulfiller
 
     closers: list[Callable[[], Any]] = []
