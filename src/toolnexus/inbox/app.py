@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CheckpointError, UsageError
-from ..serve.security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
+from ..security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
 from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce

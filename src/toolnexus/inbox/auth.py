@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import UsageError
-from ..serve.security import check_token
+from ..security import check_token
 
 __all__ = [
     "SESSION_COOKIE",

@@ -10,7 +10,7 @@ Routes (with the A2A profile): ``GET /.well-known/agent-card.json`` → the card
 ``GET`` → 404 ``not found``; every ``POST`` except ``/mcp`` → the JSON-RPC endpoint. ``/mcp``
 (exactly, or below it) goes to the MCP inbound app when ``mcp=`` is given. Without the A2A
 profile every non-``/mcp`` request is a 404. The bearer token (when given) and the body cap
-guard every route (`toolnexus.serve.security`).
+guard every route (`toolnexus.security`).
 
 A host that mounts the app in its own server gets the same routes below its mount point; the
 card's ``url`` is then derived from each request (or pinned with ``url=``).
@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
+from ..security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from ..stores.requests import DEFAULT_LEASE_S
 from .card import CARD_PATH, build_agent_card, check_a2a_config
-from .security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from .server import ServeHandle, start
 
 if TYPE_CHECKING:

@@ -68,6 +68,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .._toolkit import Toolkit
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
+from ..security import secure
 from ..stores.requests import RunStore
 from ..stores.runs import InMemoryRunStore
 from ..suspend import pending_of
@@ -75,7 +76,6 @@ from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request
 from .mcp_halts import HaltedCalls, parse_reply, resolve_call
-from .security import secure
 
 __all__ = [
     "DEFAULT_NAME",
