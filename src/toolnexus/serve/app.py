@@ -19,7 +19,6 @@ card's ``url`` is then derived from each request (or pinned with ``url=``).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -47,9 +46,6 @@ __all__ = [
     "start_a2a_server",
 ]
 
-MCP_MODULE = "toolnexus.serve.mcp"
-"""Where the MCP inbound app lives: ``mcp_app(toolkit, config, *, on_call, client, store)``."""
-
 
 @dataclass(slots=True)
 class ServedApp:
@@ -74,14 +70,10 @@ class ServedApp:
 
 def _mcp_app(toolkit: Any, config: Any, on_call: Any, client: Any, store: Any) -> ASGIApp:
     """The MCP inbound mount point (CONTRACT §7C), imported when ``mcp=`` is given."""
-    if importlib.util.find_spec(MCP_MODULE) is None:
-        raise NotImplementedError(
-            "serve(mcp=...): MCP inbound is not part of this build (toolnexus.serve.mcp is missing)"
-        )
-    module = importlib.import_module(MCP_MODULE)
-    factory = cast(Callable[..., ASGIApp], module.mcp_app)
+    from .mcp import mcp_app  # the MCP SDK loads only for a server that serves MCP
+
     config = None if config is True else config  # ``mcp=True``: the defaults
-    return factory(toolkit, config, on_call=on_call, client=client, store=store)
+    return mcp_app(toolkit, config, on_call=on_call, client=client, store=store)
 
 
 def _router(a2a: ASGIApp | None, mcp: ASGIApp | None) -> ASGIApp:
