@@ -21,6 +21,7 @@ object is the one its module defines, whichever path imports it.
 
 TYPE_CHECKING = False  # what ``typing.TYPE_CHECKING`` is, without importing typing
 if TYPE_CHECKING:
+    from ._toolkit import BUILTIN_NAMES, to_anthropic, to_gemini, to_openai
     from ._types import (
         JSONSchema,
         Message,
@@ -36,8 +37,16 @@ if TYPE_CHECKING:
         is_pending,
         sanitize,
     )
+    from ._version import __version__
     from .acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
-    from .client import HTTP_DEFAULT_TIMEOUT, Client, ClientStyle, Conversation
+    from .client import (
+        HTTP_DEFAULT_TIMEOUT,
+        Client,
+        ClientStyle,
+        Conversation,
+        create_client,
+        create_in_process_client,
+    )
     from .errors import (
         AnswerConflict,
         AnswerMismatch,
@@ -57,7 +66,6 @@ if TYPE_CHECKING:
         UnknownRequest,
         UsageError,
     )
-    from .factory import create_client, create_in_process_client
     from .llm.base import Transport
     from .llm.inprocess import InProcessTransport
     from .llm.parts_wire import encode_part
@@ -114,6 +122,7 @@ if TYPE_CHECKING:
         RunStore,
     )
     from .stores.sqlite import SqliteStore
+    from .suspend import auth_required, pending, pending_of, relay_tool
     from .suspension import (
         RELAY_CALLS_KEY,
         RELAY_IS_ERROR_KEY,
@@ -127,16 +136,12 @@ if TYPE_CHECKING:
         WaitFor,
         answer_declined,
         answer_output,
-        auth_required,
         is_expired,
         is_relay_request,
-        pending,
-        pending_of,
         relay_answer,
         relay_calls_of,
-        relay_tool,
     )
-    from .toolkit import BUILTIN_NAMES, Toolkit, create_toolkit, to_anthropic, to_gemini, to_openai
+    from .toolkit import Toolkit, create_toolkit
     from .tools.a2a import (
         A2AAgent,
         Agent,
@@ -188,8 +193,6 @@ if TYPE_CHECKING:
     from .translate import TranslatedToolCall, TranslateResult, openai_messages_to_anthropic
     from .waiting import StoreWaitFor, store_wait_for
     from .worker import Worker
-
-__version__ = "0.1.0"
 
 __all__ = [
     "BUILTIN_NAMES",
@@ -367,6 +370,7 @@ __all__ = [
 ]
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "._toolkit": ("BUILTIN_NAMES", "to_anthropic", "to_gemini", "to_openai"),
     "._types": (
         "JSONSchema",
         "Message",
@@ -382,8 +386,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "is_pending",
         "sanitize",
     ),
+    "._version": ("__version__",),
     ".acp": ("ACPClient", "ACPError", "ACPOptions", "ACPPermissionTimeoutError", "load_acp"),
-    ".client": ("HTTP_DEFAULT_TIMEOUT", "Client", "ClientStyle", "Conversation"),
+    ".client": (
+        "HTTP_DEFAULT_TIMEOUT",
+        "Client",
+        "ClientStyle",
+        "Conversation",
+        "create_client",
+        "create_in_process_client",
+    ),
     ".errors": (
         "AnswerConflict",
         "AnswerMismatch",
@@ -403,7 +415,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "UnknownRequest",
         "UsageError",
     ),
-    ".factory": ("create_client", "create_in_process_client"),
     ".llm.base": ("Transport",),
     ".llm.inprocess": ("InProcessTransport",),
     ".llm.parts_wire": ("encode_part",),
@@ -460,6 +471,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunStore",
     ),
     ".stores.sqlite": ("SqliteStore",),
+    ".suspend": ("auth_required", "pending", "pending_of", "relay_tool"),
     ".suspension": (
         "RELAY_CALLS_KEY",
         "RELAY_IS_ERROR_KEY",
@@ -473,23 +485,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WaitFor",
         "answer_declined",
         "answer_output",
-        "auth_required",
         "is_expired",
         "is_relay_request",
-        "pending",
-        "pending_of",
         "relay_answer",
         "relay_calls_of",
-        "relay_tool",
     ),
-    ".toolkit": (
-        "BUILTIN_NAMES",
-        "Toolkit",
-        "create_toolkit",
-        "to_anthropic",
-        "to_gemini",
-        "to_openai",
-    ),
+    ".toolkit": ("Toolkit", "create_toolkit"),
     ".tools.a2a": (
         "A2AAgent",
         "Agent",

@@ -1,11 +1,16 @@
-"""What a provider's error body may show: redacted and capped (the existing package's rules).
+"""What a provider's error reply tells: its body, redacted and capped (the existing package's
+rules), and the delay its ``Retry-After`` header asks for.
 
 * ``redact_identifiers(text)`` replaces the values of ``user_id``, ``account_id``, ``org_id``
   and ``organization`` (JSON string or number values) with `REDACTED`;
 * ``safe_error_body(status, text)`` is ``""`` for 401/403 (an auth failure's body may echo the
   key), else the redacted text;
 * ``capped_error_body(text)`` keeps the first `MAX_ERROR_BODY` characters, adding ``…`` when
-  it cut.
+  it cut;
+* ``parse_retry_after(value)`` reads the header's delay-seconds form.
+
+Below `toolnexus.errors` (whose `ProviderError` is built from a status, a body and the header)
+and imports nothing of ours.
 """
 
 from __future__ import annotations
@@ -16,12 +21,18 @@ __all__ = [
     "MAX_ERROR_BODY",
     "REDACTED",
     "capped_error_body",
+    "parse_retry_after",
     "redact_identifiers",
     "safe_error_body",
 ]
 
 REDACTED = "«redacted»"
 MAX_ERROR_BODY = 200
+
+_RETRY_AFTER_MAX = 2_147_483_647
+_ASCII_DIGITS = frozenset("0123456789")
+# RFC 9110 §5.6.3: optional whitespace around a field value is spaces and horizontal tabs.
+_OWS = " \t"
 
 _IDENTIFIER = re.compile(
     r'("(?:user_id|account_id|org_id|organization)"\s*:\s*)("(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?)'
@@ -49,3 +60,30 @@ def capped_error_body(text: str) -> str:
     if len(text) <= MAX_ERROR_BODY:
         return text
     return text[:MAX_ERROR_BODY] + "…"
+
+
+def parse_retry_after(value: str | None) -> float | None:
+    """Read a ``Retry-After`` header in its delay-seconds form.
+
+    Only ``1*DIGIT`` (ASCII) in ``0…2147483647`` is honoured, and ``0`` is a real answer
+    ("retry now"), so test the result with ``is not None``. Optional whitespace (spaces and
+    tabs) around the value is trimmed, as RFC 9110 allows for every field value. Everything
+    else — fractional, signed, an HTTP-date, out of range, empty, non-ASCII digits — yields
+    ``None`` and the caller falls back to backoff.
+
+    Args:
+        value: the raw header value, or ``None`` when the header is absent.
+
+    Returns:
+        The delay in seconds, or ``None`` when the value is not a delay we honour.
+
+    >>> parse_retry_after("120"), parse_retry_after("0"), parse_retry_after("1.5")
+    (120.0, 0.0, None)
+    """
+    if value is None:
+        return None
+    text = value.strip(_OWS)
+    if not text or not _ASCII_DIGITS.issuperset(text):
+        return None
+    seconds = int(text)
+    return float(seconds) if seconds <= _RETRY_AFTER_MAX else None

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias, TypeGuard
+from typing import Any, ClassVar, Literal, Protocol, TypeAlias, TypeGuard
 
 from ._compat import MappingRecord
-
-if TYPE_CHECKING:
-    from .suspension import Answer, Request
+from .suspension import Answer, Request
 
 __all__ = [
     "LIMIT_COMPLETION",
@@ -261,11 +258,3 @@ def is_pending(result: RunResult) -> TypeGuard[PendingRunResult]:
     """Whether ``result`` halted on a request (``status == "pending"``); narrows it for type
     checkers to `PendingRunResult`, whose ``pending`` is not ``None``."""
     return result.status == "pending" and result.pending is not None
-
-
-# `Answer` and `Request` are in annotations here but live in `toolnexus.suspension`, which
-# imports this module: it binds them into this namespace when it loads, so that
-# `typing.get_type_hints` resolves `ToolContext` and `RunResult` (pydantic, FastAPI and
-# dataclass tooling read them). Loaded from here unless it is the one importing us.
-if "toolnexus.suspension" not in sys.modules:
-    from . import suspension as _suspension  # noqa: F401  # pyright: ignore[reportUnusedImport]

@@ -3,6 +3,6 @@
 A thin re-export: every name is the same object as ``toolnexus.<name>``.
 """
 
-from .toolkit import to_anthropic, to_gemini, to_openai
+from ._toolkit import to_anthropic, to_gemini, to_openai
 
 __all__ = ["to_anthropic", "to_gemini", "to_openai"]

@@ -1,4 +1,5 @@
-"""The unified LLM client: ``run`` / ``ask`` / ``stream`` over OpenAI- and Anthropic-style APIs.
+"""The unified LLM client: ``run`` / ``ask`` / ``stream`` over OpenAI- and Anthropic-style APIs,
+and the factories that build it (`create_client`, `create_in_process_client`).
 
 ::
 
@@ -29,6 +30,7 @@ from ._error_body import (
     safe_error_body,
 )
 from ._lazy import lazy_names as _lazy_names
+from ._toolkit import Toolkit, ToolSet
 from ._types import (
     LIMIT_COMPLETION,
     LIMIT_MAX_TURNS,
@@ -43,8 +45,9 @@ from ._types import (
 )
 from .client_answers import Answering, text_to
 from .errors import ProviderError, RunCancelled, RunTimeout, UsageError
+from .factory import NO_WIRE, ClientOptions, known_options, setup_client
 from .llm.base import Style as ClientStyle
-from .llm.inprocess import InProcessTransport
+from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
 from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
 from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
@@ -56,10 +59,8 @@ from .stores.base import ConversationStore
 from .stores.memory import InMemoryConversationStore
 from .stores.runs import InMemoryRunStore, PendingEntry, RunStore
 from .suspension import WaitFor
-from .toolkit import Toolkit
 
 if TYPE_CHECKING:
-    from .factory import ClientOptions, create_client, create_in_process_client
     from .llm.urllib_transport import HttpTransport, UrllibTransport
     from .translate import TranslateResult
 
@@ -110,8 +111,6 @@ HTTP_DEFAULT_TIMEOUT = 30.0
 _LAZY = {
     "HttpTransport": ".llm.urllib_transport",
     "UrllibTransport": ".llm.urllib_transport",
-    "create_client": ".factory",
-    "create_in_process_client": ".factory",
 }
 
 
@@ -119,7 +118,6 @@ if not TYPE_CHECKING:
     __getattr__, __dir__ = _lazy_names(globals(), _LAZY)
 
 
-ToolSet = Toolkit | Sequence[Tool] | None
 Prompt = str | Sequence[Any]
 """A user message: text, or a list of content parts (`toolnexus.image`, part dicts, strings)."""
 
@@ -171,8 +169,6 @@ class Client(Answering):
         **options: Unpack[ClientOptions],
     ) -> None:
         if config is None:
-            from .factory import known_options, setup_client
-
             unknown = sorted(set(options) - known_options())
             if unknown:
                 raise UsageTypeError(f"toolnexus: unknown client option(s): {', '.join(unknown)}")
@@ -619,6 +615,74 @@ class Client(Answering):
         tb: TracebackType | None,
     ) -> None:
         await self.aclose()
+
+
+def create_client(**options: Unpack[ClientOptions]) -> Client:
+    """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
+
+    ``Client(**options)`` takes the same options and builds the same client.
+
+    Args:
+        base_url: e.g. ``https://api.openai.com/v1`` or ``https://api.anthropic.com``.
+        style: ``"openai"`` (``POST {base}/chat/completions``) or ``"anthropic"``
+            (``POST {base}/v1/messages``).
+        model: sent verbatim on every request (``before_llm`` may override it per turn).
+        api_key: falls back to ``OPENROUTER_API_KEY``, then the style's own key
+            (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``), then the other one.
+        headers: extra request headers (they win over the auth headers).
+        system_prompt: joined with the toolkit's skills prompt by a blank line.
+        max_turns: model calls per run (default 10).
+        hooks: ``before_llm`` / ``after_llm`` / ``before_tool`` / ``after_tool``.
+        retries: extra attempts on retryable failures (default 2).
+        retry_base_ms: backoff base (default 500 ms); ``Retry-After`` seconds win.
+        retryable_statuses: HTTP statuses retried **in addition to** 429, 500, 502, 503,
+            504 and 529 (it can only widen the set); ``on_error`` still has the last word.
+        timeout_ms: whole-run deadline for model calls; the in-flight request is aborted.
+        store: conversation store for ``ask(id=)``: an object, ``"memory"`` or
+            ``"sqlite:///path.db"``.
+        on_metric: receives ``llm`` / ``tool`` / ``run`` event dicts.
+        wait_for: answers suspensions inline; without it a suspension halts the run.
+        request_params: merged into every request body (wins on collision).
+        body_transform: ``body -> body``, runs last before the wire.
+        http_transport: our `Transport`, or any object with a sync
+            ``post(url, headers, payload, timeout) -> dict``, called in a worker thread with
+            ``timeout`` in seconds (what is left of ``timeout_ms``, else 120.0).
+        on_error: ``info -> "retry" | "fail"`` for failed model calls.
+        on_unsupported_part: ``None`` (by provenance), ``"error"`` or ``"text"``: what a
+            content part the wire style cannot carry becomes.
+        max_part_bytes: decoded-byte ceiling per content part (else the process-wide one).
+        pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
+        tracing: OpenTelemetry spans (`toolnexus.tracing`): ``None`` (default) traces when
+            ``opentelemetry-api`` is installed, ``True`` requires it, ``False`` never traces;
+            a ``TracerProvider`` sends the spans there rather than to the global provider.
+        trace_content: also record prompts, replies and tool arguments/results on the spans.
+    """
+    return Client(**options)
+
+
+def create_in_process_client(*, model: str, generate: Generate, **options: Any) -> Client:
+    """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
+
+    ``generate(request)`` gets the OpenAI-shaped body and returns one assistant message:
+    ``{"content": "..."}`` or ``{"toolCalls": [{"name": ..., "arguments": {...}}]}``. No URL,
+    key or HTTP is involved. Every other `create_client` option is accepted (``retries``
+    defaults to 0 here); ``base_url``, ``api_key``, ``style`` and ``http_transport`` are a
+    `TypeError` (an in-process model has no wire). Streaming raises `UsageError` (also a
+    `NotImplementedError`).
+    """
+    for name in NO_WIRE:
+        if name in options:
+            raise UsageTypeError(
+                f"toolnexus: create_in_process_client does not take `{name}` — an in-process "
+                "model has no wire to configure. Use create_client for a network-backed model."
+            )
+    if "in_process" in options:
+        raise UsageTypeError(
+            "toolnexus: create_in_process_client takes `generate`, not `in_process`"
+        )
+    if not callable(generate):
+        raise UsageTypeError("toolnexus: create_in_process_client requires a callable `generate`")
+    return Client(model=model, in_process=generate, **options)
 
 
 def _options_of(config: EngineConfig, store: Any) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from .suspension import Answer, Request
 from .waiting import StoreWaitFor
 
 if TYPE_CHECKING:
-    from .client import ToolSet
+    from ._toolkit import ToolSet
     from .resumption import Resumed, Resumption
     from .worker import Worker
 

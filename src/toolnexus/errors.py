@@ -89,8 +89,7 @@ class ProviderError(ToolnexusError):
         retry_after: float | None = None,
     ) -> None:
         if isinstance(message, int) and not isinstance(message, bool):
-            from ._error_body import capped_error_body, safe_error_body
-            from .llm.retry import parse_retry_after
+            from ._error_body import capped_error_body, parse_retry_after, safe_error_body
 
             status = message
             body = safe_error_body(status, text or "")

@@ -1,10 +1,14 @@
-"""Building clients: `create_client` for an HTTP endpoint, `create_in_process_client` for a
-host function standing in for the model."""
+"""A client's configuration: `setup_client` checks `create_client`'s options and builds the
+`EngineConfig` (dialect, transport, retries, tracing, redactor) and the store a client runs with.
+
+It builds configuration only and never a `Client`: `toolnexus.client` stands on it, and
+``create_client`` / ``create_in_process_client`` / ``Client(**options)`` all come through here.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
+from typing import Any, Literal, TypedDict
 
 from ._compat import UsageTypeError
 from .errors import UsageError
@@ -22,14 +26,11 @@ from .stores.url import resolve_store
 from .suspension import WaitFor
 from .tracing import tracing_for
 
-if TYPE_CHECKING:
-    from .client import Client
-
 __all__ = [
+    "NO_WIRE",
     "ClientOptions",
     "ClientSetup",
-    "create_client",
-    "create_in_process_client",
+    "client_secrets",
     "known_options",
     "setup_client",
 ]
@@ -77,7 +78,8 @@ store, whether the model is in-process, whether the client owns the store, and t
 given (the client's read-only attributes)."""
 
 _UNSUPPORTED_PART_MODES = (None, "error", "text")
-_NO_WIRE = ("base_url", "api_key", "style", "http_transport")
+NO_WIRE = ("base_url", "api_key", "style", "http_transport")
+"""The options an in-process model refuses: it has no wire to configure."""
 
 
 def _resolve_api_key(style: Style, api_key: str | None) -> str:
@@ -268,75 +270,3 @@ def client_secrets(api_key: str | None, headers: Mapping[str, str]) -> Redactor:
     for name, value in headers.items():
         secrets.add_setting(name, value)
     return secrets
-
-
-def create_client(**options: Unpack[ClientOptions]) -> Client:
-    """Create a `Client` for an OpenAI- or Anthropic-style endpoint.
-
-    ``Client(**options)`` takes the same options and builds the same client.
-
-    Args:
-        base_url: e.g. ``https://api.openai.com/v1`` or ``https://api.anthropic.com``.
-        style: ``"openai"`` (``POST {base}/chat/completions``) or ``"anthropic"``
-            (``POST {base}/v1/messages``).
-        model: sent verbatim on every request (``before_llm`` may override it per turn).
-        api_key: falls back to ``OPENROUTER_API_KEY``, then the style's own key
-            (``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY``), then the other one.
-        headers: extra request headers (they win over the auth headers).
-        system_prompt: joined with the toolkit's skills prompt by a blank line.
-        max_turns: model calls per run (default 10).
-        hooks: ``before_llm`` / ``after_llm`` / ``before_tool`` / ``after_tool``.
-        retries: extra attempts on retryable failures (default 2).
-        retry_base_ms: backoff base (default 500 ms); ``Retry-After`` seconds win.
-        retryable_statuses: HTTP statuses retried **in addition to** 429, 500, 502, 503,
-            504 and 529 (it can only widen the set); ``on_error`` still has the last word.
-        timeout_ms: whole-run deadline for model calls; the in-flight request is aborted.
-        store: conversation store for ``ask(id=)``: an object, ``"memory"`` or
-            ``"sqlite:///path.db"``.
-        on_metric: receives ``llm`` / ``tool`` / ``run`` event dicts.
-        wait_for: answers suspensions inline; without it a suspension halts the run.
-        request_params: merged into every request body (wins on collision).
-        body_transform: ``body -> body``, runs last before the wire.
-        http_transport: our `Transport`, or any object with a sync
-            ``post(url, headers, payload, timeout) -> dict``, called in a worker thread with
-            ``timeout`` in seconds (what is left of ``timeout_ms``, else 120.0).
-        on_error: ``info -> "retry" | "fail"`` for failed model calls.
-        on_unsupported_part: ``None`` (by provenance), ``"error"`` or ``"text"``: what a
-            content part the wire style cannot carry becomes.
-        max_part_bytes: decoded-byte ceiling per content part (else the process-wide one).
-        pending_ttl: seconds; stamps ``expiresAt`` on suspensions that carry none.
-        tracing: OpenTelemetry spans (`toolnexus.tracing`): ``None`` (default) traces when
-            ``opentelemetry-api`` is installed, ``True`` requires it, ``False`` never traces;
-            a ``TracerProvider`` sends the spans there rather than to the global provider.
-        trace_content: also record prompts, replies and tool arguments/results on the spans.
-    """
-    from .client import Client
-
-    return Client(**options)
-
-
-def create_in_process_client(*, model: str, generate: Generate, **options: Any) -> Client:
-    """A `Client` whose "model" is a host function (tests, local rules, a model in memory).
-
-    ``generate(request)`` gets the OpenAI-shaped body and returns one assistant message:
-    ``{"content": "..."}`` or ``{"toolCalls": [{"name": ..., "arguments": {...}}]}``. No URL,
-    key or HTTP is involved. Every other `create_client` option is accepted (``retries``
-    defaults to 0 here); ``base_url``, ``api_key``, ``style`` and ``http_transport`` are a
-    `TypeError` (an in-process model has no wire). Streaming raises `UsageError` (also a
-    `NotImplementedError`).
-    """
-    from .client import Client
-
-    for name in _NO_WIRE:
-        if name in options:
-            raise UsageTypeError(
-                f"toolnexus: create_in_process_client does not take `{name}` — an in-process "
-                "model has no wire to configure. Use create_client for a network-backed model."
-            )
-    if "in_process" in options:
-        raise UsageTypeError(
-            "toolnexus: create_in_process_client takes `generate`, not `in_process`"
-        )
-    if not callable(generate):
-        raise UsageTypeError("toolnexus: create_in_process_client requires a callable `generate`")
-    return Client(model=model, in_process=generate, **options)

@@ -1,8 +1,10 @@
-"""The suspension primitive: `Request`, `Answer`, `pending()` and the relay helpers.
+"""The suspension primitive's data: `Request`, `Answer`, their checks and the relay helpers.
 
-Any tool can pause a run by returning ``pending(Request)``: an ordinary `ToolResult` whose
-``metadata["pending"]`` carries the `Request`. The host resolves it to an `Answer`, inline
-through ``wait_for`` or later through ``run_with_answer`` / ``ask_with_answer``.
+Any tool can pause a run by returning ``pending(Request)`` (`toolnexus.suspend`): an ordinary
+`ToolResult` whose ``metadata["pending"]`` carries the `Request`. The host resolves it to an
+`Answer`, inline through ``wait_for`` or later through ``run_with_answer`` / ``ask_with_answer``.
+This module holds the data and what reads or builds it, below the tool types
+(`toolnexus._types`), which carry a `Request` and an `Answer`.
 
 Both types are plain data. ``Request(**wire)`` / ``Answer(**wire)`` rebuild them from their
 wire dicts and ``.to_dict()`` gives the wire dict back, so they round-trip through JSON::
@@ -16,7 +18,6 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +25,6 @@ from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
 from ._compat import UsageTypeError
-from ._types import Tool, ToolContext, ToolResult
 from .errors import UsageError
 
 __all__ = [
@@ -41,15 +41,11 @@ __all__ = [
     "answer_declined",
     "answer_output",
     "answer_problem",
-    "auth_required",
     "is_expired",
     "is_relay_request",
     "new_request_id",
-    "pending",
-    "pending_of",
     "relay_answer",
     "relay_calls_of",
-    "relay_tool",
 ]
 
 RELAY_KIND = "tool_call"
@@ -228,91 +224,7 @@ def is_expired(request: Request, now: datetime | None = None) -> bool:
     return (now or datetime.now(UTC)) >= deadline
 
 
-def pending(
-    *,
-    kind: str,
-    prompt: str,
-    id: str | None = None,
-    url: str | None = None,
-    data: dict[str, Any] | None = None,
-    expiresAt: str | None = None,
-) -> ToolResult:
-    """Suspend: a `ToolResult` carrying a `Request` in ``metadata["pending"]``.
-
-    The output is the human fallback text: the prompt, plus the url on its own line.
-
-    Raises:
-        UsageError: ``kind`` or ``prompt`` is empty (or not a string), or ``expiresAt`` is not
-            an ISO 8601 / RFC 3339 timestamp with a timezone (``"2026-01-02T03:04:05Z"``,
-            ``"...+02:00"``); ``"tomorrow"`` or a naive time would otherwise count as expired.
-
-    >>> r = pending(kind="approval", prompt="Ship it?")
-    >>> pending_of(r).kind
-    'approval'
-    """
-    for name, value in (("kind", kind), ("prompt", prompt)):
-        if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UsageError(f"pending: {name} must be a non-empty string, got {value!r}")
-    if expiresAt is not None:
-        _check_expiry(expiresAt)
-    request = Request(
-        id=id or new_request_id(),
-        kind=kind,
-        prompt=prompt,
-        url=url,
-        data=data,
-        expiresAt=expiresAt,
-    )
-    return suspension_result(request)
-
-
-def _check_expiry(value: object) -> None:
-    if not isinstance(value, str):
-        raise UsageError(f"pending: expiresAt must be an ISO 8601 string, got {value!r}")
-    text = value.strip()
-    try:
-        parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
-    except ValueError:
-        raise UsageError(
-            f"pending: expiresAt {value!r} is not an ISO 8601 timestamp "
-            '(e.g. "2026-01-02T03:04:05Z")'
-        ) from None
-    if parsed.tzinfo is None:
-        raise UsageError(
-            f"pending: expiresAt {value!r} has no timezone; add Z or an offset such as +02:00"
-        )
-
-
-def suspension_result(request: Request) -> ToolResult:
-    """The `ToolResult` that carries ``request`` as a suspension."""
-    output = request.prompt + (f"\n{request.url}" if request.url else "")
-    return ToolResult(output=output, is_error=True, metadata={"pending": request})
-
-
-def auth_required(url: str, prompt: str = "Authorization required to continue") -> ToolResult:
-    """Suspend with ``kind="authorization"``: the human goes to ``url`` to log in."""
-    return pending(kind="authorization", prompt=prompt, url=url)
-
-
-def pending_of(result: ToolResult | None) -> Request | None:
-    """The `Request` a result suspends on, or ``None`` for an ordinary result.
-
-    A plain dict in ``metadata["pending"]`` with the wire keys is accepted too.
-    """
-    if result is None or not result.metadata:
-        return None
-    value = result.metadata.get("pending")
-    if isinstance(value, Request):
-        return value
-    if isinstance(value, dict):
-        try:
-            return Request.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
-        except (TypeError, ValueError):
-            return None
-    return None
-
-
-# --- relay tools -----------------------------------------------------------------------
+# --- relay calls and their answers ------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -332,55 +244,6 @@ class RelayResult:
     id: str
     output: str
     is_error: bool = False
-
-
-def relay_tool(name: str, description: str, schema: dict[str, Any] | None = None) -> Tool:
-    """A declaration-only tool: the model calls it, the *host* executes it.
-
-    The first execution suspends with ``kind="tool_call"`` and ``data.calls``; the loop stamps
-    each call's ``id``. The retry with an answer turns ``answer.data["output"]`` /
-    ``["isError"]`` into the result; ``ok=False`` becomes
-    ``relay declined for <name>: <reason>``.
-    """
-    input_schema: dict[str, Any] = (
-        schema if schema is not None else {"type": "object", "properties": {}}
-    )
-
-    async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
-        answer = ctx.answer if ctx is not None else None
-        if answer is None:
-            call = {
-                "id": (ctx.call_id if ctx is not None else None) or "",
-                "name": name,
-                "input": args,
-                "arguments": json.dumps(args, separators=(",", ":")),
-            }
-            return pending(
-                kind=RELAY_KIND,
-                prompt=f"relay tool call {name} to the caller for execution",
-                data={RELAY_CALLS_KEY: [call]},
-            )
-        return relay_result_from_answer(name, answer, ctx.call_id if ctx is not None else None)
-
-    return Tool(
-        name=name,
-        description=description,
-        input_schema=input_schema,
-        source="relay",
-        execute=execute,
-        validate_args=False,
-        handles_declines=True,
-    )
-
-
-def relay_result_from_answer(name: str, answer: Answer, call_id: str | None) -> ToolResult:
-    """Map a host's answer for one relayed call to the call's result."""
-    if not answer.ok:
-        return ToolResult(f"relay declined for {name}: {answer.reason or 'declined'}", True)
-    found = relay_output_for(answer, call_id, first=True)
-    if found is None:
-        return ToolResult(f"no result supplied on resume for {name}", True)
-    return ToolResult(found[0], found[1])
 
 
 def relay_output_for(
@@ -488,9 +351,3 @@ def answer_declined(id: str, reason: str = "declined") -> Answer:
             f'toolnexus: Answer reason must be "declined", "cancelled" or "expired", got {reason!r}'
         )
     return Answer(id=id, ok=False, reason=reason)
-
-
-# `toolnexus._types` annotates with these two but cannot import them (see its last lines).
-_types_module = sys.modules["toolnexus._types"]
-_types_module.Answer = Answer  # pyright: ignore[reportAttributeAccessIssue]
-_types_module.Request = Request  # pyright: ignore[reportAttributeAccessIssue]

@@ -47,16 +47,16 @@ import json
 import time
 from collections.abc import Generator, Mapping, MutableMapping
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
     from ._types import ToolResult
     from .llm.base import ModelTurn
-    from .loop.checkpoint import Checkpoint
     from .suspension import Answer, Request
 
 __all__ = [
+    "Halted",
     "Tracing",
     "a2a_client_span",
     "a2a_server_span",
@@ -68,6 +68,27 @@ __all__ = [
     "tracer_for",
     "tracing_for",
 ]
+
+
+class Halted(Protocol):
+    """What `Tracing.record_wait` reads of a halted run (a `toolnexus.loop.checkpoint.Checkpoint`,
+    which the loop, standing on this module, hands in)."""
+
+    @property
+    def trace(self) -> str:
+        """The halted run's W3C ``traceparent`` (``""`` untraced)."""
+        ...
+
+    @property
+    def pending(self) -> Request:
+        """The request it halted on."""
+        ...
+
+    @property
+    def created_at(self) -> float:
+        """When it halted (epoch seconds)."""
+        ...
+
 
 _PROVIDERS = {"openai": "openai", "anthropic": "anthropic"}
 
@@ -125,7 +146,7 @@ def tracer_for(option: object) -> Any:
                 "tracing=True needs OpenTelemetry's API: pip install 'toolnexus[otel]'"
             ) from None
         return None
-    from . import __version__
+    from ._version import __version__
 
     if callable(provider):
         return provider("toolnexus", __version__)
@@ -425,7 +446,7 @@ class Tracing:
                 span.set_attribute("toolnexus.answer.reason", answer.reason)
         self._end(span, error)
 
-    def record_wait(self, checkpoint: Checkpoint, answer: Answer, answered_by: str | None) -> None:
+    def record_wait(self, checkpoint: Halted, answer: Answer, answered_by: str | None) -> None:
         """The durable wait, from the halt to now, under the halted run's span."""
         halted = self._remote(checkpoint.trace)
         if halted is None:

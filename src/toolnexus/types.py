@@ -5,15 +5,8 @@ A thin re-export: every name is the same object as ``toolnexus.<name>``.
 
 from ._types import JSONSchema, Tool, ToolContext, ToolResult, ToolSource, sanitize
 from ._types import ToolExecute as ExecuteFn
-from .suspension import (
-    Answer,
-    Request,
-    answer_declined,
-    answer_output,
-    auth_required,
-    pending,
-    pending_of,
-)
+from .suspend import auth_required, pending, pending_of
+from .suspension import Answer, Request, answer_declined, answer_output
 from .tools.mcp_config import McpStatus
 
 __all__ = [

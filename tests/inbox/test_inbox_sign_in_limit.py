@@ -16,7 +16,7 @@ from inbox_support import TOKENS, halted, make_app, visitor
 
 from toolnexus.errors import UsageError
 from toolnexus.inbox import InboxApp
-from toolnexus.serve.security import SignInLimit
+from toolnexus.security import SignInLimit
 from toolnexus.stores.runs import InMemoryStore
 
 _CSRF = re.compile(r'name="csrf" value="([^"]+)"')

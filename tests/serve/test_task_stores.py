@@ -11,8 +11,8 @@ import pytest
 
 from toolnexus.errors import UsageError
 from toolnexus.serve import FileTaskStore, InMemoryTaskStore, TaskStore, resolve_task_store
-from toolnexus.serve.tasks import resolve_store as resolve_task_store_only
 from toolnexus.serve.tasks_sql import PostgresTaskStore, SqliteTaskStore
+from toolnexus.serve.tasks_url import resolve_store as resolve_task_store_only
 from toolnexus.stores.url import resolve_store
 
 

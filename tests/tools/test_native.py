@@ -11,7 +11,8 @@ from pydantic import BaseModel, Field
 
 from toolnexus._types import Tool, ToolContext, ToolResult
 from toolnexus.errors import UsageError
-from toolnexus.suspension import Answer, pending, pending_of
+from toolnexus.suspend import pending, pending_of
+from toolnexus.suspension import Answer
 from toolnexus.tools.native import define_tool, to_tool_result, tool
 
 

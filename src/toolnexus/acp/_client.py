@@ -44,7 +44,8 @@ from .._compat import warn_stderr
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, UsageError
 from ..intake import intake
-from ..suspension import Answer, Request, WaitFor, new_request_id, suspension_result
+from ..suspend import suspension_result
+from ..suspension import Answer, Request, WaitFor, new_request_id
 from ._wire import ACPError, ACPPermissionTimeoutError, ACPSessionGone, Connection, result_of
 
 __all__ = ["ACPClient", "ACPOptions", "load_acp"]

@@ -15,9 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..client import Client
+from ..client import Client, create_client
 from ..errors import UsageError
-from ..factory import create_client
 from ..llm.base import SSEEvent, Transport
 from ..llm.dialects import dialect_for
 from ..llm.retry import OnError

@@ -36,7 +36,7 @@ from .harness import (
 
 if TYPE_CHECKING:
     from ..client import Client
-    from .agent import Agent
+    from .spec import Agent
 
 __all__ = [
     "LOOP_UNSUPPORTED_FIELDS",
@@ -94,7 +94,7 @@ class Loop:
         self.history: list[Message] = []
 
     def _client(self, model: str) -> Client:
-        from ..factory import create_client, create_in_process_client
+        from ..client import create_client, create_in_process_client
 
         opts = dict(self.options)
         spec = self.agent

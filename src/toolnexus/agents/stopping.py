@@ -9,14 +9,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from .handle import Handle
 from .runtime_base import RuntimeBase
-from .types import CloseReason, InboxItem, TaskResult
-
-if TYPE_CHECKING:
-    from .runtime import AgentRuntime
+from .types import CloseReason, InboxItem, ResultRuntime, TaskResult
 
 __all__ = ["Stopping", "stamp_totals"]
 
@@ -26,8 +23,8 @@ log = logging.getLogger("toolnexus.agents")
 class Stopping(RuntimeBase):
     """Interrupt and close handles (a base of `AgentRuntime`)."""
 
-    def _runtime(self) -> AgentRuntime:
-        return cast("AgentRuntime", self)
+    def _runtime(self) -> ResultRuntime:
+        return cast("ResultRuntime", self)
 
     def interrupt(self, h: Handle) -> asyncio.Future[None]:
         """Abort the in-flight turn, or cancel a pending request — at once (synchronous).

@@ -10,20 +10,42 @@ one is awaited. That is what makes the resume cascade idempotent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._types import Tool, ToolContext, ToolResult
-from ..suspension import suspension_result
+from ..suspend import suspension_result
+from ..suspension import Answer
 from .handle import Handle
-from .types import SpawnError, TaskResult
+from .types import AgentDef, Budget, CloseReason, InboxItem, PostResult, SpawnError, TaskResult
 
-if TYPE_CHECKING:
-    from .runtime import AgentRuntime
-
-__all__ = ["task_description", "task_tool"]
+__all__ = ["Delegating", "task_description", "task_tool"]
 
 
-def task_description(rt: AgentRuntime, team: list[str]) -> str:
+class Delegating(Protocol):
+    """What the ``task`` tool uses of its runtime (`toolnexus.agents.AgentRuntime` is one; it
+    builds the tool, so it is named here by that use rather than imported)."""
+
+    registry: dict[str, AgentDef]
+    trace: list[str]
+
+    def _spawn(
+        self, parent: Handle, def_name: str, budget: Budget | None = None
+    ) -> Handle | SpawnError: ...
+
+    def wake(self, h: Handle, prompt: str | None = None) -> PostResult: ...
+
+    async def wait(
+        self, h: Handle, timeout_ms: float | None = None, *, waiter: Handle | None = None
+    ) -> TaskResult: ...
+
+    async def resume_handle(self, h: Handle, answer: Answer) -> TaskResult: ...
+
+    async def close(
+        self, h: Handle, *, force: bool = False, reason: CloseReason | None = None
+    ) -> list[InboxItem]: ...
+
+
+def task_description(rt: Delegating, team: list[str]) -> str:
     """The description advertises only the caller's team, sorted, from each agent's ``does``."""
     listed = "; ".join(f"{name}: {rt.registry[name].description}" for name in team)
     return "Delegate a subtask to an isolated subagent. Available agents — " + listed
@@ -47,7 +69,7 @@ def _spawned_by(parent: Handle, key: str, call_id: str | None) -> Handle | None:
     return found
 
 
-def _trace_escalation(rt: AgentRuntime, parent: Handle, child: Handle) -> None:
+def _trace_escalation(rt: Delegating, parent: Handle, child: Handle) -> None:
     """The inline answer reached ``child`` from ``parent``: when ``parent``'s own ``wait_for``
     gave it, name it as the interpreter of the question's asker."""
     if rt.registry[parent.agent].wait_for is None:
@@ -61,7 +83,7 @@ def _trace_escalation(rt: AgentRuntime, parent: Handle, child: Handle) -> None:
     rt.trace.append(f'{asker.id}: escalate → {parent.id} answers ("nearest interpreter")')
 
 
-def task_tool(rt: AgentRuntime, parent: Handle) -> Tool:
+def task_tool(rt: Delegating, parent: Handle) -> Tool:
     """The ``task`` tool of ``parent``: its team is its definition's ``task_targets``."""
     team = sorted(rt.registry[parent.agent].task_targets or ())
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 from .._types import Tool
-from ..suspension import Request, WaitFor
-
-if TYPE_CHECKING:
-    from .runtime import AgentRuntime
+from ..suspension import Answer, Request, WaitFor
 
 __all__ = [
     "DEFAULT_MAX_CONCURRENT",
@@ -41,6 +38,7 @@ __all__ = [
     "HandleView",
     "InboxItem",
     "PostResult",
+    "ResultRuntime",
     "SpawnError",
     "TaskResult",
     "TaskStatus",
@@ -196,6 +194,34 @@ class InboxItem:
         )
 
 
+class ResultRuntime(Protocol):
+    """The runtime a `TaskResult` came from (``result.runtime``), as its holder uses it: answer
+    a ``pending`` result and wait again, look at the tree, close it.
+
+    `toolnexus.agents.AgentRuntime` is one. It is named here by that use, not imported: the
+    runtime stands on this module. Handles are typed `Any` for the same reason (they are the
+    runtime's `toolnexus.agents.Handle`).
+    """
+
+    async def resume(
+        self, answer: Answer | Mapping[str, Any], *, answered_by: str | None = None
+    ) -> TaskResult: ...
+
+    def handle(self, id: str) -> Any: ...
+
+    async def wait(
+        self, h: Any, timeout_ms: float | None = None, *, waiter: Any = None
+    ) -> TaskResult: ...
+
+    def list(self, h: Any = None) -> list[HandleView]: ...
+
+    async def close(
+        self, h: Any, *, force: bool = False, reason: CloseReason | None = None
+    ) -> list[InboxItem]: ...
+
+    async def aclose(self) -> None: ...
+
+
 @dataclass(slots=True)
 class TaskResult:
     """What a handle's turn came to. ``status`` is from a closed vocabulary (`TASK_STATUSES`); a
@@ -215,7 +241,7 @@ class TaskResult:
     total_tokens: int = 0
     own_tokens: int = 0
     limit: str | None = None
-    runtime: AgentRuntime | None = field(default=None, repr=False, compare=False)
+    runtime: ResultRuntime | None = field(default=None, repr=False, compare=False)
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)

@@ -96,7 +96,7 @@ class Session:
         self.toolkit: Any = None
 
     async def open(self) -> None:
-        from ..factory import create_client
+        from ..client import create_client
         from ..toolkit import create_toolkit
 
         s = self.settings

@@ -2,7 +2,7 @@
 
 The routes are listed in docs/inbox.md. Every route but ``/login`` and ``/static`` needs a
 user (`toolnexus.inbox.auth`); every form post needs its session's CSRF token (a bearer
-request needs none); the body cap of `toolnexus.serve.security.BodyLimit` guards every post.
+request needs none); the body cap of `toolnexus.security.BodyLimit` guards every post.
 Answers are only *recorded* here (`RunStore.post_answer` / `RunStore.cancel`, exactly once);
 a worker holding the toolkit resumes the run, and the detail page follows it.
 """
@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CheckpointError, UsageError
-from ..serve.security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
+from ..security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
 from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce

@@ -9,7 +9,7 @@ random secret per process otherwise), and changing a token ends that user's sess
 CSRF token of a session is another MAC over the same cookie, so a form is tied to the
 session that rendered it. Every comparison is constant-time (`hmac.compare_digest`).
 
-Wrong tokens are counted per client address (`toolnexus.serve.security.SignInLimit`): past a
+Wrong tokens are counted per client address (`toolnexus.security.SignInLimit`): past a
 few in a minute, that address is refused with 429 until the oldest ages out — the sign-in form
 and bearer tokens alike. Tokens are long random secrets; this only keeps a guesser from trying
 at line rate.
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..errors import UsageError
-from ..serve.security import check_token
+from ..security import check_token
 
 __all__ = [
     "SESSION_COOKIE",

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, TypeVar, cast
 
+from .._error_body import parse_retry_after
 from ..errors import BadResponse, CallbackError, ProviderError, TransportError, UsageError
 
 __all__ = [
@@ -48,10 +49,6 @@ ErrorTier: TypeAlias = Literal["retry", "fail"]
 RETRYABLE_STATUSES: frozenset[int] = frozenset({429, 500, 502, 503, 504, 529})
 """HTTP statuses worth another attempt by default."""
 
-_RETRY_AFTER_MAX = 2_147_483_647
-_ASCII_DIGITS = frozenset("0123456789")
-# RFC 9110 §5.6.3: optional whitespace around a field value is spaces and horizontal tabs.
-_OWS = " \t"
 # The smallest backoff we ever wait, so that ``retry_base_ms=0`` still never retries at once.
 _MIN_BACKOFF_S = 0.001
 
@@ -77,33 +74,6 @@ OnError: TypeAlias = Callable[[ErrorInfo], "ErrorTier | Awaitable[ErrorTier]"]
 
 ErrorClassifier: TypeAlias = OnError
 """The existing package's name for `OnError`."""
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Read a ``Retry-After`` header in its delay-seconds form.
-
-    Only ``1*DIGIT`` (ASCII) in ``0…2147483647`` is honoured, and ``0`` is a real answer
-    ("retry now"), so test the result with ``is not None``. Optional whitespace (spaces and
-    tabs) around the value is trimmed, as RFC 9110 allows for every field value. Everything
-    else — fractional, signed, an HTTP-date, out of range, empty, non-ASCII digits — yields
-    ``None`` and the caller falls back to backoff.
-
-    Args:
-        value: the raw header value, or ``None`` when the header is absent.
-
-    Returns:
-        The delay in seconds, or ``None`` when the value is not a delay we honour.
-
-    >>> parse_retry_after("120"), parse_retry_after("0"), parse_retry_after("1.5")
-    (120.0, 0.0, None)
-    """
-    if value is None:
-        return None
-    text = value.strip(_OWS)
-    if not text or not _ASCII_DIGITS.issuperset(text):
-        return None
-    seconds = int(text)
-    return float(seconds) if seconds <= _RETRY_AFTER_MAX else None
 
 
 def is_retryable(error: BaseException, statuses: frozenset[int] = RETRYABLE_STATUSES) -> bool:

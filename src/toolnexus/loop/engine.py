@@ -63,6 +63,7 @@ from ..llm.abort import run_abortable
 from ..llm.base import ModelTurn
 from ..llm.convert import normalize_history
 from ..llm.model_halt import ModelSuspended
+from ..suspend import pending_of
 from ..suspension import (
     RELAY_CALLS_KEY,
     Answer,
@@ -72,14 +73,13 @@ from ..suspension import (
     format_timestamp,
     is_expired,
     is_relay_request,
-    pending_of,
 )
+from ..tools.execute import coerce_result, invoke_tool, unknown_tool_result
 from ..tools.validation import parse_arguments, validate_arguments
 from . import edits
 from . import transcript as tx
 from .checkpoint import Checkpoint, Outstanding
 from .events import EventStream, emit
-from .execute import coerce_result, invoke_tool, unknown_tool_result
 from .hooks import call_callback
 from .model_call import ModelCalls
 from .state import (

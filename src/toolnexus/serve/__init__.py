@@ -1,5 +1,5 @@
 """Serving a toolkit or an agent on the network: A2A inbound, and MCP inbound at ``POST /mcp``
-(`toolnexus.serve.mcp`), behind one bearer token and one body cap (`toolnexus.serve.security`).
+(`toolnexus.serve.mcp`), behind one bearer token and one body cap (`toolnexus.security`).
 
 `start_a2a_server` serves A2A over a host's own ``run_task`` (the reference's entry point).
 See docs/serving.md and docs/serving-mcp.md. Needs the ``serve`` extra (starlette, uvicorn,
@@ -26,13 +26,8 @@ if TYPE_CHECKING:
         mcp_app,
     )
     from .server import ServeHandle
-    from .tasks import (
-        FileTaskStore,
-        InMemoryTaskStore,
-        TaskStore,
-        resolve_store,
-        resolve_task_store,
-    )
+    from .tasks import FileTaskStore, InMemoryTaskStore, TaskStore
+    from .tasks_url import resolve_store, resolve_task_store
 
 _LAZY: dict[str, str] = {
     "ServedApp": ".app",
@@ -47,12 +42,12 @@ _LAZY: dict[str, str] = {
     "DEFAULT_VERSION": ".card",
     "PROTOCOL_VERSION": ".card",
     "build_agent_card": ".card",
-    "resolve_store": ".tasks",
+    "resolve_store": ".tasks_url",
     "ServeHandle": ".server",
     "FileTaskStore": ".tasks",
     "InMemoryTaskStore": ".tasks",
     "TaskStore": ".tasks",
-    "resolve_task_store": ".tasks",
+    "resolve_task_store": ".tasks_url",
     "MCPServeConfig": ".mcp",
     "McpApp": ".mcp",
     "OnCall": ".mcp",

@@ -10,7 +10,7 @@ Routes (with the A2A profile): ``GET /.well-known/agent-card.json`` → the card
 ``GET`` → 404 ``not found``; every ``POST`` except ``/mcp`` → the JSON-RPC endpoint. ``/mcp``
 (exactly, or below it) goes to the MCP inbound app when ``mcp=`` is given. Without the A2A
 profile every non-``/mcp`` request is a 404. The bearer token (when given) and the body cap
-guard every route (`toolnexus.serve.security`).
+guard every route (`toolnexus.security`).
 
 A host that mounts the app in its own server gets the same routes below its mount point; the
 card's ``url`` is then derived from each request (or pinned with ``url=``).
@@ -19,23 +19,22 @@ card's ``url`` is then derived from each request (or pinned with ``url=``).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
+from ..security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from ..stores.requests import DEFAULT_LEASE_S
 from .card import CARD_PATH, build_agent_card, check_a2a_config
-from .security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from .server import ServeHandle, start
 
 if TYPE_CHECKING:
+    from .._toolkit import Toolkit
     from .._types import Tool
-    from ..agents.agent import Agent
     from ..agents.runtime import AgentRuntime
+    from ..agents.spec import Agent
     from ..client import Client
-    from ..toolkit import Toolkit
     from .a2a import A2AService
 
 __all__ = [
@@ -46,9 +45,6 @@ __all__ = [
     "serve_app",
     "start_a2a_server",
 ]
-
-MCP_MODULE = "toolnexus.serve.mcp"
-"""Where the MCP inbound app lives: ``mcp_app(toolkit, config, *, on_call, client, store)``."""
 
 
 @dataclass(slots=True)
@@ -74,14 +70,10 @@ class ServedApp:
 
 def _mcp_app(toolkit: Any, config: Any, on_call: Any, client: Any, store: Any) -> ASGIApp:
     """The MCP inbound mount point (CONTRACT §7C), imported when ``mcp=`` is given."""
-    if importlib.util.find_spec(MCP_MODULE) is None:
-        raise NotImplementedError(
-            "serve(mcp=...): MCP inbound is not part of this build (toolnexus.serve.mcp is missing)"
-        )
-    module = importlib.import_module(MCP_MODULE)
-    factory = cast(Callable[..., ASGIApp], module.mcp_app)
+    from .mcp import mcp_app  # the MCP SDK loads only for a server that serves MCP
+
     config = None if config is True else config  # ``mcp=True``: the defaults
-    return factory(toolkit, config, on_call=on_call, client=client, store=store)
+    return mcp_app(toolkit, config, on_call=on_call, client=client, store=store)
 
 
 def _router(a2a: ASGIApp | None, mcp: ASGIApp | None) -> ASGIApp:
@@ -153,7 +145,7 @@ def _build(
     inbox_store: object = None,
 ) -> ServedApp:
     from .a2a import A2AService
-    from .tasks import resolve_task_store
+    from .tasks_url import resolve_task_store
 
     service: A2AService | None = None
     a2a_app: ASGIApp | None = None
@@ -316,8 +308,8 @@ async def serve_agent_app(
         inbox: the approvals inbox over the runtime's run store (see `serve_app`).
         runtime_options: ``llm``, ``store``, … for the runtime built from an `Agent`.
     """
-    from ..agents.agent import Agent
     from ..agents.runtime import AgentRuntime
+    from ..agents.spec import Agent
     from .fulfil import AgentFulfiller
 
     closers: list[Callable[[], Any]] = []

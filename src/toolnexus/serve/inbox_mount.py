@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 from ..errors import UsageError
-from .security import ASGIApp, Receive, Scope, Send
+from ..security import ASGIApp, Receive, Scope, Send
 
 __all__ = ["DEFAULT_INBOX_PATH", "inbox_for", "mount_inbox"]
 

@@ -66,18 +66,19 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from .._toolkit import Toolkit
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
 from ..loop.engine import Slot
 from ..loop.tool_engine import tool_engine
+from ..security import secure
 from ..stores.requests import RunStore
 from ..stores.runs import InMemoryRunStore
-from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired, pending_of
-from ..toolkit import Toolkit
+from ..suspend import pending_of
+from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request
 from .mcp_halts import HaltedCalls, parse_reply
-from .security import secure
 
 __all__ = [
     "DEFAULT_NAME",

@@ -15,7 +15,7 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import UsageError
-from .security import ASGIApp
+from ..security import ASGIApp
 
 __all__ = ["ServeHandle", "parse_addr", "start"]
 

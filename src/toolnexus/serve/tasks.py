@@ -6,7 +6,7 @@ one private key, ``"_toolnexus"``, that never leaves the server: which request t
 waits on, the agent handle that runs it, the wire dialect it was created on. Every wire
 rendering strips it (`toolnexus.serve.wire`).
 
-Backends, chosen by `resolve_task_store`:
+Backends, chosen by `toolnexus.serve.tasks_url.resolve_task_store`:
 
 - ``None`` — the client's own store when it is durable (SQLite or Postgres: the tasks live in
   the same database as the runs, so a served agent survives a restart), else in memory;
@@ -41,8 +41,6 @@ __all__ = [
     "FileTaskStore",
     "InMemoryTaskStore",
     "TaskStore",
-    "resolve_store",
-    "resolve_task_store",
     "task_state",
 ]
 
@@ -203,49 +201,3 @@ def _mtime(path: Path) -> float:
         return path.stat().st_mtime
     except OSError:
         return 0.0
-
-
-def resolve_store(store: Any = None) -> TaskStore:
-    """The reference's name: `resolve_task_store` without the ownership flag."""
-    return resolve_task_store(store)[0]
-
-
-def resolve_task_store(store: Any = None, *, runs: Any = None) -> tuple[TaskStore, bool]:
-    """The task store for ``store`` (see the module docs), and whether the server owns it
-    (opened it, so it closes it).
-
-    Args:
-        store: ``None``, ``"memory"``, ``"file:<dir>"``, a store URL, a `TaskStore`, or a
-            SQLite / Postgres store object (its database gets the tasks).
-        runs: the served client's store, used when ``store`` is ``None``.
-
-    Raises:
-        UsageError: an unknown string (``Unknown A2A store: "<s>" (expected "memory" or
-            "file:<dir>")``).
-    """
-    from .tasks_sql import sql_task_store
-
-    if store is None:
-        found = sql_task_store(runs) if runs is not None else None
-        return (found or InMemoryTaskStore()), False
-    if isinstance(store, str):
-        if store == "memory":
-            return InMemoryTaskStore(), False
-        if store.startswith("file:"):
-            return FileTaskStore(store[len("file:") :]), False
-        if store.startswith(("sqlite:", "postgres://", "postgresql://")):
-            from ..stores.url import resolve_store
-
-            opened = sql_task_store(resolve_store(store), owns=True)
-            assert opened is not None
-            return opened, True
-        raise UsageError(f'Unknown A2A store: "{store}" (expected "memory" or "file:<dir>")')
-    if isinstance(store, TaskStore):
-        return store, False
-    found = sql_task_store(store)
-    if found is not None:
-        return found, False
-    for name in ("get", "save", "list"):
-        if not callable(getattr(store, name, None)):
-            raise UsageError(f"an A2A task store needs async get/save/list; {store!r} lacks {name}")
-    return cast(TaskStore, store), False

@@ -1,62 +1,28 @@
 """Rendering replies on the OpenAI and Anthropic wire: pure functions over reply data.
 
 A reply is rendered once per variant (style, JSON or SSE, with or without the OpenAI usage
-chunk) into a `Template`: the finished wire text, split around the few values that change per
-request (the echoed ``model``, the message id and server-numbered tool-call ids). Answering a
-request is then a string join, so the server stays cheap under benchmark load.
+chunk) into a `Template` (`toolnexus.testing._template`): the finished wire text, split around
+the few values that change per request (the echoed ``model``, the message id and
+server-numbered tool-call ids). Answering a request is then a string join, so the server stays
+cheap under benchmark load.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from dataclasses import dataclass
 from typing import Any
 
 from ..llm.base import Style
 from ._replies import Call, Completion, EmptyChoices, TokenCounts
+from ._template import Template, slot
 
-__all__ = ["Template", "error_body", "split_events", "stream_error_event", "template"]
+__all__ = ["error_body", "split_events", "stream_error_event", "template"]
 
 CREATED = 1_700_000_000
 """The fixed ``created`` timestamp of OpenAI replies (deterministic output)."""
 
-_SLOT = re.compile(r'"\\u0000tn:(\w+)\\u0000"')
-
-
-def _slot(name: str) -> str:
-    # json.dumps escapes NUL as \u0000, which no value a user scripts can collide with
-    # unless it is exactly this sentinel.
-    return f"\x00tn:{name}\x00"
-
-
-_MODEL = _slot("model")
-_ID = _slot("id")
-
-
-@dataclass(frozen=True, slots=True)
-class Template:
-    """Wire text with holes: ``parts[0] + value(slots[0]) + parts[1] + ...``.
-
-    Slot names are ``model``, ``id`` and ``c0``, ``c1``, ... for the calls the server numbers.
-    Slot values are JSON text (quoted strings).
-    """
-
-    parts: tuple[str, ...]
-    slots: tuple[str, ...]
-    auto_ids: int
-
-    @classmethod
-    def compile(cls, text: str, auto_ids: int) -> Template:
-        pieces = _SLOT.split(text)
-        return cls(parts=tuple(pieces[0::2]), slots=tuple(pieces[1::2]), auto_ids=auto_ids)
-
-    def fill(self, values: dict[str, str]) -> str:
-        out = [self.parts[0]]
-        for slot, part in zip(self.slots, self.parts[1:], strict=True):
-            out.append(values[slot])
-            out.append(part)
-        return "".join(out)
+_MODEL = slot("model")
+_ID = slot("id")
 
 
 def _dumps(value: Any) -> str:
@@ -76,7 +42,7 @@ def _call_ids(calls: tuple[Call, ...]) -> tuple[list[str], int]:
     auto = 0
     for c in calls:
         if c.id is None:
-            ids.append(_slot(f"c{auto}"))
+            ids.append(slot(f"c{auto}"))
             auto += 1
         else:
             ids.append(c.id)

@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from ..errors import UsageError
-
-if TYPE_CHECKING:
-    from ._render import Template
+from ._template import Template
 
 __all__ = [
     "Call",

@@ -41,7 +41,8 @@ from urllib.parse import urlsplit
 
 from .._env import expand_env_headers
 from .._types import Tool, ToolContext, ToolResult, sanitize
-from ..suspension import Answer, pending
+from ..suspend import pending
+from ..suspension import Answer
 from .a2a_wire import HttpFailure, Link, RemoteError, Wire
 
 __all__ = [

@@ -24,14 +24,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._types import ToolContext, ToolResult
 from ..redaction import Redactor
-from ..suspension import (
-    Answer,
-    Request,
-    WaitFor,
-    format_timestamp,
-    parse_timestamp,
-    suspension_result,
-)
+from ..suspend import suspension_result
+from ..suspension import Answer, Request, WaitFor, format_timestamp, parse_timestamp
 from .mcp_content import to_tool_result
 from .mcp_elicit import answer_to_elicit_result, ask_inline, elicitation_to_request
 from .mcp_held import Halted

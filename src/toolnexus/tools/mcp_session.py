@@ -228,7 +228,7 @@ class ServerLink:
             from mcp_types import Implementation
         except ImportError as exc:  # pragma: no cover - exercised only without the extra
             raise ImportError(MCP_EXTRA_HINT) from exc
-        from .. import __version__
+        from .._version import __version__
 
         session = ClientSession(
             read,

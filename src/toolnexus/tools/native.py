@@ -45,7 +45,7 @@ from typing import Any, overload
 
 from .._types import JSONSchema, Tool, ToolContext, ToolResult, sanitize
 from ..errors import UsageError
-from ..loop.execute import log_tool_failure
+from .execute import log_tool_failure
 from .schema import (
     Parameter,
     callable_doc,

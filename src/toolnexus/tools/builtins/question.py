@@ -14,7 +14,7 @@ import json
 from typing import Any, cast
 
 from ..._types import JSONSchema, Tool, ToolContext, ToolResult
-from ...suspension import pending
+from ...suspend import pending
 
 __all__ = ["QUESTION_SCHEMA", "question_tool", "render_questions"]
 

@@ -1,5 +1,9 @@
 """What every served route shares: a bearer token and a cap on the request body.
 
+The HTTP surfaces — the served A2A and MCP routes (`toolnexus.serve`) and the approvals inbox
+(`toolnexus.inbox`), which a served app can mount — all stand on this module, so it sits below
+both of them.
+
 Both are plain ASGI middleware, so they wrap any app — the A2A endpoint, ``/mcp``, a host's own
 routes — and work the same for JSON and for streamed (SSE) responses::
 
@@ -33,7 +37,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from ..errors import UsageError
+from .errors import UsageError
 
 __all__ = [
     "DEFAULT_MAX_BODY",

@@ -10,7 +10,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from toolnexus.errors import UsageError
-from toolnexus.serve.security import BearerAuth, BodyLimit, SignInLimit, secure
+from toolnexus.security import BearerAuth, BodyLimit, SignInLimit, secure
 from toolnexus.serve.server import parse_addr, start
 
 seen: list[bytes] = []

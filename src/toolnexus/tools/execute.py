@@ -1,7 +1,8 @@
 """Running one tool: normalise what it returns, turn a raise into an error result.
 
 This is shared by `Toolkit.execute` (the bring-your-own-loop path) and the engine, so a tool
-behaves the same whichever loop drives it.
+behaves the same whichever loop drives it; tool sources that turn a raise into a result
+themselves (`toolnexus.tools.native`) log it here too. It belongs to the tools, below the loop.
 """
 
 from __future__ import annotations
