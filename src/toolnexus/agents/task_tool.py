@@ -10,6 +10,7 @@ one is awaited. That is what makes the resume cascade idempotent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .._types import Tool, ToolContext, ToolResult
@@ -61,8 +62,13 @@ def _trace_escalation(rt: AgentRuntime, parent: Handle, child: Handle) -> None:
     rt.trace.append(f'{asker.id}: escalate → {parent.id} answers ("nearest interpreter")')
 
 
-def task_tool(rt: AgentRuntime, parent: Handle) -> Tool:
-    """The ``task`` tool of ``parent``: its team is its definition's ``task_targets``."""
+def task_tool(
+    rt: AgentRuntime, parent: Handle, *, spawn: Callable[[Handle, str], Handle | SpawnError]
+) -> Tool:
+    """The ``task`` tool of ``parent``: its team is its definition's ``task_targets``.
+
+    ``spawn`` makes a child that is the agent's, not the host's (only ``parent`` may wait on
+    it); every other step is one of the runtime's verbs."""
     team = sorted(rt.registry[parent.agent].task_targets or ())
 
     async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
@@ -88,7 +94,7 @@ def task_tool(rt: AgentRuntime, parent: Handle) -> Tool:
             else:
                 result = child.result or TaskResult(text="", status="closed")
         else:
-            spawned = rt._spawn(parent, agent)  # pyright: ignore[reportPrivateUsage]
+            spawned = spawn(parent, agent)
             if isinstance(spawned, SpawnError):
                 return ToolResult(spawned.error, True)
             child = spawned
