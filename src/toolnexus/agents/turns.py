@@ -11,7 +11,8 @@ lives in ``Handle.gate`` and is written with the handle's row, so a turn that su
 the gate (a tool asks a human during attempt 2) resumes from its checkpoint at attempt 2 in
 any process, and the verifier still sees every attempt's calls.
 
-Each engine run emits its ``run`` metric event (one per ask, as a client's).
+Each engine run emits its ``run`` metric event (one per ask, as a client's), built by
+`toolnexus.observability.run_event` with the error masked by the agent's redactor.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any, cast
 
 from .._types import Message, RunResult, Tool, ToolCallRecord
 from ..loop.engine import Engine, Finished, RunState
+from ..observability import run_event
 from ..stores.base import ConversationStore
 from .budget import BudgetGuard, limit_text
 from .engines import EngineFactory
@@ -189,17 +191,11 @@ class TurnDriver:
             raise
         finally:
             guard.settle()
-            metric: dict[str, Any] = {
-                "event": "run",
-                "model": engine.cfg.model,
-                "turns": state.turns,
-                "tool_calls": len(state.records),
-                "total_tokens": state.usage.get("total_tokens", 0),
-                "ms": (time.perf_counter() - started) * 1000,
-            }
-            if error is not None:
-                metric["error"] = f"{type(error).__name__}: {error}"
-            self._engines.emit_for(self._tree.defn(h), metric)
+            cfg = engine.cfg
+            event = run_event(
+                state, model=cfg.model, started=started, error=error, mask=cfg.redactor.text
+            )
+            self._engines.emit_for(self._tree.defn(h), event)
 
 
 def _progress_of(row: dict[str, Any] | None) -> GateProgress | None:
