@@ -52,7 +52,7 @@ from .llm.openai import OpenAIDialect
 from .llm.retry import ErrorClassifier, ErrorInfo, ErrorTier, OnError
 from .loop.engine import Engine, EngineConfig, Finished, RunState, Slot
 from .loop.hooks import Hooks
-from .observability import MetricEvent, Metrics, OnMetric, emitter
+from .observability import MetricEvent, Metrics, OnMetric, emitter, run_event
 from .observability import Metrics as MetricsRegistry
 from .redaction import Redactor
 from .stores.base import ConversationStore
@@ -411,17 +411,10 @@ class Client(Answering):
         self._run_event(state, started, error=None)
 
     def _run_event(self, state: RunState, started: float, error: BaseException | None) -> None:
-        event: dict[str, Any] = {
-            "event": "run",
-            "model": state.sent_model or self._cfg.model,
-            "turns": state.turns,
-            "tool_calls": len(state.records),
-            "total_tokens": state.usage["total_tokens"],
-            "ms": (time.perf_counter() - started) * 1000,
-        }
-        if error is not None:
-            event["error"] = self._cfg.redactor.text(str(error))
-        self._emit(event)
+        cfg = self._cfg
+        self._emit(
+            run_event(state, model=cfg.model, started=started, error=error, mask=cfg.redactor.text)
+        )
 
     async def _final(
         self, state: RunState, resumed: list[Slot] | None = None, started: float | None = None

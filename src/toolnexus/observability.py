@@ -14,6 +14,9 @@ JavaScript's ``String(number)`` (`js_number`).
 Recording is on the hot path, so it only validates the event and updates a dict; escaping,
 sorting and formatting all happen in `render`. Malformed events are ignored, never raised on.
 
+`run_event` builds the ``run`` event for every runner — a client's run/ask/stream and each
+engine run of an agent's turn — with its error text masked by the runner's redactor.
+
 `Metrics` is one `MetricSink`. An OpenTelemetry exporter will be another sink fed the same
 events, so the client fans each event out to its sinks and nothing here has to change.
 """
@@ -24,8 +27,9 @@ import asyncio
 import inspect
 import logging
 import sys
+import time
 from bisect import bisect_left
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
 __all__ = [
@@ -34,9 +38,11 @@ __all__ = [
     "MetricSink",
     "Metrics",
     "OnMetric",
+    "RunTally",
     "deliver",
     "emitter",
     "js_number",
+    "run_event",
 ]
 
 log = logging.getLogger("toolnexus")
@@ -68,6 +74,50 @@ class MetricSink(Protocol):
     def record(self, event: MetricEvent) -> None:
         """Take one event; never raise on a malformed one."""
         ...
+
+
+class RunTally(Protocol):
+    """What a ``run`` event counts (a `toolnexus.loop.state.RunState`)."""
+
+    @property
+    def turns(self) -> int: ...
+
+    @property
+    def records(self) -> Sequence[object]: ...
+
+    @property
+    def usage(self) -> Mapping[str, Any]: ...
+
+    @property
+    def sent_model(self) -> str: ...
+
+
+def run_event(
+    run: RunTally,
+    *,
+    model: str,
+    started: float,
+    error: BaseException | None,
+    mask: Callable[[str], str],
+) -> MetricEvent:
+    """The ``run`` event of one run (CONTRACT §8, COMPAT §7), on every exit path.
+
+    ``model`` is the configured one, used until a model call was sent (then the last sent
+    model counts); ``started`` is the run's `time.perf_counter` start; ``error`` the
+    exception that ended it, if any, as ``str(error)`` passed through ``mask`` (the runner's
+    `toolnexus.redaction.Redactor.text`), so no secret reaches a metric sink.
+    """
+    event: MetricEvent = {
+        "event": "run",
+        "model": run.sent_model or model,
+        "turns": run.turns,
+        "tool_calls": len(run.records),
+        "total_tokens": run.usage.get("total_tokens", 0),
+        "ms": (time.perf_counter() - started) * 1000,
+    }
+    if error is not None:
+        event["error"] = mask(str(error))
+    return event
 
 
 def deliver(on_metric: OnMetric, event: MetricEvent, tasks: set[asyncio.Future[Any]]) -> None:

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import ToolCallRecord, ToolResult, create_client, define_tool
+from toolnexus import RunResult, ToolCallRecord, ToolResult, create_client, define_tool
 from toolnexus.agents import (
     Completion,
     GuardrailTypeError,
@@ -18,6 +18,7 @@ from toolnexus.agents import (
     loop_unsupported,
     run_gated,
 )
+from toolnexus.agents.harness import GateProgress, gate
 from toolnexus.errors import CallbackError
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
 
@@ -142,6 +143,37 @@ async def test_a_verifier_that_returns_garbage_is_refused() -> None:
     async with ScriptedModel(default=noting_brain) as model, client_of(model) as client:
         with pytest.raises(ValueError, match="must return a Verdict, got str"):
             await run_gated(lambda p: client.run(p, [note]), "go", Completion(lambda r: "yes"))
+
+
+async def test_the_gate_resumes_at_a_kept_attempt_and_reports_each_retry_before_it_runs() -> None:
+    """The durable side of the one gate: the runtime hands it the progress a suspended turn
+    kept, and keeps the progress it reports before each retry."""
+    asked: list[str | None] = []
+    seen: list[list[str]] = []
+    retries: list[tuple[int, str, int]] = []
+
+    async def ask(retry: str | None) -> RunResult:
+        asked.append(retry)
+        return RunResult(text="ok", messages=[], tool_calls=[ToolCallRecord("note", {}, "", False)])
+
+    def verify(result: Any) -> Verdict:
+        seen.append([c.output or "new" for c in result.tool_calls])
+        return Verdict(False, f"red {len(seen)}")
+
+    kept = GateProgress(
+        attempt=2, reason="red 0", calls=(ToolCallRecord("note", {}, "old", False),)
+    )
+    end = await gate(
+        ask,
+        Completion(verify, max_attempts=3),
+        kept,
+        on_retry=lambda at, attempts: retries.append((at.attempt, at.reason, attempts)),
+    )
+    assert asked == [None, "Your work did not verify: red 1. Fix it and finish."]
+    assert seen == [["old", "new"], ["old", "new", "new"]]
+    assert retries == [(3, "red 1", 3)]
+    assert (end.failed, end.progress.attempt, end.attempts) == ("red 2", 3, 3)
+    assert end.result.status == "done"  # the caller words the failure: run_gated, the runtime
 
 
 def todo_call(todos: Any, as_record: bool = False) -> Any:

@@ -10,8 +10,10 @@ A **completion check** runs after a run answers: when its `Verdict` is not ``ok`
 asked again with ``Your work did not verify: <reason>. Fix it and finish.``, up to
 ``max_attempts`` times; the verifier sees the tool calls accumulated across attempts. The
 runtime gates every turn of an agent whose definition has a ``completion`` (delegated children
-too), under the turn budget, and keeps the gate's progress in the handle's row, so a turn that
-suspends inside the gate resumes at the same attempt (see `toolnexus.agents.runtime`).
+too), under the turn budget, and keeps the gate's progress (`GateProgress`) in the handle's
+row, so a turn that suspends inside the gate resumes at the same attempt. Both go through one
+gate, `gate`: `run_gated` around any ``ask``, the runtime around a handle's engine runs
+(`toolnexus.agents.turns`); each words the final failure its own way.
 
 A **guardrail** is a synchronous ``g(event) -> str | None`` over the ``before_tool`` event:
 ``None``, ``""`` or ``"allow"`` permit; any other string denies the call (the tool never runs).
@@ -22,7 +24,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeAlias, cast
+from typing import Any, Generic, TypeAlias, TypeVar, cast
 
 from .._types import ToolResult
 from ..errors import CallbackError, UsageError
@@ -31,15 +33,20 @@ __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
     "LOOP_UNSUPPORTED_FIELDS",
     "Completion",
+    "GateProgress",
+    "Gated",
     "Guardrail",
     "GuardrailTypeError",
     "Verdict",
     "all_todos_done",
+    "gate",
     "guarded_hooks",
     "harness",
     "loop_unsupported",
     "run_gated",
 ]
+
+R = TypeVar("R")
 
 Guardrail: TypeAlias = Callable[[dict[str, Any]], Any]
 """``g(before_tool event) -> str | None``: ``None`` / ``""`` / ``"allow"`` permit."""
@@ -129,6 +136,85 @@ async def verdict_of(completion: Completion, result: Any) -> str | None:
     )
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GateProgress:
+    """Where a gated turn stands: the ``attempt`` in flight, why the one before it failed
+    (``reason``), and the tool ``calls`` of every attempt before it.
+
+    The runtime keeps it in the handle's row, so a turn that suspends inside the gate resumes
+    at the same attempt, in any process.
+    """
+
+    attempt: int = 1
+    reason: str = ""
+    calls: tuple[Any, ...] = ()
+
+    def note(self) -> str:
+        """What a retry that stopped for another reason than a question adds to its text
+        (nothing on the first attempt)."""
+        return verifying_note(self.attempt, self.reason) if self.attempt > 1 else ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Gated(Generic[R]):
+    """How the gate ended.
+
+    ``result`` is the last attempt's (its ``tool_calls``: those of every attempt), ``progress``
+    the attempt it came from; ``failed`` is the last reason when every attempt ran and none
+    verified, and ``attempts`` how many the completion allows. The caller words the outcome.
+    """
+
+    result: R
+    progress: GateProgress
+    failed: str | None = None
+    attempts: int = 1
+
+
+async def gate(
+    ask: Callable[[str | None], Awaitable[R]],
+    completion: Completion | None,
+    progress: GateProgress | None = None,
+    *,
+    on_retry: Callable[[GateProgress, int], None] | None = None,
+) -> Gated[R]:
+    """The completion gate: run an attempt, verify it, send the reason back, up to the limit.
+
+    ``ask(None)`` runs the attempt the gate starts at (the caller's prompt, or a resumed run),
+    ``ask(retry_prompt(reason))`` each retry. Every result's ``tool_calls`` becomes the calls
+    of all attempts so far, which the verifier sees. A result that is not ``done`` ends the
+    gate at once; ``progress`` (a gate that suspended before) starts it at that attempt.
+    ``on_retry(progress, attempts)`` is told before each retry where the gate now stands.
+    Without a ``completion`` the gate is one ``ask``.
+
+    Raises:
+        CompletionValueError: ``completion`` has no ``verify`` or a bad ``max_attempts``
+            (checked before anything runs).
+    """
+    at = progress or GateProgress()
+    if completion is None:
+        return Gated(result=await ask(None), progress=at)
+    attempts = attempts_of(completion)
+    text: str | None = None
+    while True:
+        result = await ask(text)
+        run: Any = result
+        calls = [*at.calls, *run.tool_calls]
+        run.tool_calls = calls
+        if hasattr(run, "tool_call_count"):
+            run.tool_call_count = len(calls)
+        if run.status != "done":
+            return Gated(result=result, progress=at, attempts=attempts)
+        failed = await verdict_of(completion, result)
+        if failed is None:
+            return Gated(result=result, progress=at, attempts=attempts)
+        if at.attempt >= attempts:
+            return Gated(result=result, progress=at, failed=failed, attempts=attempts)
+        at = GateProgress(attempt=at.attempt + 1, reason=failed, calls=tuple(calls))
+        if on_retry is not None:
+            on_retry(at, attempts)
+        text = retry_prompt(failed)
+
+
 async def run_gated(
     ask: Callable[[str], Awaitable[Any]], prompt: str, completion: Completion | None
 ) -> Any:
@@ -136,7 +222,8 @@ async def run_gated(
 
     Each attempt's tool calls are appended to one list that every later result carries in
     ``tool_calls``. A result that is not ``done`` returns at once. After the last failed
-    attempt the result is ``incomplete`` with ``limit="completion"``.
+    attempt the result is ``incomplete`` with ``limit="completion"`` and the text
+    ``completion.verify failed <n>x: <reason>``.
 
     Raises:
         CompletionValueError: ``completion`` has no ``verify`` or a bad ``max_attempts``
@@ -144,28 +231,14 @@ async def run_gated(
     """
     if completion is None:
         return await ask(prompt)
-    attempts = attempts_of(completion)
-    calls: list[Any] = []
-    text, reason = prompt, ""
-    result: Any = None
-    for attempt in range(1, attempts + 1):
-        result = await ask(text)
-        calls.extend(result.tool_calls)
-        result.tool_calls = list(calls)
-        if hasattr(result, "tool_call_count"):
-            result.tool_call_count = len(calls)
-        if result.status != "done":
-            if attempt > 1 and result.status != "pending":
-                result.text = result.text + verifying_note(attempt, reason)
-            return result
-        failed = await verdict_of(completion, result)
-        if failed is None:
-            return result
-        reason = failed
-        text = retry_prompt(reason)
-    result.status = "incomplete"
-    result.limit = "completion"
-    result.text = failed_text(attempts, reason)
+    end = await gate(lambda text: ask(prompt if text is None else text), completion)
+    result: Any = end.result
+    if end.failed is not None:
+        result.status = "incomplete"
+        result.limit = "completion"
+        result.text = failed_text(end.attempts, end.failed)
+    elif result.status not in ("done", "pending"):
+        result.text = result.text + end.progress.note()
     return result
 
 

@@ -20,7 +20,7 @@ from ..stores._handlerows import LEGACY_PREFIX
 from ..stores.base import ConversationStore
 from ..stores.memory import InMemoryConversationStore
 from ..suspension import Request
-from .handle import Handle
+from .handle import ROOT_ID, Handle
 from .types import Budget, InboxItem, TaskResult
 
 __all__ = [
@@ -29,6 +29,7 @@ __all__ = [
     "RuntimeStore",
     "as_runtime_store",
     "handle_from_json",
+    "rebuild",
 ]
 
 
@@ -153,3 +154,44 @@ def handle_from_json(row: dict[str, Any], parent: Handle) -> Handle:
     except (TypeError, ValueError) as exc:
         raise CheckpointError(f"the stored checkpoint of {h.id} is malformed: {exc}") from exc
     return h
+
+
+def rebuild(root: Handle, rows: list[dict[str, Any]]) -> list[Handle]:
+    """Hang the handles of the stored ``rows`` under ``root``; return them, parents first.
+
+    Lineage comes from each row's parent; siblings keep their spawn order (the ``.n``). A
+    handle that was running when its process died comes back idle, with an ``interrupted``
+    result.
+    """
+    root_row = {str(r.get("id")): r for r in rows}.get(ROOT_ID)
+    if root_row is not None:
+        root.next_child = int(root_row.get("next_child") or 1)
+        root.tokens = int(root_row.get("tokens") or 0)
+    kids: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        if row.get("id") != ROOT_ID:
+            kids.setdefault(str(row.get("parent") or ROOT_ID), []).append(row)
+    built: list[Handle] = []
+
+    def build(parent: Handle) -> None:
+        for row in sorted(kids.get(parent.id, []), key=_spawn_order):
+            h = handle_from_json(row, parent)
+            parent.children.append(h)
+            built.append(h)
+            if h.state == "running":
+                h.state = "idle"
+                h.result = TaskResult(
+                    text="the process stopped while this handle was running",
+                    status="interrupted",
+                    is_error=True,
+                )
+            build(h)
+
+    build(root)
+    return built
+
+
+def _spawn_order(row: dict[str, Any]) -> int:
+    """The per-parent counter at the end of a handle id (``root/a.3`` ⇒ 3)."""
+    tail = str(row.get("id", "")).rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else 0

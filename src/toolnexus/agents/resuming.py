@@ -1,11 +1,11 @@
-"""The agent runtime's durable resume: the cascade, on the one resumption.
+"""`TreeResumer`: the agent runtime's durable resume — the cascade, on the one resumption.
 
-`Resuming` is the base of `toolnexus.agents.AgentRuntime`. A resume delivers the Answer to the
-deepest suspended handle and cascades up through each suspended ancestor's ``task`` call; every
-level goes through `toolnexus.resumption.Resumption` (guards → claim → restore → apply → record
-→ continue), the request is claimed once and settled once, fenced. A tree's halted requests
-wait in their own queue of the run store (``agents/<runtime id>``), so a runtime's worker takes
-only its own and a client's worker never takes a tree's.
+A resume delivers the Answer to the deepest suspended handle and cascades up through each
+suspended ancestor's ``task`` call; every level goes through `toolnexus.resumption.Resumption`
+(guards → claim → restore → apply → record → continue), the request is claimed once and settled
+once, fenced. A tree's halted requests wait in their own queue of the run store
+(``agents/<runtime id>``), so a runtime's worker takes only its own and a client's worker never
+takes a tree's.
 """
 
 from __future__ import annotations
@@ -21,17 +21,20 @@ from ..errors import AnswerMismatch, LeaseLost, ResumeError
 from ..loop.checkpoint import Checkpoint
 from ..loop.guards import as_answer
 from ..resumption import Resumption
-from ..stores.runs import Claim, conflict
+from ..stores.runs import Claim, RunStore, conflict
 from ..suspension import Answer, Request
 from .budget import BudgetGuard
-from .handle import Handle
-from .runtime_base import RuntimeBase
+from .clock import Clock
+from .handle import Handle, restamp, stamp_path
+from .scheduling import TurnScheduler
+from .tree import Tree
+from .turns import TurnDriver
 from .types import TaskResult
 
 if TYPE_CHECKING:
     from ..worker import Worker
 
-__all__ = ["NoSuspendedHandle", "Resuming", "restamp", "stamp_path"]
+__all__ = ["NoSuspendedHandle", "TreeResumer"]
 
 log = logging.getLogger("toolnexus.agents")
 
@@ -40,10 +43,35 @@ class NoSuspendedHandle(ResumeError, RuntimeError):  # merge: move to _compat
     """`resume` found no suspended handle (also a ``RuntimeError``, as the package raises)."""
 
 
-class Resuming(RuntimeBase):
-    """Resume a suspended tree (a base of `AgentRuntime`)."""
+class TreeResumer:
+    """Resumes a suspended tree: durably (`resume`, `resume_claim`, the `worker`) or inline
+    (`resume_handle`, when a ``wait_for`` up the chain answered).
 
-    # -- resume -------------------------------------------------------------------------------
+    Args:
+        tree: the handles.
+        driver: runs a resumed handle's turn on.
+        scheduler: settles it.
+        runs: the run store the tree's requests are claimed and settled in.
+        resumption: the one resumption (guards, claim, restore, apply, record).
+        clock: the handles' budgets' wall time.
+    """
+
+    def __init__(
+        self,
+        *,
+        tree: Tree,
+        driver: TurnDriver,
+        scheduler: TurnScheduler,
+        runs: RunStore,
+        resumption: Resumption,
+        clock: Clock,
+    ) -> None:
+        self._tree = tree
+        self._driver = driver
+        self._scheduler = scheduler
+        self._runs = runs
+        self._resumption = resumption
+        self._clock = clock
 
     def _deepest_suspended(self, node: Handle, request_id: str | None = None) -> Handle | None:
         """Depth-first, children before self: the deepest suspended handle (waiting on
@@ -52,7 +80,7 @@ class Resuming(RuntimeBase):
             found = self._deepest_suspended(child, request_id)
             if found is not None:
                 return found
-        if node is self.root or node.state != "suspended":
+        if node is self._tree.root or node.state != "suspended":
             return None
         if request_id is not None and (node.pending is None or node.pending.id != request_id):
             return None
@@ -82,7 +110,8 @@ class Resuming(RuntimeBase):
                 also when the tree has finished since.
         """
         reply = as_answer(answer)
-        deepest = self._deepest_suspended(self.root, reply.id) or self._deepest_suspended(self.root)
+        root = self._tree.root
+        deepest = self._deepest_suspended(root, reply.id) or self._deepest_suspended(root)
         if deepest is None or deepest.pending is None or deepest.checkpoint is None:
             await self._refuse_if_answered(reply.id)
             raise NoSuspendedHandle("no suspended handle")
@@ -113,7 +142,7 @@ class Resuming(RuntimeBase):
         the resumed turn streams them (a served task's follow-up).
         """
         using = resumption or self._resumption
-        deepest = self._deepest_suspended(self.root, claim.request_id)
+        deepest = self._deepest_suspended(self._tree.root, claim.request_id)
         if deepest is None or deepest.checkpoint is None:
             return await self._settle_late(claim)
         top = deepest.ancestors()[-2]  # (the last is the root)
@@ -134,12 +163,7 @@ class Resuming(RuntimeBase):
         """
         from ..worker import Worker
 
-        return Worker(self._runs, self.resume_claim, queue=self.queue, **options)
-
-    @property
-    def queue(self) -> str:
-        """The run-store queue this tree's halted requests wait in (``agents/<runtime id>``)."""
-        return f"agents/{self.runtime_id}"
+        return Worker(self._runs, self.resume_claim, queue=self._tree.queue, **options)
 
     async def _cascade(
         self,
@@ -154,14 +178,15 @@ class Resuming(RuntimeBase):
         node: Handle | None = deepest
         result: TaskResult | None = None
         ok = "true" if answer.ok else "false"
-        self.trace.append(
+        trace = self._tree.trace
+        trace.append(
             f"{deepest.id}: resume with Answer(ok={ok}) at checkpoint "
             f"(turns so far: {deepest.turns})"
         )
         try:
-            while node is not None and node is not self.root and node.state == "suspended":
+            while node is not None and node is not self._tree.root and node.state == "suspended":
                 if node is not deepest:
-                    self.trace.append(f"{node.id}: cascade resume (replay reattaches by task key)")
+                    trace.append(f"{node.id}: cascade resume (replay reattaches by task key)")
                 result, claim = await self._resume_level(node, answer, claim, answered_by, using)
                 answer = claim.answer
                 if result.status == "pending":
@@ -187,13 +212,12 @@ class Resuming(RuntimeBase):
         """One level of the cascade: begin (guards, claim, restore, apply, record), then drive
         the handle's turn on."""
         checkpoint = await self._latest_checkpoint(h, answer.id)
-        engine = self._engines.engine_for(self._def(h), self._hooks)
-        tools = self._tools_for(h)
+        engine = self._driver.engine(h)
         cancel = asyncio.Event()
-        state = engine.new_state(None, tools, engine.cfg.dialect.render_tools(tools), cancel=cancel)
+        state = self._driver.state(h, engine, None, cancel=cancel)
         resumption.check(state, checkpoint, claim.answer if claim is not None else answer)
-        self._move(h, "idle", "Answer accepted, checkpoint restored")
-        self._move(h, "running")
+        self._tree.move(h, "idle", "Answer accepted, checkpoint restored")
+        self._tree.move(h, "running")
         h.cancel = cancel
         h.task = None
         try:
@@ -207,19 +231,21 @@ class Resuming(RuntimeBase):
                 record=functools.partial(self._record, h),
             )
         except BaseException:
-            self._move(h, "suspended")  # nothing was resumed: the handle still waits
+            self._tree.move(h, "suspended")  # nothing was resumed: the handle still waits
             raise
-        state.conversation_id = self._conv_id(h)
+        state.conversation_id = self._tree.conv_id(h)
         try:
-            guard = BudgetGuard(h, self.clock.now)
+            guard = BudgetGuard(h, self._clock.now)
             held = resumed.claim
             fence = functools.partial(self._runs.renew, held, lease_s=resumption.lease_s)
-            result = await self._drive(h, engine, state, guard, resumed=resumed.slots, fence=fence)
+            result = await self._driver.drive(
+                h, engine, state, guard, resumed=resumed.slots, fence=fence
+            )
         except (asyncio.CancelledError, LeaseLost):
             raise
         except Exception as exc:
             result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
-        await self._settle(h, result)
+        await self._scheduler.settle(h, result)
         return result, resumed.claim
 
     async def _settle_late(self, claim: Claim) -> TaskResult | None:
@@ -231,10 +257,10 @@ class Resuming(RuntimeBase):
         path: Any = (stored.pending.data or {}).get("path") if stored is not None else None
         if isinstance(path, list):
             segments = [str(p) for p in cast(list[Any], path)]
-            top = self._handle_of("/".join(segments[:2])) if len(segments) >= 2 else None
+            top = self._tree.handle("/".join(segments[:2])) if len(segments) >= 2 else None
         log.warning(
             "toolnexus: no handle of runtime %r waits on request %s any more; settling it",
-            self.runtime_id,
+            self._tree.runtime_id,
             claim.request_id,
         )
         result = top.result if top is not None else None
@@ -260,10 +286,10 @@ class Resuming(RuntimeBase):
         """A level's resolved calls: into the run store (fenced) and the handle's row."""
         indexed = Checkpoint.loads(progress.dumps())
         indexed.conversation_id = h.id
-        indexed.queue = self.queue
+        indexed.queue = self._tree.queue
         await self._runs.save_progress(indexed, claim)
         h.checkpoint = progress
-        await self._persist(h, as_state="suspended")
+        await self._tree.persist(h, as_state="suspended")
 
     async def _refuse_if_answered(self, request_id: str) -> None:
         record = await self._runs.answer_record(request_id)
@@ -277,7 +303,7 @@ class Resuming(RuntimeBase):
             return
         node = h.parent
         changed: list[Handle] = []
-        while node is not None and node is not self.root and node.state == "suspended":
+        while node is not None and node is not self._tree.root and node.state == "suspended":
             if node.checkpoint is not None and node.pending is not None:
                 stamped = stamp_path(request, node)
                 node.checkpoint = restamp(node.checkpoint, node.pending.id, stamped)
@@ -287,8 +313,8 @@ class Resuming(RuntimeBase):
                 changed.append(node)
             node = node.parent
         if changed:
-            await self._persist(*changed)
-            await self._index(changed[-1])
+            await self._tree.persist(*changed)
+            await self._tree.index(changed[-1])
 
     async def resume_handle(self, h: Handle, answer: Answer) -> TaskResult:
         """Resume ``h``'s halted turn with ``answer`` inline (retry-with-answer from its
@@ -300,25 +326,22 @@ class Resuming(RuntimeBase):
         request = h.pending
         if checkpoint is None or request is None:
             raise ResumeError(f"{h.id} has no halted turn to resume")
-        self._move(h, "running", f"Answer ok={'true' if answer.ok else 'false'}")
+        self._tree.move(h, "running", f"Answer ok={'true' if answer.ok else 'false'}")
         h.cancel = asyncio.Event()
         h.task = None
         try:
-            engine = self._engines.engine_for(self._def(h), self._hooks)
-            tools = self._tools_for(h)
-            state = engine.new_state(
-                None, tools, engine.cfg.dialect.render_tools(tools), cancel=h.cancel
-            )
+            engine = self._driver.engine(h)
+            state = self._driver.state(h, engine, None, cancel=h.cancel)
             slots = engine.restore(state, checkpoint)
-            state.conversation_id = self._conv_id(h)
+            state.conversation_id = self._tree.conv_id(h)
             await engine.apply_answer(state, slots, request, answer)
-            guard = BudgetGuard(h, self.clock.now)
-            result = await self._drive(h, engine, state, guard, resumed=slots)
+            guard = BudgetGuard(h, self._clock.now)
+            result = await self._driver.drive(h, engine, state, guard, resumed=slots)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
-        await self._settle(h, result)
+        await self._scheduler.settle(h, result)
         return result
 
 
@@ -330,19 +353,3 @@ def _outcome(result: TaskResult | None) -> dict[str, Any]:
     if result.pending is not None:
         out["pending"] = result.pending.id
     return out
-
-
-def stamp_path(request: Request, h: Handle) -> Request:
-    data = dict(request.data or {})
-    data["path"] = h.path()
-    return replace(request, data=data)
-
-
-def restamp(checkpoint: Checkpoint, old_id: str, request: Request) -> Checkpoint:
-    """The checkpoint with its pending (and the matching suspended calls) set to ``request``."""
-    fresh = Checkpoint.loads(checkpoint.dumps())
-    for slot in fresh.outstanding:
-        if slot.request is not None and slot.request.id == old_id:
-            slot.request = request
-    fresh.pending = request
-    return fresh

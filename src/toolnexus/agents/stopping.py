@@ -1,7 +1,7 @@
-"""Stopping handles: `interrupt` (synchronous, immediate) and `close` (leaf-first).
+"""`Stopper`: stopping handles — `interrupt` (synchronous, immediate) and `close` (leaf-first).
 
-`Stopping` is a base of `toolnexus.agents.AgentRuntime`. Both verbs put the items an aborted
-turn had drained back at the front of the handle's inbox, so nothing posted to it is lost.
+Both verbs put the items an aborted turn had drained back at the front of the handle's inbox,
+so nothing posted to it is lost.
 """
 
 from __future__ import annotations
@@ -9,22 +9,30 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from typing import cast
 
 from .handle import Handle
-from .runtime_base import RuntimeBase
-from .types import CloseReason, InboxItem, ResultRuntime, TaskResult
+from .scheduling import TurnScheduler
+from .tree import Tree
+from .types import CloseReason, InboxItem, TaskResult
 
-__all__ = ["Stopping", "stamp_totals"]
+__all__ = ["Stopper"]
 
 log = logging.getLogger("toolnexus.agents")
 
 
-class Stopping(RuntimeBase):
-    """Interrupt and close handles (a base of `AgentRuntime`)."""
+class Stopper:
+    """Interrupts and closes handles.
 
-    def _runtime(self) -> ResultRuntime:
-        return cast("ResultRuntime", self)
+    Args:
+        tree: the handles.
+        scheduler: frees an aborted turn's slot for the next queued wake.
+        shutdown_ms: how long `close` lets a running turn finish before aborting it.
+    """
+
+    def __init__(self, *, tree: Tree, scheduler: TurnScheduler, shutdown_ms: int) -> None:
+        self._tree = tree
+        self._scheduler = scheduler
+        self.shutdown_ms = shutdown_ms
 
     def interrupt(self, h: Handle) -> asyncio.Future[None]:
         """Abort the in-flight turn, or cancel a pending request — at once (synchronous).
@@ -43,15 +51,15 @@ class Stopping(RuntimeBase):
             h.inbox[:0] = h.drained
             h.drained = []
             h.gate = None
-            self._move(h, "idle", "interrupted; inbox intact")
-            self.trace.append(f"{h.id}: interrupt; inbox intact: {restored} items")
+            self._tree.move(h, "idle", "interrupted; inbox intact")
+            self._tree.trace.append(f"{h.id}: interrupt; inbox intact: {restored} items")
             self._after_interrupt(h, settled, task)
         elif h.state == "suspended":
             kind = h.pending.kind if h.pending is not None else ""
             h.pending = None
             h.checkpoint = None
             h.gate = None
-            self._move(h, "idle", f'interrupt cancelled pending "{kind}"')
+            self._tree.move(h, "idle", f'interrupt cancelled pending "{kind}"')
             self._after_interrupt(h, settled, None)
         else:
             settled.set_result(None)
@@ -60,24 +68,21 @@ class Stopping(RuntimeBase):
     def _after_interrupt(
         self, h: Handle, settled: asyncio.Future[None], task: asyncio.Task[None] | None
     ) -> None:
-        result = TaskResult("interrupted", True, "interrupted", runtime=self._runtime())
-        stamp_totals(h, result)
+        result = self._tree.stamp(h, TaskResult("interrupted", True, "interrupted"))
         h.result = result
-        self._notify(h, result)
-        self._release_slot(h)
+        self._tree.notify(h, result)
+        self._scheduler.release(h)
 
         async def finish() -> None:
             try:
                 if task is not None:
                     await asyncio.gather(task, return_exceptions=True)
-                await self._persist(h)
+                await self._tree.persist(h)
             finally:
                 if not settled.done():
                     settled.set_result(None)
 
-        job = asyncio.get_running_loop().create_task(finish())
-        self._background.add(job)
-        job.add_done_callback(self._background.discard)
+        self._tree.keep(finish())
 
     async def close(
         self, h: Handle, *, force: bool = False, reason: CloseReason | None = None
@@ -92,7 +97,7 @@ class Stopping(RuntimeBase):
         """
         for child in list(h.children):
             await self.close(child, force=force, reason=reason)
-        if h is self.root or h.state == "closed":
+        if h is self._tree.root or h.state == "closed":
             return list(h.inbox)
         why: CloseReason = reason or "closed"
         aborted: TaskResult | None = None
@@ -114,7 +119,7 @@ class Stopping(RuntimeBase):
                 aborted = TaskResult("closed", True, "closed")
         if _is_closed(h):  # the aborted turn may have closed it meanwhile
             return list(h.inbox)
-        callback = self._def(h).on_close
+        callback = self._tree.defn(h).on_close
         if callback is not None:
             try:
                 value = callback(h, why)
@@ -122,25 +127,13 @@ class Stopping(RuntimeBase):
                     await value
             except Exception:
                 log.warning("toolnexus: on_close raised for %s", h.id, exc_info=True)
-        self._move(h, "closed", why)
+        self._tree.move(h, "closed", why)
         if h.result is None:
             h.result = aborted or TaskResult(text=f"{h.id} is closed", status="closed")
-        await self._persist(h)
-        final = aborted or h.result
-        stamp_totals(h, final)
-        final.runtime = self._runtime()
-        self._notify(h, final)
+        await self._tree.persist(h)
+        final = self._tree.stamp(h, aborted or h.result)
+        self._tree.notify(h, final)
         return list(h.inbox)
-
-
-def stamp_totals(h: Handle, result: TaskResult) -> None:
-    """Every result carries the handle's lifetime totals: its turns, its subtree's tokens
-    (cumulative, never shrinking) and its own; an incomplete one always names its limit."""
-    result.turns = h.turns
-    result.total_tokens = h.tokens
-    result.own_tokens = h.own_tokens
-    if result.status == "incomplete" and result.limit is None:
-        result.limit = "maxTurns"
 
 
 def _is_closed(h: Handle) -> bool:

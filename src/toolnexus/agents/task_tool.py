@@ -10,13 +10,14 @@ one is awaited. That is what makes the resume cascade idempotent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from .._types import Tool, ToolContext, ToolResult
 from ..suspend import suspension_result
 from ..suspension import Answer
 from .handle import Handle
-from .types import AgentDef, Budget, CloseReason, InboxItem, PostResult, SpawnError, TaskResult
+from .types import AgentDef, CloseReason, InboxItem, PostResult, SpawnError, TaskResult
 
 __all__ = ["Delegating", "task_description", "task_tool"]
 
@@ -27,10 +28,6 @@ class Delegating(Protocol):
 
     registry: dict[str, AgentDef]
     trace: list[str]
-
-    def _spawn(
-        self, parent: Handle, def_name: str, budget: Budget | None = None
-    ) -> Handle | SpawnError: ...
 
     def wake(self, h: Handle, prompt: str | None = None) -> PostResult: ...
 
@@ -83,8 +80,13 @@ def _trace_escalation(rt: Delegating, parent: Handle, child: Handle) -> None:
     rt.trace.append(f'{asker.id}: escalate → {parent.id} answers ("nearest interpreter")')
 
 
-def task_tool(rt: Delegating, parent: Handle) -> Tool:
-    """The ``task`` tool of ``parent``: its team is its definition's ``task_targets``."""
+def task_tool(
+    rt: Delegating, parent: Handle, *, spawn: Callable[[Handle, str], Handle | SpawnError]
+) -> Tool:
+    """The ``task`` tool of ``parent``: its team is its definition's ``task_targets``.
+
+    ``spawn`` makes a child that is the agent's, not the host's (only ``parent`` may wait on
+    it); every other step is one of the runtime's verbs."""
     team = sorted(rt.registry[parent.agent].task_targets or ())
 
     async def execute(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
@@ -110,7 +112,7 @@ def task_tool(rt: Delegating, parent: Handle) -> Tool:
             else:
                 result = child.result or TaskResult(text="", status="closed")
         else:
-            spawned = rt._spawn(parent, agent)  # pyright: ignore[reportPrivateUsage]
+            spawned = spawn(parent, agent)
             if isinstance(spawned, SpawnError):
                 return ToolResult(spawned.error, True)
             child = spawned

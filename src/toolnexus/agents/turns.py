@@ -1,36 +1,175 @@
-"""One turn of a handle: the engine's run, gated by the agent's completion check.
+"""`TurnDriver`: how one turn of a handle runs — its engine runs, through the completion gate.
 
-`Turns` is a base of `toolnexus.agents.AgentRuntime`. A turn is one or more engine runs: when
-the definition has a ``completion`` and a run answers without verifying, the handle is asked
-again (``Your work did not verify: <reason>. Fix it and finish.``) on the same transcript,
-under the handle's turn budget (``max_turns`` counts every attempt's model calls).
+A turn is one or more engine runs: when the definition has a ``completion`` and a run answers
+without verifying, the handle is asked again (``Your work did not verify: <reason>. Fix it and
+finish.``) on the same transcript, under the handle's turn budget (``max_turns`` counts every
+attempt's model calls). The gate is the harness's one (`toolnexus.agents.harness.gate`); a
+failed last attempt reads ``hit completion without a final answer`` here (COMPAT §8).
 
 The gate's progress — the attempt, the failed reason, the tool calls of the earlier attempts —
 lives in ``Handle.gate`` and is written with the handle's row, so a turn that suspends inside
 the gate (a tool asks a human during attempt 2) resumes from its checkpoint at attempt 2 in
 any process, and the verifier still sees every attempt's calls.
+
+Each engine run emits its ``run`` metric event (one per ask, as a client's), built by
+`toolnexus.observability.run_event` with the error masked by the agent's redactor.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, cast
 
-from .._types import RunResult, ToolCallRecord
+from .._types import Message, RunResult, Tool, ToolCallRecord
 from ..loop.engine import Engine, Finished, RunState
+from ..observability import run_event
+from ..stores.base import ConversationStore
 from .budget import BudgetGuard, limit_text
-from .handle import Handle
-from .harness import attempts_of, retry_prompt, verdict_of, verifying_note
-from .resuming import restamp, stamp_path
-from .runtime_base import RuntimeBase
+from .engines import EngineFactory
+from .handle import Handle, restamp, stamp_path
+from .harness import GateProgress, gate
+from .tree import Tree
 from .types import TaskResult
 
-__all__ = ["Turns"]
+__all__ = ["TurnDriver"]
 
 
-class Turns(RuntimeBase):
-    """Drive a handle's turn (a base of `AgentRuntime`)."""
+class TurnDriver:
+    """Runs a handle's turns: its engine, tools and runs, the gate, the transcript save.
+
+    Args:
+        tree: the handles (definitions, conversation ids, the trace).
+        engines: one engine per agent definition, and where its metric events go.
+        conversations: where each handle's transcript is saved when a turn finishes.
+        hooks: the runtime's hooks, for agents without their own.
+        delegate: makes the ``task`` tool of a handle whose agent has a team.
+    """
+
+    def __init__(
+        self,
+        *,
+        tree: Tree,
+        engines: EngineFactory,
+        conversations: ConversationStore,
+        hooks: Any,
+        delegate: Callable[[Handle], Tool],
+    ) -> None:
+        self._tree = tree
+        self._engines = engines
+        self._conversations = conversations
+        self._hooks = hooks
+        self._delegate = delegate
+
+    def engine(self, h: Handle) -> Engine:
+        """The engine of ``h``'s agent."""
+        return self._engines.engine_for(self._tree.defn(h), self._hooks)
+
+    def state(
+        self,
+        h: Handle,
+        engine: Engine,
+        prompt: str | None,
+        *,
+        cancel: asyncio.Event | None,
+        history: Sequence[Message] | None = None,
+    ) -> RunState:
+        """A fresh run of ``h`` with its tools (``prompt=None``: for a checkpoint to restore)."""
+        agent = self._tree.defn(h)
+        tools = list(agent.tools or ())
+        if agent.task_targets:
+            tools.append(self._delegate(h))
+        wire = engine.cfg.dialect.render_tools(tools)
+        return engine.new_state(prompt, tools, wire, history=history, cancel=cancel)
+
+    async def turn(self, h: Handle, text: str, guard: BudgetGuard) -> TaskResult:
+        """A fresh wake's turn on ``h``'s stored transcript; the completion gate starts over."""
+        h.gate = None
+        engine = self.engine(h)
+        conv_id = self._tree.conv_id(h)
+        history = await self._conversations.get(conv_id)
+        state = self.state(h, engine, text, history=history, cancel=h.cancel)
+        result = await self.drive(h, engine, state, guard, resumed=None)
+        if result.status == "pending" and history is None:
+            # The rewind rule: while parked the store holds the pre-turn transcript (the
+            # halted turn lives in the checkpoint) — for a first turn, none yet.
+            await self._conversations.save(conv_id, [])
+        return result
+
+    async def drive(
+        self,
+        h: Handle,
+        engine: Engine,
+        state: RunState,
+        guard: BudgetGuard,
+        resumed: list[Any] | None,
+        fence: Callable[[], Awaitable[Any]] | None = None,
+    ) -> TaskResult:
+        """One turn of ``h`` to its `TaskResult`, through the completion gate (if any).
+
+        ``resumed`` are the slots of a restored checkpoint, for the first run; ``fence`` runs
+        right before the transcript is saved (a durable resume checks its claim there, so an
+        overtaken resumer writes none)."""
+        current = state
+        last: Finished | None = None
+
+        async def attempt(retry: str | None) -> RunResult:
+            nonlocal current, last, resumed
+            if retry is not None and last is not None:
+                fresh = engine.new_state(
+                    retry,
+                    current.tools,
+                    current.wire_tools,
+                    history=last.result.messages,
+                    cancel=current.cancel,
+                )
+                fresh.conversation_id = current.conversation_id
+                current = fresh
+            last = await self._run_once(h, engine, current, guard, resumed)
+            resumed = None
+            run = last.result
+            if run.status == "pending" and run.pending is not None:
+                assert last.checkpoint is not None
+                request = stamp_path(run.pending, h)
+                h.checkpoint = restamp(last.checkpoint, run.pending.id, request)
+                h.pending = request
+            else:
+                h.checkpoint = None
+                h.pending = None
+            return run
+
+        completion = self._tree.defn(h).completion
+        retried = functools.partial(self._retried, h)
+        end = await gate(attempt, completion, _progress_of(h.gate), on_retry=retried)
+        run = end.result
+        if run.status == "pending" and h.pending is not None:
+            return TaskResult(text=h.pending.prompt, status="pending", pending=h.pending)
+        h.gate = None
+        if end.failed is not None:
+            result = TaskResult(
+                text=limit_text("completion"), status="incomplete", limit="completion"
+            )
+        else:
+            result = _result_of(run, end.progress)
+        if fence is not None:
+            await fence()
+        await self._conversations.save(self._tree.conv_id(h), run.messages)
+        h.drained = []
+        return result
+
+    def _retried(self, h: Handle, progress: GateProgress, attempts: int) -> None:
+        """A failed attempt goes round again: traced, and the progress kept in ``h``'s row."""
+        self._tree.trace.append(
+            f"{h.id}: completion check failed (attempt {progress.attempt - 1}/{attempts}): "
+            f"{progress.reason}"
+        )
+        h.gate = {
+            "attempt": progress.attempt,
+            "reason": progress.reason,
+            "calls": [cast(ToolCallRecord, r).to_dict() for r in progress.calls],
+        }
 
     async def _run_once(
         self,
@@ -46,101 +185,28 @@ class Turns(RuntimeBase):
         started = time.perf_counter()
         error: BaseException | None = None
         try:
-            finished = await engine.complete(state, resumed=resumed, on_text=h.on_text)
+            return await engine.complete(state, resumed=resumed, on_text=h.on_text)
         except BaseException as exc:
             error = exc
             raise
         finally:
             guard.settle()
-            metric: dict[str, Any] = {
-                "event": "run",
-                "model": engine.cfg.model,
-                "turns": state.turns,
-                "tool_calls": len(state.records),
-                "total_tokens": state.usage.get("total_tokens", 0),
-                "ms": (time.perf_counter() - started) * 1000,
-            }
-            if error is not None:
-                metric["error"] = f"{type(error).__name__}: {error}"
-            self._engines.emit_for(self._def(h), metric)
-        return finished
+            cfg = engine.cfg
+            event = run_event(
+                state, model=cfg.model, started=started, error=error, mask=cfg.redactor.text
+            )
+            self._engines.emit_for(self._tree.defn(h), event)
 
-    async def _drive(
-        self,
-        h: Handle,
-        engine: Engine,
-        state: RunState,
-        guard: BudgetGuard,
-        resumed: list[Any] | None,
-        fence: Callable[[], Awaitable[Any]] | None = None,
-    ) -> TaskResult:
-        """One turn of ``h`` to its `TaskResult` (through the completion gate, if any).
-        ``fence`` runs right before the transcript is saved (a durable resume checks its claim
-        there, so an overtaken resumer writes none)."""
-        completion = self._def(h).completion
-        while True:
-            finished = await self._run_once(h, engine, state, guard, resumed)
-            run = finished.result
-            resumed = None
-            if run.status == "pending" and run.pending is not None:
-                request = stamp_path(run.pending, h)
-                assert finished.checkpoint is not None
-                h.checkpoint = restamp(finished.checkpoint, run.pending.id, request)
-                h.pending = request
-                return TaskResult(text=request.prompt, status="pending", pending=request)
-            h.checkpoint = None
-            h.pending = None
-            gate = h.gate
-            if completion is not None and run.status == "done":
-                attempts = attempts_of(completion)
-                attempt = int(gate["attempt"]) if gate else 1
-                earlier = _records(gate["calls"]) if gate else []
-                checked = _with_calls(run, earlier + list(run.tool_calls))
-                failed = await verdict_of(completion, checked)
-                if failed is not None and attempt < attempts:
-                    self.trace.append(
-                        f"{h.id}: completion check failed (attempt {attempt}/{attempts}): {failed}"
-                    )
-                    h.gate = {
-                        "attempt": attempt + 1,
-                        "reason": failed,
-                        "calls": [r.to_dict() for r in checked.tool_calls],
-                    }
-                    fresh = engine.new_state(
-                        retry_prompt(failed),
-                        state.tools,
-                        state.wire_tools,
-                        history=run.messages,
-                        cancel=state.cancel,
-                    )
-                    fresh.conversation_id = state.conversation_id
-                    state = fresh
-                    continue
-                if failed is not None:
-                    h.gate = None
-                    return await self._final(
-                        h,
-                        run,
-                        fence,
-                        TaskResult(
-                            text=limit_text("completion"), status="incomplete", limit="completion"
-                        ),
-                    )
-            h.gate = None
-            return await self._final(h, run, fence, _result_of(run, gate))
 
-    async def _final(
-        self,
-        h: Handle,
-        run: RunResult,
-        fence: Callable[[], Awaitable[Any]] | None,
-        result: TaskResult,
-    ) -> TaskResult:
-        if fence is not None:
-            await fence()
-        await self._conversations.save(self._conv_id(h), run.messages)
-        h.drained = []
-        return result
+def _progress_of(row: dict[str, Any] | None) -> GateProgress | None:
+    """The gate's progress kept in a handle's row (``None``: the gate is at attempt 1)."""
+    if not row:
+        return None
+    return GateProgress(
+        attempt=int(row.get("attempt") or 1),
+        reason=str(row.get("reason", "")),
+        calls=tuple(_records(row.get("calls"))),
+    )
 
 
 def _records(value: Any) -> list[ToolCallRecord]:
@@ -161,31 +227,12 @@ def _records(value: Any) -> list[ToolCallRecord]:
     return out
 
 
-def _with_calls(run: RunResult, calls: list[ToolCallRecord]) -> RunResult:
-    """``run`` as the verifier sees it: the tool calls of every attempt so far."""
-    return RunResult(
-        text=run.text,
-        messages=run.messages,
-        tool_calls=calls,
-        tool_call_count=len(calls),
-        turns=run.turns,
-        usage=run.usage,
-        model=run.model,
-        status=run.status,
-        limit=run.limit,
-        pending=run.pending,
-        expired=run.expired,
-    )
-
-
-def _result_of(run: RunResult, gate: dict[str, Any] | None) -> TaskResult:
+def _result_of(run: RunResult, progress: GateProgress) -> TaskResult:
     """A finished run's `TaskResult`; a retry of the gate that stopped on a limit says so."""
     if run.status == "incomplete":
         limit = run.limit or "maxTurns"
         text = run.text or limit_text(limit)
         if run.limit:
             text = limit_text(limit) if not run.text else f"{run.text}\n{limit_text(limit)}"
-        if gate:
-            text += verifying_note(int(gate["attempt"]), str(gate.get("reason", "")))
-        return TaskResult(text=text, status="incomplete", limit=limit)
+        return TaskResult(text=text + progress.note(), status="incomplete", limit=limit)
     return TaskResult(text=run.text, status="done")
