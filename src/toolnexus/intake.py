@@ -48,9 +48,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from ._types import Tool
 from .errors import AnswerMismatch, InvalidAnswer
-from .loop.checkpoint import Checkpoint
-from .loop.edits import EDIT_KEY, schema_problem
 from .suspension import (
     RELAY_OUTPUT_KEY,
     RELAY_RESULTS_KEY,
@@ -61,6 +60,7 @@ from .suspension import (
     relay_calls_of,
     relay_output_for,
 )
+from .tools.validation import validate_arguments
 
 __all__ = [
     "EDIT_KEY",
@@ -78,9 +78,9 @@ __all__ = [
     "Reply",
     "Text",
     "accepts",
-    "halted_accepts",
     "intake",
     "schema_errors",
+    "schema_problem",
     "yes_or_no",
 ]
 
@@ -94,6 +94,8 @@ NO_WORDS: frozenset[str] = frozenset(
 )
 """Text replies that decline an approval or an authorization."""
 
+EDIT_KEY = "arguments"
+"""The key of ``Answer.data`` that holds an approval's edited arguments."""
 NEEDS_DATA: frozenset[str] = frozenset({"question", "input", "tool_call"})
 """The kinds whose answer may need data: an ``ok`` without any is judged against the request
 (a store cannot record it from the kind alone)."""
@@ -313,21 +315,6 @@ def accepts(request: Request, *, tool: str = "", edit_schema: Any = None) -> Acc
             "input", kind, tool, schema=cast(Mapping[str, Any], schema) if _is_map(schema) else None
         )
     return Accepts("any", kind, tool)
-
-
-def halted_accepts(checkpoint: Checkpoint, request_id: str | None = None) -> Accepts:
-    """What answers the request a stored halted run waits on (``request_id``, default its
-    pending one), as a process without the toolkit knows it: the halted call's tool and the
-    input schema the checkpoint keeps for edits."""
-    rid = request_id or checkpoint.pending.id
-    for slot in checkpoint.outstanding:
-        if slot.request is not None and slot.request.id == rid:
-            return accepts(slot.request, tool=slot.name, edit_schema=slot.input_schema)
-    request = checkpoint.pending
-    first = checkpoint.outstanding[0] if checkpoint.outstanding else None
-    if first is None:
-        return accepts(request)
-    return accepts(request, tool=first.name, edit_schema=first.input_schema)
 
 
 def _question(q: Mapping[str, Any]) -> Question:
@@ -558,6 +545,47 @@ def _check_approval_data(request: Request, acc: Accepts, data: Mapping[str, Any]
 
 def _edit_problem(acc: Accepts, arguments: Any) -> str | None:
     return schema_problem(acc.tool or "the halted tool", acc.edit_schema, arguments)
+
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_JSON_KINDS: dict[type, str] = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def schema_problem(name: str, schema: Any, arguments: Any) -> str | None:
+    """What is wrong with ``arguments`` as the edited arguments of tool ``name``, or ``None``.
+
+    They must be a JSON object; with a ``schema`` (``None``: not known), valid against it (the
+    same validation as the model's own arguments, `toolnexus.tools.validation`). A ``False``
+    schema marks a call that takes no edits at all.
+    """
+    if schema is False:
+        return f'the call of tool "{name}" takes no edited arguments'
+    if not isinstance(arguments, dict):
+        value: object = arguments
+        got = _JSON_KINDS.get(type(value)) or type(value).__name__
+        return f'the edited arguments for tool "{name}" must be a JSON object, got {got}'
+    try:
+        _ENCODER.encode(arguments)
+    except (TypeError, ValueError, RecursionError) as exc:
+        return f'the edited arguments for tool "{name}" are not JSON: {exc}'
+    if schema is None or schema is True:
+        return None
+    return validate_arguments(_schema_tool(name, schema), arguments)
+
+
+def _schema_tool(name: str, schema: Any) -> Tool:
+    return Tool(name=name, description="", input_schema=schema, source="native", execute=_never)
+
+
+def _never(args: dict[str, Any]) -> str:  # pragma: no cover - only its schema is used
+    raise AssertionError("a schema-only tool is never executed")
 
 
 def _checked_data(request: Request, acc: Accepts, data: Mapping[str, Any]) -> Mapping[str, Any]:

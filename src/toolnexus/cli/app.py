@@ -466,8 +466,8 @@ async def _answer_of(runs: Any, request_id: str, reply: Any) -> Any:
         InvalidAnswer: the request does not take that reply (the message names what it takes).
     """
     from ..errors import UnknownRequest
-    from ..intake import halted_accepts, intake
-    from ..stores.checks import check_request_id, conflict
+    from ..intake import intake
+    from ..stores.checks import check_request_id, conflict, halted_accepts
 
     checkpoint = await runs.load_halt(check_request_id(request_id))
     if checkpoint is None:

@@ -74,7 +74,7 @@ def to_answer(request: Request, form: Form, shape: Accepts | None = None) -> Par
         request: the halted request.
         form: the posted fields.
         shape: what answers it (default: `accepts` of the request alone; pass
-            `toolnexus.intake.halted_accepts` of its checkpoint so that edited arguments are
+            `toolnexus.stores.checks.halted_accepts` of its checkpoint so that edited arguments are
             checked against the schema it keeps).
     """
     shape = shape or accepts(request)

@@ -26,9 +26,9 @@ from ..errors import (
     UnknownRequest,
     UsageError,
 )
-from ..intake import AnswerRefused, halted_accepts, intake
+from ..intake import AnswerRefused, intake
 from ..loop.checkpoint import Checkpoint
-from ..stores.checks import call_digest, halted_call, is_past
+from ..stores.checks import call_digest, halted_accepts, halted_call, is_past
 from ..stores.inbox_index import HistoryEntry, InboxIndex
 from ..stores.requests import AnswerRecord, PendingEntry, RunStore
 from ..suspension import Request

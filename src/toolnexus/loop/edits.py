@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from .._types import Message, Tool
+from ..intake import EDIT_KEY, schema_problem
 from ..suspension import Answer, Request
-from ..tools.validation import validate_arguments
 
 __all__ = [
     "APPROVAL",
@@ -45,19 +45,9 @@ __all__ = [
 
 APPROVAL = "approval"
 """The one request kind whose answer may edit the call's arguments."""
-EDIT_KEY = "arguments"
-"""The key of ``Answer.data`` that holds the edited arguments."""
 
 _NOT_GIVEN: Any = object()
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_JSON_KINDS: dict[type, str] = {
-    list: "array",
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
 
 
 def proposed_edit(request: Request, answer: Answer) -> _Edit | None:
@@ -91,35 +81,6 @@ def edit_schema(tool: Tool) -> Any:
     if not editable(tool):
         return False
     return tool.input_schema if tool.validate_args else True
-
-
-def schema_problem(name: str, schema: Any, arguments: Any) -> str | None:
-    """What is wrong with ``arguments`` as the edited arguments of tool ``name``, or ``None``.
-
-    They must be a JSON object; with a ``schema`` (``None``: not known), valid against it.
-    A ``False`` schema marks a call that takes no edits at all.
-    """
-    if schema is False:
-        return f'the call of tool "{name}" takes no edited arguments'
-    if not isinstance(arguments, dict):
-        value: object = arguments
-        got = _JSON_KINDS.get(type(value)) or type(value).__name__
-        return f'the edited arguments for tool "{name}" must be a JSON object, got {got}'
-    try:
-        _ENCODER.encode(arguments)
-    except (TypeError, ValueError, RecursionError) as exc:
-        return f'the edited arguments for tool "{name}" are not JSON: {exc}'
-    if schema is None or schema is True:
-        return None
-    return validate_arguments(_schema_tool(name, schema), arguments)
-
-
-def _schema_tool(name: str, schema: Any) -> Tool:
-    return Tool(name=name, description="", input_schema=schema, source="native", execute=_never)
-
-
-def _never(args: dict[str, Any]) -> str:  # pragma: no cover - only its schema is used
-    raise AssertionError("a schema-only tool is never executed")
 
 
 def edited_arguments_problem(checkpoint: Any, arguments: Any) -> str | None:

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any, NamedTuple, cast
 
 from ..errors import CheckpointError, StoreError
-from ..intake import halted_accepts, intake
+from ..intake import intake
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, parse_timestamp
 from .checks import (
@@ -22,6 +22,7 @@ from .checks import (
     call_digest,
     encode_checkpoint,
     encode_original,
+    halted_accepts,
     halted_call,
     halted_request,
     load_checkpoint,

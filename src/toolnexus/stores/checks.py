@@ -21,6 +21,7 @@ from ..errors import (
     InvalidAnswer,
     UsageError,
 )
+from ..intake import Accepts, accepts
 from ..loop.checkpoint import Checkpoint, Outstanding
 from ..loop.edits import encode_arguments, proposed_edit
 from ..suspension import Answer, answer_problem, format_timestamp, parse_timestamp
@@ -49,6 +50,7 @@ __all__ = [
     "encode_original",
     "encode_outcome",
     "filter_entries",
+    "halted_accepts",
     "halted_call",
     "halted_request",
     "is_past",
@@ -168,6 +170,21 @@ def encode_original(value: object) -> str | None:
             raise UsageError(f"original[{key!r}] must be a string, got {type(text).__name__}")
         kept[key] = _checked_text(text, f"original[{key!r}]")
     return _answer_encoder.encode(kept)
+
+
+def halted_accepts(checkpoint: Checkpoint, request_id: str | None = None) -> Accepts:
+    """What answers the request a stored halted run waits on (``request_id``, default its
+    pending one), as a process without the toolkit knows it: the halted call's tool and the
+    input schema the checkpoint keeps for edits."""
+    rid = request_id or checkpoint.pending.id
+    for slot in checkpoint.outstanding:
+        if slot.request is not None and slot.request.id == rid:
+            return accepts(slot.request, tool=slot.name, edit_schema=slot.input_schema)
+    request = checkpoint.pending
+    first = checkpoint.outstanding[0] if checkpoint.outstanding else None
+    if first is None:
+        return accepts(request)
+    return accepts(request, tool=first.name, edit_schema=first.input_schema)
 
 
 def pending_entry(checkpoint: Checkpoint, status: RequestStatus = "pending") -> PendingEntry:
