@@ -24,7 +24,9 @@ What answers a request is derived from its kind and data (`accepts`); every surf
                       ``custom: true``)
  ``question``         one of ``data.options``, or free text      ``ok``, ``data.text``
                       when it has none (or ``data.custom``)
- ``input``            data valid against ``data.schema``         ``ok``, ``data``
+ ``input``, or any    data valid against ``data.schema``         ``ok``, ``data``
+ kind with a
+ ``data.schema``
  ``tool_call``        the host's output for every relayed call   ``ok``, ``data.results`` (or
  (relay)                                                         ``data.output`` for one call)
  any other kind       approve, data or text                      ``ok`` (``data.text`` for text)
@@ -277,6 +279,10 @@ def accepts(request: Request, *, tool: str = "", edit_schema: Any = None) -> Acc
     data: Mapping[str, Any] = request.data or {}
     if is_relay_request(request):
         return Accepts("relay", kind, tool, calls=tuple(c.id for c in relay_calls_of(request)))
+    schema: Any = data.get("schema")
+    if _is_map(schema) and not (kind == "question" and isinstance(data.get("questions"), list)):
+        # A form, whatever its kind says (an approval that asks for fields, say): its data.
+        return Accepts("input", kind, tool, schema=cast(Mapping[str, Any], schema))
     if kind == "approval":
         acp: Any = data.get("acp")
         raw: Any = cast(Mapping[str, Any], acp).get("options") if isinstance(acp, Mapping) else None
@@ -310,10 +316,7 @@ def accepts(request: Request, *, tool: str = "", edit_schema: Any = None) -> Acc
         options = _strings(data.get("options"))
         return Accepts("question", kind, tool, options=options, custom=data.get("custom") is True)
     if kind == "input":
-        schema: Any = data.get("schema")
-        return Accepts(
-            "input", kind, tool, schema=cast(Mapping[str, Any], schema) if _is_map(schema) else None
-        )
+        return Accepts("input", kind, tool)
     return Accepts("any", kind, tool)
 
 

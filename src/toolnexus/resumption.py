@@ -473,7 +473,7 @@ class Resumption:
 
     async def settle(
         self,
-        resumed: Resumed,
+        resumed: Resumed | Claim,
         outcome: Outcome | RunResult,
         conversations: ConversationStore | None = None,
     ) -> None:
@@ -483,15 +483,17 @@ class Resumption:
         A conversation store is not fenced by the claim, so the claim is checked (renewed)
         right before the transcript is written: a resumer that was overtaken stops here with
         `LeaseLost` instead of writing over the winner's transcript. Without a conversation
-        (or a store), the outcome keeps the messages.
+        (or a store), the outcome keeps the messages. A bare `Claim` settles a request whose
+        run went on elsewhere (an agent tree settling late): nothing to save.
 
         Raises:
             LeaseLost: the claim was overtaken; nothing was written.
         """
         done = Outcome.of_run(outcome) if isinstance(outcome, RunResult) else outcome
-        rid = resumed.claim.request_id
-        cid = resumed.conversation_id
-        claim = self._held.get(rid, resumed.claim)
+        held = resumed.claim if isinstance(resumed, Resumed) else resumed
+        rid = held.request_id
+        cid = resumed.conversation_id if isinstance(resumed, Resumed) else None
+        claim = self._held.get(rid, held)
         try:
             kept = done.messages
             saving = cid is not None and conversations is not None and kept is not None
@@ -501,7 +503,8 @@ class Resumption:
             await self.runs.complete(rid, claim, outcome=done.to_json(messages=not saving))
         finally:
             self._unhold(rid)
-        resumed.claim = claim
+        if isinstance(resumed, Resumed):
+            resumed.claim = claim
 
     async def abandon(self, claim: Claim | Resumed, problem: str | None = None) -> None:
         """After a failure: give the claim back, or hold it for ``hold_on_failure`` seconds

@@ -214,10 +214,11 @@ async def test_a_subscriber_sees_a_task_answered_elsewhere_go_on_to_completed(
     serve_refunds: Serve, durable_store: str, ledger: Path
 ) -> None:
     served = await serve_refunds(durable_store, recover_every=None)
+    async with sdk_client(served.url) as caller:
+        task = await send(caller, user_message("refund order 42"))
+    rid = (await request_of(task))["id"]
+    await answer_through_the_client(served.url, rid, durable_store)
     async with sdk_client(served.url, streaming=True) as client:
-        task = await send(client, user_message("refund order 42"))
-        rid = (await request_of(task))["id"]
-        await answer_through_the_client(served.url, rid, durable_store)
         states: list[int] = []
         async for event in client.subscribe(pb.SubscribeToTaskRequest(id=task.id)):
             if event.HasField("task"):

@@ -120,7 +120,9 @@ async def test_a_follow_up_to_a_completed_task_is_refused_and_changes_nothing(
             http, served.url, "SendMessage", ref_message("yes again", task_id=task["id"])
         )
         assert again["error"]["code"] == -32602
-        assert again["error"]["data"] == {"reason": "state", "state": "completed"}
+        # the request behind the task was answered (by this task's first follow-up): the
+        # error names who, and says the task is completed
+        assert again["error"]["data"] == {"reason": "conflict", "answeredBy": f"a2a:{task['id']}"}
         assert "is completed" in again["error"]["message"]
         cancel = await rpc(http, served.url, "CancelTask", {"id": task["id"]})
         assert cancel["error"]["code"] == -32002
@@ -140,14 +142,16 @@ async def test_an_answer_that_fails_the_requests_schema_is_refused_and_the_task_
         assert request["data"]["schema"]["required"] == ["approved"]
         bad = await rpc(http, served.url, "SendMessage", ref_message("yes", task_id=task["id"]))
         assert bad["error"]["code"] == -32602
-        assert bad["error"]["data"] == {"reason": "schema"}
+        assert bad["error"]["data"]["reason"] == "refused"  # a form takes its data, not a word
+        assert bad["error"]["data"]["accepts"]["schema"]["required"] == ["approved"]
         wrong_type = await rpc(
             http,
             served.url,
             "SendMessage",
             ref_message(task_id=task["id"], data={"approved": "yes"}),
         )
-        assert wrong_type["error"]["data"] == {"reason": "schema"}
+        assert wrong_type["error"]["data"]["reason"] == "refused"
+        assert "the data does not fit its schema" in wrong_type["error"]["message"]
         ill_typed = await rpc(
             http,
             served.url,

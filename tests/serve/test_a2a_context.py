@@ -187,7 +187,9 @@ async def test_an_agent_trees_context_continues_its_conversation_across_a_restar
         "users=['my name is Bob', 'what is my name?', 'refund', 'and now?'] tools=['refunded #42']"
     )
     assert _artifact(fresh) == "users=['who am I?'] tools=[]"
-    assert ledger_lines(tmp_path / "l") == [{"ok": True, "data": {"text": "yes"}}]
+    assert ledger_lines(tmp_path / "l") == [
+        {"ok": True, "data": None}
+    ]  # "yes" is a yes word: a plain approval
 
 
 @pytest.mark.parametrize("context", ["x" * 5000, "ctx\x00nul", "ünï/..\\cöde ✓", " "])

@@ -179,8 +179,15 @@ async def test_malformed_streamed_follow_ups_are_refused_and_leave_the_task_wait
         ok = {"kind": "data", "data": {"approved": True}}
         done = await _stream(http, served.url, {"message": {**msg, "taskId": tid, "parts": [ok]}})
         assert done[-1]["result"]["status"]["state"] == "completed"
-        [late] = await _stream(http, served.url, {"message": {**msg, "taskId": tid, "parts": [ok]}})
-        assert late["error"]["data"] == {"reason": "state", "state": "completed"}
+        # the same message again (messageId m1): answered with the task as it is, not applied
+        [resent] = await _stream(
+            http, served.url, {"message": {**msg, "taskId": tid, "parts": [ok]}}
+        )
+        assert resent["result"]["status"]["state"] == "completed"
+        # a new message after the task's request was answered: refused, naming who answered
+        late_msg = {**msg, "messageId": "m2", "taskId": tid, "parts": [ok]}
+        [late] = await _stream(http, served.url, {"message": late_msg})
+        assert late["error"]["data"] == {"reason": "conflict", "answeredBy": f"a2a:{tid}"}
     assert ledger_lines(ledger) == [{"ok": True, "data": {"approved": True}}]
 
 
@@ -195,9 +202,10 @@ async def test_two_racing_streamed_follow_ups_resume_the_run_once(
         tid = _waiting_task(
             await _stream(http, served.url, {"message": {**msg, "parts": [_t("refund")]}})
         )
-        follow = {"message": {**msg, "taskId": tid, "parts": [_t("yes")]}}
+        yes = {"message": {**msg, "messageId": "m2", "taskId": tid, "parts": [_t("yes")]}}
+        approve = {"message": {**msg, "messageId": "m3", "taskId": tid, "parts": [_t("approve")]}}
         a, b = await asyncio.gather(
-            _stream(http, served.url, follow), _stream(http, served.url, follow)
+            _stream(http, served.url, yes), _stream(http, served.url, approve)
         )
         task = (await http.post(served.url + "/", json=_get(tid))).json()["result"]
     streamed = [r for r in (a, b) if "result" in r[0]]
@@ -206,6 +214,29 @@ async def test_two_racing_streamed_follow_ups_resume_the_run_once(
     assert len(refused) == 1, (a, b)
     assert refused[0][0]["error"]["code"] == -32602
     assert streamed[0][-1]["result"]["status"]["state"] == "completed"
+    assert task["status"]["state"] == "completed"
+    assert len(ledger_lines(ledger)) == 1
+
+
+async def test_one_message_sent_twice_at_once_is_one_follow_up(
+    serve_refunds: Serve, ledger: Path
+) -> None:
+    """Two sends of the same message (one messageId) racing: the run resumes once, and both
+    are answered (the second with the first one's result), neither is refused."""
+    import asyncio
+
+    served = await serve_refunds()
+    msg = {"role": "user", "messageId": "m1", "kind": "message"}
+    async with httpx.AsyncClient(timeout=30) as http:
+        tid = _waiting_task(
+            await _stream(http, served.url, {"message": {**msg, "parts": [_t("refund")]}})
+        )
+        follow = {"message": {**msg, "messageId": "m2", "taskId": tid, "parts": [_t("yes")]}}
+        a, b = await asyncio.gather(
+            _stream(http, served.url, follow), _stream(http, served.url, follow)
+        )
+        task = (await http.post(served.url + "/", json=_get(tid))).json()["result"]
+    assert all("result" in r[0] for r in (a, b)), (a, b)
     assert task["status"]["state"] == "completed"
     assert len(ledger_lines(ledger)) == 1
 

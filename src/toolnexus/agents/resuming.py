@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import AnswerMismatch, LeaseLost, ResumeError
 from ..loop.checkpoint import Checkpoint
 from ..loop.guards import as_answer
-from ..resumption import Resumption
-from ..stores.runs import Claim, RunStore, conflict
+from ..resumption import Outcome, Resumed, Resumption
+from ..stores.runs import Claim, RunStore
 from ..suspension import Answer, Request
 from .budget import BudgetGuard
 from .clock import Clock
@@ -113,10 +113,10 @@ class TreeResumer:
         root = self._tree.root
         deepest = self._deepest_suspended(root, reply.id) or self._deepest_suspended(root)
         if deepest is None or deepest.pending is None or deepest.checkpoint is None:
-            await self._refuse_if_answered(reply.id)
+            await self._resumption.refuse_if_answered(reply.id)
             raise NoSuspendedHandle("no suspended handle")
         if reply.id != deepest.pending.id:
-            await self._refuse_if_answered(reply.id)
+            await self._resumption.refuse_if_answered(reply.id)
             raise AnswerMismatch(
                 f'answer id "{reply.id}" does not echo the pending request id '
                 f'"{deepest.pending.id}"'
@@ -177,6 +177,7 @@ class TreeResumer:
         using = resumption or self._resumption
         node: Handle | None = deepest
         result: TaskResult | None = None
+        resumed: Resumed | None = None
         ok = "true" if answer.ok else "false"
         trace = self._tree.trace
         trace.append(
@@ -187,14 +188,15 @@ class TreeResumer:
             while node is not None and node is not self._tree.root and node.state == "suspended":
                 if node is not deepest:
                     trace.append(f"{node.id}: cascade resume (replay reattaches by task key)")
-                result, claim = await self._resume_level(node, answer, claim, answered_by, using)
+                result, resumed = await self._resume_level(node, answer, claim, answered_by, using)
+                claim = resumed.claim
                 answer = claim.answer
                 if result.status == "pending":
                     await self._resuspend_ancestors(node, result.pending)
                     break
                 node = node.parent
-            if claim is not None:
-                await self._runs.complete(claim.request_id, claim, outcome=_outcome(result))
+            if resumed is not None:
+                await using.settle(resumed, _outcome(result))
         except BaseException:
             if claim is not None:
                 await using.abandon(claim)
@@ -208,9 +210,9 @@ class TreeResumer:
         claim: Claim | None,
         answered_by: str | None,
         resumption: Resumption,
-    ) -> tuple[TaskResult, Claim]:
-        """One level of the cascade: begin (guards, claim, restore, apply, record), then drive
-        the handle's turn on."""
+    ) -> tuple[TaskResult, Resumed]:
+        """One level of the cascade: the guards, then begin (accept, claim, restore, bind,
+        apply, record), then drive the handle's turn on."""
         checkpoint = await self._latest_checkpoint(h, answer.id)
         engine = self._driver.engine(h)
         cancel = asyncio.Event()
@@ -229,6 +231,7 @@ class TreeResumer:
                 claim=claim,
                 answered_by=answered_by,
                 record=functools.partial(self._record, h),
+                checked=True,
             )
         except BaseException:
             self._tree.move(h, "suspended")  # nothing was resumed: the handle still waits
@@ -236,8 +239,7 @@ class TreeResumer:
         state.conversation_id = self._tree.conv_id(h)
         try:
             guard = BudgetGuard(h, self._clock.now)
-            held = resumed.claim
-            fence = functools.partial(self._runs.renew, held, lease_s=resumption.lease_s)
+            fence = functools.partial(resumption.renew, resumed.claim)
             result = await self._driver.drive(
                 h, engine, state, guard, resumed=resumed.slots, fence=fence
             )
@@ -246,7 +248,7 @@ class TreeResumer:
         except Exception as exc:
             result = TaskResult(text=f"{type(exc).__name__}: {exc}", status="error", is_error=True)
         await self._scheduler.settle(h, result)
-        return result, resumed.claim
+        return result, resumed
 
     async def _settle_late(self, claim: Claim) -> TaskResult | None:
         """Settle a request no handle waits on any more: its cascade ran to the end and only
@@ -264,7 +266,7 @@ class TreeResumer:
             claim.request_id,
         )
         result = top.result if top is not None else None
-        await self._runs.complete(claim.request_id, claim, outcome=_outcome(result))
+        await self._resumption.settle(claim, _outcome(result))
         return result
 
     async def _latest_checkpoint(self, h: Handle, request_id: str) -> Checkpoint:
@@ -290,11 +292,6 @@ class TreeResumer:
         await self._runs.save_progress(indexed, claim)
         h.checkpoint = progress
         await self._tree.persist(h, as_state="suspended")
-
-    async def _refuse_if_answered(self, request_id: str) -> None:
-        record = await self._runs.answer_record(request_id)
-        if record is not None:
-            raise conflict(request_id, record.answered_by, record.status)
 
     async def _resuspend_ancestors(self, h: Handle, request: Request | None) -> None:
         """A re-suspended child: every suspended ancestor now waits on the new request; they
@@ -334,6 +331,10 @@ class TreeResumer:
             state = self._driver.state(h, engine, None, cancel=h.cancel)
             slots = engine.restore(state, checkpoint)
             state.conversation_id = self._tree.conv_id(h)
+            asker = next(
+                (s for s in slots if s.request is not None and s.request.id == request.id), None
+            )
+            answer = engine.accepted(state, asker, request, answer)  # the intake, inline
             await engine.apply_answer(state, slots, request, answer)
             guard = BudgetGuard(h, self._clock.now)
             result = await self._driver.drive(h, engine, state, guard, resumed=slots)
@@ -345,11 +346,16 @@ class TreeResumer:
         return result
 
 
-def _outcome(result: TaskResult | None) -> dict[str, Any]:
-    """What a settled tree request keeps: the highest resumed handle's result."""
+def _outcome(result: TaskResult | None) -> Outcome:
+    """What a settled tree request keeps: the highest resumed handle's result (its subtree's
+    tokens as its usage)."""
     if result is None:
-        return {"status": "done", "text": ""}
-    out: dict[str, Any] = {"status": result.status, "text": result.text, "turns": result.turns}
-    if result.pending is not None:
-        out["pending"] = result.pending.id
-    return out
+        return Outcome(status="done")
+    return Outcome(
+        status=result.status,
+        text=result.text,
+        turns=result.turns,
+        usage={"total_tokens": result.total_tokens},
+        limit=result.limit,
+        pending=result.pending.id if result.pending is not None else None,
+    )

@@ -37,13 +37,13 @@ import contextlib
 import json
 import logging
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, cast
 
 from ..errors import AnswerConflict, RequestExpired, ResumeError, UsageError
 from ..intake import AnswerRefused, intake
 from ..stores.requests import DEFAULT_LEASE_S
-from ..suspension import Request
+from ..suspension import Answer, Request
 from .a2a_life import Live, OnTask, TaskLife
 from .fulfil import Fulfiller
 from .tasks import PRIVATE, TERMINAL, WAITING, TaskStore, task_state
@@ -362,7 +362,7 @@ class A2AService:
         private = cast(dict[str, Any], task.get(PRIVATE) or {})
         seen = cast(dict[str, Any], private.get("seen") or {})
         if incoming.message_id is not None and incoming.message_id in seen:
-            return task, self.life.watch(tid, None, settled=True)  # a resend: the first result
+            return task, self.life.resent(tid, queue)  # a resend: the first result
         task = await self.life.sync(task)
         state = task_state(task)
         private = cast(dict[str, Any], task.get(PRIVATE) or {})
@@ -390,6 +390,8 @@ class A2AService:
                 f"asks request {request.id}; read the task and answer what it shows",
                 {"reason": "stale", "requestId": request.id},
             )
+        if isinstance(reply, Mapping):  # a whole answer: the request it answers is the one shown
+            reply = {"id": request.id, **reply}
         try:
             answer = intake(request, reply)
         except AnswerRefused as exc:
@@ -402,6 +404,34 @@ class A2AService:
             raise RpcError(
                 ANSWER_REFUSED, f"Invalid params: {exc}", {"reason": "invalid"}
             ) from None
+        answering = self.life.answering
+        if tid in answering:  # another follow-up of this task is being answered here now
+            if incoming.message_id is not None and answering[tid] == incoming.message_id:
+                return task, self.life.resent(tid, queue)  # the very same message, resent
+            raise RpcError(
+                ANSWER_REFUSED,
+                f"Invalid params: task {tid} is being answered right now by another "
+                "follow-up; your follow-up changed nothing",
+                {"reason": "conflict"},
+            )
+        answering[tid] = incoming.message_id  # `TaskLife.sync` leaves the task to us
+        try:
+            return await self._record_follow_up(task, request, answer, incoming, queue)
+        finally:
+            answering.pop(tid, None)
+
+    async def _record_follow_up(
+        self,
+        task: dict[str, Any],
+        request: Request,
+        answer: Answer,
+        incoming: Incoming,
+        queue: asyncio.Queue[dict[str, Any] | None] | None,
+    ) -> tuple[dict[str, Any], Live]:
+        """Record the follow-up's answer (exactly once), remember its message, and resume the
+        run here (or follow the resumer that took it)."""
+        tid = task["id"]
+        private = cast(dict[str, Any], task.setdefault(PRIVATE, {}))
         by = f"a2a:{tid}"
         expired: RequestExpired | None = None
         try:
@@ -409,18 +439,15 @@ class A2AService:
         except RequestExpired as exc:
             expired = exc  # the expired decline was recorded instead: the run resumes with it
         except AnswerConflict as exc:
-            record = await self.fulfiller.runs.answer_record(request.id)
-            if record is None or record.answered_by != by or record.answer != answer:
-                raise _conflict(tid, request.id, exc) from None
-            # The same reply of this task, racing itself: recorded once, resumed once.
+            raise _conflict(tid, request.id, exc) from None
         except (ResumeError, UsageError) as exc:
             raise RpcError(
                 ANSWER_REFUSED, f"Invalid params: {exc}", {"reason": "invalid"}
             ) from None
         if incoming.message_id is not None:
+            seen = cast(dict[str, Any], private.get("seen") or {})
             seen[incoming.message_id] = request.id
             private["seen"] = dict(list(seen.items())[-_SEEN_KEPT:])
-        task[PRIVATE] = private
         live = self.life.watch(tid, queue)
         await self.life.set(task, "working")
         claim = await self.fulfiller.runs.take(request.id, lease_s=self.lease_s)
@@ -444,13 +471,13 @@ class A2AService:
         if not isinstance(rid, str):
             return
         record = await self.fulfiller.runs.answer_record(rid)
-        if record is not None and task_state(task) not in TERMINAL:
+        if record is not None:
             who = f" by {record.answered_by}" if record.answered_by else ""
             verb = "cancelled" if record.status == "cancelled" else "answered"
             raise RpcError(
                 ANSWER_REFUSED,
-                f"Invalid params: the request of task {task['id']} was already {verb}{who}; "
-                "your follow-up changed nothing",
+                f"Invalid params: the request of task {task['id']} was already {verb}{who} "
+                f"(the task is {task_state(task)}); your follow-up changed nothing",
                 {"reason": "conflict", "answeredBy": record.answered_by},
             )
 

@@ -72,6 +72,10 @@ class TaskLife:
         self.recover_every = recover_every
         self.live: dict[str, Live] = {}
         self.background: set[asyncio.Task[Any]] = set()
+        self.answering: dict[str, str | None] = {}
+        """Tasks a follow-up of this process is answering right now (and its message id): it
+        goes on with their run itself (`sync` leaves them alone, so one copy of the task is
+        saved)."""
 
     @property
     def runs(self) -> RunStore:
@@ -79,25 +83,30 @@ class TaskLife:
 
     # -- runs ---------------------------------------------------------------------------------
 
-    def watch(
-        self,
-        tid: str,
-        queue: asyncio.Queue[dict[str, Any] | None] | None,
-        *,
-        settled: bool = False,
-    ) -> Live:
-        """The task's live entry (made when missing), ``queue`` subscribed to its events;
-        ``settled`` keeps the settled signal as it is (a resend: nothing new starts)."""
+    def watch(self, tid: str, queue: asyncio.Queue[dict[str, Any] | None] | None) -> Live:
+        """The task's live entry (made when missing), not settled, with ``queue`` subscribed to
+        its events."""
         live = self.live.get(tid)
         if live is None:
             live = self.live[tid] = Live()
-            if settled:
-                live.settled.set()
-        elif not settled:
-            live.settled.clear()
+        live.settled.clear()
         if queue is not None:
             live.queues.append(queue)
         return live
+
+    def resent(self, tid: str, queue: asyncio.Queue[dict[str, Any] | None] | None) -> Live:
+        """A message sent again: nothing new starts. Its stream (``queue``) follows the run the
+        first one started while that goes on, else it ends after the task as it is."""
+        live = self.live.get(tid)
+        if live is not None and live.running:
+            if queue is not None:
+                live.queues.append(queue)
+            return live
+        done = Live()
+        done.settled.set()
+        if queue is not None:
+            queue.put_nowait(None)
+        return done
 
     def spawn(self, coro: Any) -> asyncio.Task[None]:
         runner: asyncio.Task[None] = asyncio.ensure_future(coro)
@@ -190,8 +199,8 @@ class TaskLife:
         if not isinstance(rid, str) or (state not in WAITING and state != "working"):
             return task
         live = self.live.get(task["id"])
-        if live is not None and live.running:
-            return task  # its run (or a follower) is going on here
+        if (live is not None and live.running) or task["id"] in self.answering:
+            return task  # its run (or a follower, or a follow-up) is going on here
         record = await self.runs.answer_record(rid)
         if record is None:
             return task  # still waiting (or working on a request not recorded yet)
