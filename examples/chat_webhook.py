@@ -1,9 +1,10 @@
 """Scenario 3, posture A — a ``wait_for`` parked on a future that a webhook resolves.
 
 The run stays alive: ``wait_for`` posts the question to a chat (here: prints it) and parks on a
-future. A real HTTP webhook (``POST /reply``) resolves it whenever the human's reply lands; the
-suspended tool re-runs exactly once with the reply in ``ctx.answer.data``. A simulated human
-answers through the webhook after a moment.
+future. A real HTTP webhook (``POST /reply``) resolves it whenever the human's reply lands: the
+answer intake (``toolnexus.intake``) turns the chat's text into the Answer the question takes
+(or refuses it, naming what it takes), and the suspended tool re-runs exactly once with the
+reply in ``ctx.answer.data``. A simulated human answers through the webhook after a moment.
 
     python examples/chat_webhook.py
 """
@@ -28,9 +29,10 @@ from toolnexus import (
     define_tool,
     pending,
 )
+from toolnexus.intake import AnswerRefused, Text, intake
 from toolnexus.testing import RecordedRequest, Reply, call, text, tool_calls
 
-PARKED: dict[str, asyncio.Future[Answer]] = {}
+PARKED: dict[str, tuple[Request, asyncio.Future[Answer]]] = {}
 OUTBOX: asyncio.Queue[Request] = asyncio.Queue()
 
 
@@ -38,13 +40,17 @@ OUTBOX: asyncio.Queue[Request] = asyncio.Queue()
 def pick_environment(ctx: ToolContext | None = None) -> str | ToolResult:
     """Ask the user which environment to deploy to."""
     if ctx is None or ctx.answer is None:
-        return pending(kind="question", prompt="Deploy to staging or production?")
-    return f"user chose {ctx.answer.data['answers'][0]}" if ctx.answer.data else "no answer"
+        return pending(
+            kind="question",
+            prompt="Deploy to staging or production?",
+            data={"options": ["staging", "production"]},
+        )
+    return f"user chose {ctx.answer.data['text']}" if ctx.answer.data else "no answer"
 
 
 async def wait_for(req: Request) -> Answer:
     future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
-    PARKED[req.id] = future
+    PARKED[req.id] = (req, future)
     await OUTBOX.put(req)  # "post to Slack"
     return await future  # park the run on the reply
 
@@ -52,10 +58,16 @@ async def wait_for(req: Request) -> Answer:
 async def on_reply(request: web.Request) -> web.Response:
     """The chat webhook: ``{"request_id": ..., "reply": ...}``."""
     body: dict[str, Any] = await request.json()
-    future = PARKED.pop(str(body.get("request_id")), None)
-    if future is None or future.done():
+    parked = PARKED.get(str(body.get("request_id")))
+    if parked is None or parked[1].done():
         return web.json_response({"error": "unknown or already answered"}, status=409)
-    future.set_result(Answer(id=body["request_id"], ok=True, data={"answers": [body["reply"]]}))
+    asked, future = parked
+    try:
+        answer = intake(asked, Text(str(body.get("reply", ""))))  # the chat's text, as it means
+    except AnswerRefused as refused:  # e.g. "tomorrow": not one of the options
+        return web.json_response({"error": str(refused)}, status=400)
+    del PARKED[asked.id]
+    future.set_result(answer)
     return web.json_response({"ok": True})
 
 
@@ -64,9 +76,10 @@ async def human(webhook: str) -> None:
     req = await OUTBOX.get()
     print(f"chat> {req.prompt}")
     async with aiohttp.ClientSession() as http:
-        payload = {"request_id": req.id, "reply": "staging"}
-        async with http.post(webhook, json=payload) as resp:
-            print(f"webhook <- {json.dumps(payload)} ({resp.status})")
+        for reply in ("tomorrow", "Staging"):  # the first is not an option: refused
+            payload = {"request_id": req.id, "reply": reply}
+            async with http.post(webhook, json=payload) as resp:
+                print(f"webhook <- {json.dumps(payload)} ({resp.status})")
 
 
 def brain(request: RecordedRequest) -> Reply:

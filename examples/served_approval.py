@@ -32,8 +32,8 @@ def refund(order_id: str, ctx: ToolContext | None = None) -> str | ToolResult:
     """Refund an order (irreversible: needs the caller's approval)."""
     if ctx is None or ctx.answer is None:
         return pending(kind="approval", prompt=f"Refund order #{order_id}? Reply approve or deny.")
-    said = str((ctx.answer.data or {}).get("text", "")).strip().lower()
-    return f"refunded order #{order_id}" if said == "approve" else "refund declined"
+    # the caller's "approve" (or "deny") reached the tool through the answer intake: a decision
+    return f"refunded order #{order_id}" if ctx.answer.ok else "refund declined"
 
 
 def brain(request: RecordedRequest) -> Reply:

@@ -438,8 +438,9 @@ async def test_resume_claim_with_on_text_on_an_in_process_client_gives_the_claim
 
 
 class RenewReturnsLate(InMemoryStore):
-    """The memory store whose first `renew` takes effect at once but returns only when the
-    test says so: the heartbeat's renew is still on its way back when the run settles."""
+    """The memory store whose second `renew` — the heartbeat's first (the first is the lease
+    confirmed right before the approved tool runs) — takes effect at once but returns only when
+    the test says so: the heartbeat's renew is still on its way back when the run settles."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -450,7 +451,7 @@ class RenewReturnsLate(InMemoryStore):
     async def renew(self, claim: Any, *, lease_s: float | None = None) -> Any:
         self.renews += 1
         out = await super().renew(claim, lease_s=lease_s)
-        if self.renews == 1:
+        if self.renews == 2:
             self.renewed.set()
             await self.give_back.wait()
         return out
@@ -483,7 +484,8 @@ async def test_a_heartbeat_renew_that_returns_after_the_run_settled_forgets_the_
                 store.give_back.set()
                 for _ in range(5):  # the heartbeat takes the renew's reply
                     await asyncio.sleep(0)
-                assert request.id not in worker._held  # pyright: ignore[reportPrivateUsage]
+                held = worker.resumption._held  # pyright: ignore[reportPrivateUsage]
+                assert request.id not in held
     assert worker.resumed == 1
     assert ledger.runs["gate"] == 2
     record = await store.answer_record(request.id)

@@ -11,6 +11,7 @@ import pytest
 
 from toolnexus import (
     Answer,
+    AnswerConflict,
     SqliteStore,
     StoreError,
     Tool,
@@ -72,7 +73,11 @@ async def test_a_store_that_fails_at_the_end_of_a_resume_leaves_a_retryable_clai
                 (o.state, o.result.output if o.result else None) for o in progress.outstanding
             ] == [("done", "approved")]
             now[0] += 3600  # the lease of the failed resume runs out
-            resumed = await client.run_with_answer(tk, halted.messages, halted.pending, answer)
+            # the same answer again is a second answer (refused, nothing changes): the one
+            # recorded is resumed by the request's id
+            with pytest.raises(AnswerConflict, match="already answered"):
+                await client.run_with_answer(tk, halted.messages, halted.pending, answer)
+            resumed = await client.resume(tk, halted.pending.id)
         await store.aclose()
     assert resumed.status == "done"
     assert resumed.text == "done for real"

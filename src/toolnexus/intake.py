@@ -441,6 +441,8 @@ def _wire(request: Request, acc: Accepts, value: Answer | Mapping[str, Any]) -> 
 
 def _approve(request: Request, acc: Accepts, reply: Approve) -> Answer:
     rid = request.id
+    if reply.arguments is not None and acc.shape != "approval":
+        _refuse(request, acc, "only an approval's call can run with edited arguments")
     if acc.shape not in ("approval", "authorization", "any"):
         _refuse(request, acc, "a plain approval carries no answer")
     data: dict[str, Any] = {}

@@ -448,6 +448,10 @@ class Resumption:
 
     def _unhold(self, request_id: str) -> None:
         self._held.pop(request_id, None)
+        beat = self._beat
+        if not self._held and beat is not None:  # nothing left to renew: no task lingers
+            self._beat = None
+            beat.cancel()
 
     async def _heartbeat(self) -> None:
         """Renew the lease of every run held here, every third of ``lease_s``, until none is."""
@@ -512,7 +516,8 @@ class Resumption:
         request is flagged with it for operators (`RunStore.flag`). Never raises."""
         held = claim.claim if isinstance(claim, Resumed) else claim
         rid = held.request_id
-        held = self._held.pop(rid, held)
+        held = self._held.get(rid, held)
+        self._unhold(rid)
         try:
             if problem is not None:
                 hold = self.hold_on_failure or 0.0

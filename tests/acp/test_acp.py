@@ -14,7 +14,7 @@ import pytest
 
 from toolnexus import Answer, Request, create_client, create_in_process_client
 from toolnexus.acp import ACPClient, ACPError, ACPOptions, ACPPermissionTimeoutError, load_acp
-from toolnexus.errors import AnswerMismatch, CallbackError, UsageError
+from toolnexus.errors import AnswerMismatch, CallbackError, InvalidAnswer, UsageError
 from toolnexus.testing import ScriptedModel, call, text, tool_calls
 
 AGENT = str(Path(__file__).parents[1] / "helpers" / "acp_agent.py")
@@ -108,7 +108,6 @@ def test_a_permission_request_becomes_an_approval_request_answered_inline() -> N
     ("answer", "outcome"),
     [
         ({"ok": True, "data": {"optionId": "yes-always"}}, "yes-always"),
-        ({"ok": True, "data": {"optionId": "made-up"}}, "cancelled"),
         ({"ok": False, "reason": "declined"}, "no-once"),
         ({"ok": False, "reason": "cancelled"}, "cancelled"),
         ({"ok": False}, "cancelled"),
@@ -117,6 +116,16 @@ def test_a_permission_request_becomes_an_approval_request_answered_inline() -> N
 def test_the_answer_chooses_the_agents_option(answer: dict[str, Any], outcome: str) -> None:
     with load_acp(options(wait_for=lambda r: Answer(id=r.id, **answer))) as acp:
         assert acp.generate(user("write a.txt")) == {"content": f"outcome: {outcome}"}
+
+
+def test_an_option_the_agent_did_not_offer_is_refused_and_its_permission_cancelled() -> None:
+    """The answer intake refuses an option the permission does not list (it names the ones it
+    does); the agent is told cancelled, so its turn never waits on it (the turn ends: the
+    call raises instead of hanging)."""
+    made_up = {"ok": True, "data": {"optionId": "made-up"}}
+    with load_acp(options(wait_for=lambda r: Answer(id=r.id, **made_up))) as acp:
+        with pytest.raises(InvalidAnswer, match='"made-up" is not one of its options'):
+            acp.generate(user("write a.txt"))
 
 
 async def test_an_async_wait_for_runs_on_the_callers_loop() -> None:

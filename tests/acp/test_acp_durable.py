@@ -13,7 +13,13 @@ import pytest
 
 from toolnexus import Answer, Client, Request, create_in_process_client
 from toolnexus.acp import ACPClient, ACPError, ACPOptions, load_acp
-from toolnexus.errors import AnswerConflict, AnswerMismatch, ResumeError, UnknownRequest
+from toolnexus.errors import (
+    AnswerConflict,
+    AnswerMismatch,
+    InvalidAnswer,
+    ResumeError,
+    UnknownRequest,
+)
 
 AGENT = str(Path(__file__).parents[1] / "helpers" / "acp_agent.py")
 
@@ -89,7 +95,6 @@ async def test_the_resume_sends_the_answer_to_the_agent_and_finishes_the_same_tu
     [
         ({"ok": True}, "yes-once"),
         ({"ok": True, "data": {"optionId": "yes-always"}}, "yes-always"),
-        ({"ok": True, "data": {"optionId": "not-offered"}}, "cancelled"),
         ({"ok": False, "reason": "cancelled"}, "cancelled"),
     ],
 )
@@ -101,6 +106,23 @@ async def test_the_answer_chooses_the_agents_option_after_a_durable_halt(
         assert halted.pending is not None
         done = await client.resume(None, {"id": halted.pending.id, **answer})
     assert done.text == f"outcome: {outcome}"
+
+
+async def test_an_option_not_offered_is_refused_before_anything_is_recorded(
+    acp: ACPClient, db: str
+) -> None:
+    async with client_over(acp, db) as client:
+        halted = await client.run("write a.txt")
+        assert halted.pending is not None
+        rid = halted.pending.id
+        wrong = {"id": rid, "ok": True, "data": {"optionId": "not-offered"}}
+        with pytest.raises(InvalidAnswer, match='"not-offered" is not one of its options'):
+            await client.resume(None, wrong)
+        assert await client.run_store.answer_record(rid) is None
+        done = await client.resume(
+            None, {"id": rid, "ok": True, "data": {"optionId": "yes-always"}}
+        )
+    assert done.text == "outcome: yes-always"
 
 
 async def test_two_permissions_in_one_turn_halt_twice_and_the_turn_goes_on(

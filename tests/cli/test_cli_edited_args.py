@@ -148,7 +148,7 @@ async def test_args_on_a_request_that_is_not_an_approval_are_refused(tmp_path: P
     rid = result.pending.id
     code, _, err = await cli("answer", rid, "--store", url, "--approve", "--args", "{}")
     assert code == 6
-    assert 'of kind "input", not "approval"' in err
+    assert "only an approval's call can run with edited arguments" in err
     assert await pending_ids(url) == [rid]
 
 

@@ -78,7 +78,13 @@ async def test_answer_wait_json_carries_the_outcome(store_url: str, tmp_path: Pa
     assert code == 0, err
     record = json.loads(out)
     assert record["status"] == "done"
-    assert record["answer"] == {"id": rid, "ok": False, "reason": "no"}
+    # --reason is why it was declined: kept as the note of a decline
+    assert record["answer"] == {
+        "id": rid,
+        "ok": False,
+        "reason": "declined",
+        "data": {"note": "no"},
+    }
     assert record["outcome"]["status"] == "done"
     # the tool never ran: the model saw the decline
     assert record["outcome"]["text"] == "Done: declined/expired: Refund order W-2?."

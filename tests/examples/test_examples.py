@@ -60,6 +60,7 @@ def test_login_url_delivers_the_link_and_retries_after_login() -> None:
 def test_chat_webhook_resolves_the_parked_run_through_http() -> None:
     out = run("chat_webhook.py")
     assert "chat> Deploy to staging or production?" in out
+    assert '"reply": "tomorrow"} (400)' in out  # not an option: refused by the intake
     assert "(200)" in out
     assert "status=done: Deploying: user chose staging." in out
 

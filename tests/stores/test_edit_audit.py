@@ -49,9 +49,14 @@ def test_edit_audit_is_none_for_another_kind_of_request() -> None:
     assert edit_audit(with_schema(checkpoint(kind="input")), edit(EDITED)) is None
 
 
-def test_edit_audit_refuses_an_invalid_edit() -> None:
+async def test_an_invalid_edit_is_refused_by_the_intake_and_nothing_is_recorded(
+    store: Any,
+) -> None:
+    # (edit_audit itself describes an accepted answer: the answer intake refuses a bad edit)
+    await store.save_halt(with_schema(checkpoint(), SCHEMA))
     with pytest.raises(InvalidAnswer, match="edited arguments"):
-        edit_audit(with_schema(checkpoint(), SCHEMA), edit({"env": "moon"}))
+        await store.post_answer("req-1", edit({"env": "moon"}), answered_by="ana")
+    assert await store.answer_record("req-1") is None
 
 
 # -- T2: post_answer records it -------------------------------------------------------------

@@ -231,6 +231,8 @@ def record_waiting(pg_url: str, rid: str) -> tuple[Any, ...] | None:
         "now": 1.0,
         "note": "n",
         "readable": CHECKPOINT_VERSION,
+        "plain": True,
+        "needy": [],
     }
     with pg_connect(pg_url) as conn:
         return conn.execute(runs._RECORD_WAITING, values).fetchone()  # pyright: ignore[reportPrivateUsage]

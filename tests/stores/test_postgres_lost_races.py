@@ -217,13 +217,17 @@ async def test_a_resume_refused_by_a_live_claim_does_not_read_the_record() -> No
             assert (held.value.answered_by, held.value.status) == ("ana", "claimed")
             assert store.reads == 0
 
-            # Recorded (by this host's earlier attempt) and queued: the same answer retakes it.
+            # Recorded (by this host's earlier attempt, say) and queued: the same answer again
+            # is a second answer, refused naming who; the recorded one resumes by its id.
             other = await client.run("go", tk)
             assert other.pending is not None
-            await client.answer(other.pending.id, Answer(other.pending.id, True))
-            resumed = await client.resume(tk, Answer(other.pending.id, True))
-            assert resumed.status == "done"
+            oid = other.pending.id
+            await client.answer(oid, Answer(oid, True), answered_by="ana")
+            with pytest.raises(AnswerConflict, match="already answered by ana"):
+                await client.resume(tk, Answer(oid, True), answered_by="bob")
             assert store.reads > 0
+            resumed = await client.resume(tk, oid)
+            assert resumed.status == "done"
 
 
 # -- the host's resume: a read that shows the request taken refuses it without the claim -------

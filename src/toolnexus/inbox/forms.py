@@ -253,7 +253,9 @@ def _input(shape: Accepts, form: Form) -> Reply | Parsed:
             data[f.name] = value
         elif f.default is not None:
             data[f.name] = f.default
-    if errors:
+    if errors:  # show every field's problem at once: the schema's too
+        for where, problem in schema_errors(shape.schema or {}, data).items():
+            errors.setdefault(where, problem)
         return _fail(errors)
     return Data(data)
 
