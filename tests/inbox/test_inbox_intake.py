@@ -114,3 +114,58 @@ async def test_a_question_with_options_offers_free_text_only_when_it_takes_it(st
     assert record is not None
     assert record.answer.data == {"answers": ["mars"]}
     await app.aclose()
+
+
+# -- what an operator sees: a held request, an edited approval's audit -----------------------
+
+
+async def test_a_request_held_for_an_operator_is_listed_shown_and_can_be_cancelled(
+    store: Any,
+) -> None:
+    import math
+
+    from toolnexus import Answer
+
+    await store.save_halt(halted("h-1"))
+    await store.post_answer("h-1", Answer("h-1", True), answered_by="bob")
+    claim = await store.take("h-1")
+    assert claim is not None
+    await store.flag("h-1", claim, "the approved call changed", hold_s=math.inf)
+    app = make_app(store)
+    async with visitor(app) as v:
+        listed = await v.get("/")
+        assert "Needs an operator: the approved call changed" in listed.text
+        assert 'data-status="claimed"' in listed.text
+        page = await v.get("/requests/h-1")
+        assert 'id="problem"' in page.text
+        assert 'id="cancel-form"' in page.text
+        done = await v.post("/requests/h-1/cancel", {"reason": "checked: tampered"})
+        assert done.status_code == 303
+    record = await store.answer_record("h-1")
+    assert record is not None
+    assert record.status == "cancelled"
+    assert record.problem == "the approved call changed"
+    await app.aclose()
+
+
+async def test_an_edited_approval_shows_the_models_arguments_beside_what_was_approved(
+    store: Any,
+) -> None:
+    schema = {"type": "object", "properties": {"env": {"type": "string"}}, "required": ["env"]}
+    await store.save_halt(halted("e-1", input_schema=schema))
+    app = make_app(store)
+    async with visitor(app) as v:
+        done = await v.answer("e-1", action="approve_edited", arguments='{"env": "staging"}')
+        assert done.status_code == 303
+        page = await v.get("/requests/e-1")
+        assert 'id="edit-audit"' in page.text
+        assert "prod" in page.text.split('id="edit-audit"')[1]  # the model's own call
+        exported = await v.get("/history.jsonl", params={"status": "answered"})
+    record = await store.answer_record("e-1")
+    assert record is not None
+    assert record.original is not None
+    assert record.answered_by == "ana"
+    assert record.original["digest"] != record.digest
+    assert record.original["digest"] in page.text
+    assert record.original["digest"] in exported.text  # the export keeps both digests
+    await app.aclose()

@@ -126,4 +126,6 @@ def record_json(record: AnswerRecord) -> dict[str, Any]:
         "answered_at": record.answered_at,
         "answered_by": record.answered_by,
         "digest": record.digest,
+        "original": record.original,
+        "problem": record.problem,
     }

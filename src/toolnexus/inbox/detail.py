@@ -403,16 +403,31 @@ def _answer_form(
         )
     elif not allowed:
         note = f'<p class="notice" id="not-allowed">You may not answer {esc(kind)} requests.</p>'
-    cancel = Markup(
+    return Markup(
+        f'{note}<form method="post" id="answer-form"'
+        f"{attrs(action=href(base, f'requests/{rid}/answer'))}>"
+        f"{_csrf(csrf)}{_err(errors, '')}{inner}</form>{_cancel_form(view, base, csrf, off)}"
+    )
+
+
+def _cancel_form(view: RequestView, base: str, csrf: str, off: bool) -> Markup:
+    rid = quote_id(view.request.id)
+    return Markup(
         f'<form method="post" id="cancel-form"{attrs(action=href(base, f"requests/{rid}/cancel"))}>'
         f'{_csrf(csrf)}<label for="cancel-reason">Reason (optional)</label>'
         f'<input type="text" name="reason" id="cancel-reason"{attrs(disabled=off)}>'
         f"{_button('cancel', 'Cancel run', disabled=off, cls='danger')}</form>"
     )
+
+
+def _edit_audit(original: Mapping[str, Any], approved: str) -> Markup:
+    """What an edited approval replaced: the model's call beside the digest of what ran."""
     return Markup(
-        f'{note}<form method="post" id="answer-form"'
-        f"{attrs(action=href(base, f'requests/{rid}/answer'))}>"
-        f"{_csrf(csrf)}{_err(errors, '')}{inner}</form>{cancel}"
+        '<section id="edit-audit"><h2>Approved with edited arguments</h2>'
+        "<p>The model's arguments, as it asked for the call:</p>"
+        f'<pre id="original-arguments">{esc(pretty_json(str(original.get("arguments", ""))))}</pre>'
+        f'<p>Their digest: <code id="original-digest">{esc(original.get("digest", ""))}</code>; '
+        f'the approved call\'s: <code id="approved-digest">{esc(approved)}</code></p></section>'
     )
 
 
@@ -494,7 +509,15 @@ def detail_body(
         note = note_of(record)
         if note:
             parts.append(f'<p id="resolved-reason">Reason: {esc(note)}</p>')
+        if record.original is not None:
+            parts.append(_edit_audit(record.original, record.digest))
         parts.append(_run_status(record))
+        if record.problem:
+            parts.append(
+                el("p", "Needs an operator: ", record.problem, id="problem", class_="notice")
+            )
+            if record.status not in ("done", "expired", "cancelled") and allowed:
+                parts.append(_cancel_form(view, base, csrf, off=False))
     else:
         parts.append(_answer_form(view, base, csrf, values or {}, errors or {}, allowed))
     parts.append("</main>")

@@ -30,7 +30,7 @@ from ..intake import AnswerRefused, intake
 from ..loop.checkpoint import Checkpoint
 from ..stores.checks import call_digest, halted_accepts, halted_call, is_past
 from ..stores.inbox_index import HistoryEntry, InboxIndex
-from ..stores.requests import AnswerRecord, PendingEntry, RunStore
+from ..stores.requests import SETTLED, AnswerRecord, PendingEntry, RunStore
 from ..suspension import Request
 from .auth import InboxUser
 from .detail import RequestView, decision_of, detail_body, message_text, note_of, resolved_text
@@ -57,6 +57,9 @@ EXPORT_COLUMNS = (
     "answered_at",
     "reason",
     "digest",
+    "original_arguments",
+    "original_digest",
+    "problem",
 )
 
 
@@ -332,6 +335,24 @@ class Views:
             return None, await self._refusal(rid)
         return checkpoint, None
 
+    async def _flagged(self, rid: str, user: InboxUser) -> bool | Outcome:
+        """Whether ``rid`` is held for an operator (its run cannot go on without one: it may be
+        cancelled whatever its state); an `Outcome` when ``user`` may not act on it."""
+        try:
+            record = await self.store.answer_record(rid)
+        except UsageError:
+            return Outcome(404, "That is not a request id.")
+        if record is None or not record.problem or record.status in SETTLED:
+            return False
+        try:
+            checkpoint = await self.store.load_halt(rid)
+        except CheckpointError:
+            checkpoint = None  # (an unreadable checkpoint is one reason to hold it)
+        kind = checkpoint.pending.kind if checkpoint is not None else ""
+        if kind and not user.may_answer(kind):
+            return Outcome(403, f"{user.name} may not answer {kind} requests.")
+        return True
+
     async def answer(self, rid: str, form: Mapping[str, list[str]], user: InboxUser) -> Outcome:
         """Record the answer a posted form means, as ``user`` (through the intake)."""
         checkpoint, refused = await self._halted(rid, user)
@@ -377,9 +398,12 @@ class Views:
         return Outcome(303)
 
     async def cancel(self, rid: str, reason: str | None, user: InboxUser) -> Outcome:
-        """End the run waiting on ``rid``, as ``user``."""
-        checkpoint, refused = await self._halted(rid, user)
-        if checkpoint is None:
+        """End the run waiting on ``rid`` — or held for an operator (a problem) — as ``user``."""
+        flagged = await self._flagged(rid, user)
+        if isinstance(flagged, Outcome):
+            return flagged
+        checkpoint, refused = (None, None) if flagged else await self._halted(rid, user)
+        if not flagged and checkpoint is None:
             return refused or Outcome(404)
         try:
             await self.store.cancel(rid, reason=reason, answered_by=user.name)
@@ -437,6 +461,9 @@ def _history_json(h: HistoryEntry) -> dict[str, Any]:
         "answered_at": iso(h.answered_at),
         "reason": note_of(record),
         "digest": h.digest,
+        "original_arguments": (h.original or {}).get("arguments"),
+        "original_digest": (h.original or {}).get("digest"),
+        "problem": h.problem,
     }
 
 
