@@ -62,7 +62,7 @@ from .suspension import (
     relay_calls_of,
     relay_output_for,
 )
-from .tools.validation import validate_arguments
+from .tools.validation import json_kind, validate_arguments
 
 __all__ = [
     "EDIT_KEY",
@@ -553,14 +553,6 @@ def _edit_problem(acc: Accepts, arguments: Any) -> str | None:
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-_JSON_KINDS: dict[type, str] = {
-    list: "array",
-    str: "string",
-    int: "number",
-    float: "number",
-    bool: "boolean",
-    type(None): "null",
-}
 
 
 def schema_problem(name: str, schema: Any, arguments: Any) -> str | None:
@@ -574,7 +566,7 @@ def schema_problem(name: str, schema: Any, arguments: Any) -> str | None:
         return f'the call of tool "{name}" takes no edited arguments'
     if not isinstance(arguments, dict):
         value: object = arguments
-        got = _JSON_KINDS.get(type(value)) or type(value).__name__
+        got = json_kind(value)
         return f'the edited arguments for tool "{name}" must be a JSON object, got {got}'
     try:
         _ENCODER.encode(arguments)

@@ -399,3 +399,67 @@ async def test_a_toolnexus_client_answers_our_input_required_round_trip(scripted
     assert [e["pending"] for e in events] == [True, False]  # halted, then resumed by the retry
     assert executions == ["Z-9"]
     assert await store.list_pending() == []
+
+
+@define_tool
+def two_step(order: str, ctx: ToolContext) -> str | ToolResult:
+    """Asks to approve, then which warehouse (a new question after the first answer)."""
+    if ctx.answer is None:
+        return pending(kind="approval", prompt=f"Ship {order}?")
+    if ctx.request is not None and ctx.request.kind == "approval":
+        executions.append(f"asked warehouse for {order}")
+        return pending(kind="question", prompt="Which warehouse?", data={"options": ["N", "S"]})
+    executions.append(f"shipped {order}")
+    return f"shipped {order} from {(ctx.answer.data or {}).get('text')}"
+
+
+async def test_a_retry_repeated_after_the_call_asked_again_gets_the_same_question_and_token():
+    """A client whose connection dropped repeats its retry: it is answered with the first
+    reply — the follow-up question, with the same token — and applies nothing again."""
+    executions.clear()
+    store = InMemoryRunStore()
+    kit = await create_toolkit(extra_tools=[two_step], builtins=False)
+    args = {"order": "F-7"}
+    async with serving(mcp_app(kit, store=store)) as url:
+        async with client(url, MODERN, replying("accept")) as c:
+            first = await _halt(c, "two_step", args)
+            retry = {"input_responses": accept(), "request_state": first.request_state}
+            asked = await c.session.call_tool("two_step", args, allow_input_required=True, **retry)
+            assert isinstance(asked, InputRequiredResult)
+            again = await c.session.call_tool("two_step", args, allow_input_required=True, **retry)
+            assert isinstance(again, InputRequiredResult)
+            assert again.request_state == asked.request_state  # the same token, re-derived
+            assert executions == ["asked warehouse for F-7"]  # the tool did not run again
+            done = await c.session.call_tool(
+                "two_step",
+                args,
+                input_responses=accept({"text": "S"}),
+                request_state=asked.request_state,
+            )
+    assert _text(done) == "shipped F-7 from S"
+    assert executions == ["asked warehouse for F-7", "shipped F-7"]
+
+
+async def test_a_retry_with_another_answer_than_one_recorded_elsewhere_names_who():
+    executions.clear()
+    store = InMemoryRunStore()
+    app = mcp_app(await _toolkit(), store=store)
+    async with serving(app) as url, client(url, MODERN, replying("accept")) as c:
+        first = await _halt(c, "refund", {"order": "G-8"})
+        (entry,) = await store.list_pending()
+        rid = entry.request_id
+        await store.post_answer(rid, Answer(id=rid, ok=False, reason="declined"), answered_by="ops")
+        with pytest.raises(MCPError) as caught:
+            await c.session.call_tool(
+                "refund",
+                {"order": "G-8"},
+                input_responses=accept(),
+                request_state=first.request_state,
+            )
+        assert caught.value.error.code == -32600
+        assert "already answered by ops" in caught.value.error.message
+        done = await c.session.call_tool(
+            "refund", {"order": "G-8"}, request_state=first.request_state
+        )  # without an answer: the recorded one (the decline) applies
+    assert _text(done) == "declined/expired: Refund G-8?"
+    assert executions == []

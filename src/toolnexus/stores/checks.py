@@ -19,6 +19,7 @@ from ..errors import (
     AnswerMismatch,
     CheckpointError,
     InvalidAnswer,
+    LeaseLost,
     UsageError,
 )
 from ..intake import Accepts, accepts
@@ -37,6 +38,7 @@ __all__ = [
     "check_answer",
     "check_claim",
     "check_filters",
+    "check_flag",
     "check_hold",
     "check_limit",
     "check_optional_text",
@@ -283,6 +285,24 @@ def check_problem(value: object) -> str:
     if not isinstance(value, str) or not value.strip():
         raise UsageError(f"a problem must be a non-empty string, got {value!r}")
     return _checked_text(value, "the problem")
+
+
+def check_flag(
+    request_id: object, claim: object, problem: object, hold_s: object
+) -> tuple[str, Claim, str, float]:
+    """`RunStore.flag`'s arguments, checked: ``(request id, claim, problem, hold)``.
+
+    Raises:
+        UsageError: a bad ``problem``, ``hold_s`` or ``claim``.
+        LeaseLost: the claim is on another request.
+    """
+    rid = check_request_id(request_id)
+    held = check_claim(claim)
+    text = check_problem(problem)
+    hold = check_hold(hold_s)
+    if held.request_id != rid:
+        raise LeaseLost(f'the claim is on request "{held.request_id}", not "{rid}"')
+    return rid, held, text, hold
 
 
 def check_claim(value: object) -> Claim:

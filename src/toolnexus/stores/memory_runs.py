@@ -24,12 +24,10 @@ from .checks import (
     call_digest,
     cancelled_answer,
     check_answer,
-    check_claim,
     check_filters,
-    check_hold,
+    check_flag,
     check_limit,
     check_optional_text,
-    check_problem,
     check_request_id,
     check_seconds,
     conflict,
@@ -489,12 +487,7 @@ class InMemoryRunStore:
         row.digest = ""
 
     async def flag(self, request_id: str, claim: Claim, problem: str, *, hold_s: float) -> None:
-        rid = check_request_id(request_id)
-        held = check_claim(claim)
-        text = check_problem(problem)
-        hold = check_hold(hold_s)
-        if held.request_id != rid:
-            raise LeaseLost(f'the claim is on request "{held.request_id}", not "{rid}"')
+        _, held, text, hold = check_flag(request_id, claim, problem, hold_s)
         row = self._held(held)
         now = self._now()
         row.lease_until = now + hold

@@ -43,7 +43,7 @@ from types import TracebackType
 from typing import Any, LiteralString, Self
 
 from .._types import Message
-from ..errors import LeaseLost, StoreError, UsageError
+from ..errors import StoreError, UsageError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from . import postgres_runs as runs
@@ -54,10 +54,9 @@ from .checks import (
     check_answer,
     check_claim,
     check_filters,
-    check_hold,
+    check_flag,
     check_limit,
     check_optional_text,
-    check_problem,
     check_request_id,
     check_seconds,
     encode_answer,
@@ -474,12 +473,7 @@ class PostgresStore(PostgresInboxIndex):
             UsageError: a bad ``problem``, ``hold_s`` or ``claim``.
             LeaseLost: the claim is no longer the request's current one.
         """
-        rid = check_request_id(request_id)
-        held = check_claim(claim)
-        text = check_problem(problem)
-        hold = check_hold(hold_s)
-        if held.request_id != rid:
-            raise LeaseLost(f'the claim is on request "{held.request_id}", not "{rid}"')
+        _, held, text, hold = check_flag(request_id, claim, problem, hold_s)
         now = self._now()
         async with self._cursor() as cur:
             await runs.flag(cur, held, text, now, now + hold)

@@ -21,7 +21,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
-from ..errors import LeaseLost, RequestExpired, StoreError
+from ..errors import RequestExpired, StoreError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
 from . import sqlite_runs
@@ -36,12 +36,10 @@ from ._runrows import (
 )
 from .checks import (
     check_answer,
-    check_claim,
     check_filters,
-    check_hold,
+    check_flag,
     check_limit,
     check_optional_text,
-    check_problem,
     check_request_id,
     check_seconds,
     encode_answer,
@@ -278,12 +276,7 @@ class SqliteRunStore:
             UsageError: a bad ``problem``, ``hold_s`` or ``claim``.
             LeaseLost: the claim is no longer the request's current one.
         """
-        rid = check_request_id(request_id)
-        held = check_claim(claim)
-        text = check_problem(problem)
-        hold = check_hold(hold_s)
-        if held.request_id != rid:
-            raise LeaseLost(f'the claim is on request "{held.request_id}", not "{rid}"')
+        rid, held, text, hold = check_flag(request_id, claim, problem, hold_s)
         now = self._now()
         await self._fast(partial(sqlite_runs.flag, rid, held.token, now + hold, text, now))
 

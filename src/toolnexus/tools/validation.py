@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError
     from jsonschema.protocols import Validator
 
-__all__ = ["parse_arguments", "validate_arguments"]
+__all__ = ["json_kind", "parse_arguments", "validate_arguments"]
 
 MAX_ERRORS = 3
 """How many errors a message lists at most."""
@@ -137,7 +137,7 @@ def parse_arguments(
     if value is None:
         return {}, None
     if not isinstance(value, dict):
-        kind = _JSON_KINDS.get(type(value), type(value).__name__)  # pyright: ignore[reportUnknownArgumentType]
+        kind = json_kind(value)  # pyright: ignore[reportUnknownArgumentType]
         return {}, f"malformed JSON arguments{where}: expected a JSON object, got {kind}"
     return value, None  # pyright: ignore[reportUnknownVariableType]
 
@@ -148,7 +148,13 @@ _JSON_KINDS: dict[type, str] = {
     int: "number",
     float: "number",
     bool: "boolean",
+    type(None): "null",
 }
+
+
+def json_kind(value: object) -> str:
+    """The JSON name of ``value``'s type (``array``, ``string``, …), for messages."""
+    return _JSON_KINDS.get(type(value)) or type(value).__name__
 
 
 # --- compiling -----------------------------------------------------------------------------
