@@ -52,7 +52,7 @@ from .loop.checkpoint import Checkpoint
 from .loop.engine import Engine, RunState, Slot
 from .loop.guards import check_echo, check_tools
 from .stores.base import ConversationStore
-from .stores.checks import answer_digests, call_digest, conflict, edit_audit, halted_request
+from .stores.checks import answer_audit, call_digest, conflict, halted_request
 from .stores.requests import DEFAULT_LEASE_S, EXPIRED_BY, Claim, RunStore
 from .suspension import Answer, Request, expired_decline, is_expired
 
@@ -175,7 +175,7 @@ class Resumption:
             which keeps a run that cannot resume here from being retried in a hot loop.
     """
 
-    __slots__ = ("_beat", "_held", "hold_on_failure", "lease_s", "runs")
+    __slots__ = ("_held", "_renewing", "_timer", "hold_on_failure", "lease_s", "runs")
 
     def __init__(
         self,
@@ -188,7 +188,8 @@ class Resumption:
         self.lease_s = lease_s
         self.hold_on_failure = hold_on_failure
         self._held: dict[str, Claim] = {}
-        self._beat: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the heartbeat's next tick
+        self._renewing: asyncio.Task[None] | None = None  # a tick's renews, in flight
 
     # -- before anything is written ------------------------------------------------------------
 
@@ -328,15 +329,16 @@ class Resumption:
                 effective = self.accept(state, checkpoint, answer)
                 if is_expired(request):
                     effective, answered_by = expired_decline(rid), EXPIRED_BY
-                approved, _ = answer_digests(checkpoint, effective)
+                audit = answer_audit(checkpoint, effective)
                 claim = await self.runs.claim(
                     rid,
                     effective,
                     answered_by=answered_by,
-                    digest=approved,
-                    original=edit_audit(checkpoint, effective),
+                    digest=audit.approved,
+                    original=audit.original,
                     lease_s=self.lease_s,
                 )
+                bound = True  # its digest is this checkpoint's: nothing to compare
             else:
                 # A claim taken a while ago (a worker's queue, a parked run): make sure it is
                 # still ours before anything runs. One taken a moment ago still holds most of
@@ -344,6 +346,7 @@ class Resumption:
                 if time.monotonic() - claim.taken > claim_fresh_s(self.lease_s):
                     claim = await self.runs.renew(claim, lease_s=self.lease_s)
                 effective = claim.answer
+                bound = False
                 if _edit_unchecked(checkpoint, request, effective):
                     self.accept(state, checkpoint, effective)  # recorded before the schema was
         except BaseException:
@@ -357,7 +360,8 @@ class Resumption:
         try:
             state.conversation_id = owner or conversation_id
             slots = engine.restore(state, checkpoint)
-            await self._bind(state, slots, request, effective, claim)
+            if not bound:  # an answer recorded earlier: is the call still the approved one?
+                await self._bind(state, slots, request, effective, claim)
             engine.trace_wait(checkpoint, effective, claim.answered_by)
             state.fence = fence
             try:
@@ -440,38 +444,50 @@ class Resumption:
         return renewed
 
     def _hold(self, claim: Claim) -> None:
+        """Hold ``claim`` here: the heartbeat renews it until it is settled or given back."""
         self._held[claim.request_id] = claim
-        beat = self._beat
+        if self._timer is None:
+            self._tick_later()
+
+    def _tick_later(self) -> None:
+        # A timer, not a task per resume: most resumes settle long before the first tick.
         loop = asyncio.get_running_loop()
-        if beat is None or beat.done() or beat.get_loop() is not loop:
-            self._beat = loop.create_task(self._heartbeat())
+        self._timer = loop.call_later(self.lease_s / 3, self._tick)
 
     def _unhold(self, request_id: str) -> None:
         self._held.pop(request_id, None)
-        beat = self._beat
-        if not self._held and beat is not None:  # nothing left to renew: no task lingers
-            self._beat = None
-            beat.cancel()
+        timer = self._timer
+        if not self._held and timer is not None:  # nothing left to renew: no tick lingers
+            self._timer = None
+            timer.cancel()
+
+    def _tick(self) -> None:
+        """The heartbeat, every third of ``lease_s`` while anything is held: renew them all (one
+        pass at a time), then tick again."""
+        self._timer = None
+        if not self._held:
+            return
+        if self._renewing is None or self._renewing.done():
+            self._renewing = asyncio.ensure_future(self._heartbeat())
+        self._tick_later()
 
     async def _heartbeat(self) -> None:
-        """Renew the lease of every run held here, every third of ``lease_s``, until none is."""
-        while self._held:
-            await asyncio.sleep(self.lease_s / 3)
-            for rid, claim in list(self._held.items()):
-                try:
-                    renewed = await self.runs.renew(claim, lease_s=self.lease_s)
-                except LeaseLost:
-                    # A renew that crossed this run's own settling fails too: let the run's end
-                    # (ready by now) take it off the held ones before calling it lost.
-                    await asyncio.sleep(0)
-                    if self._held.get(rid) is claim:
-                        log.warning("toolnexus: the lease on request %s was lost", rid)
-                        del self._held[rid]
-                except Exception:
-                    log.warning("toolnexus: could not renew request %s", rid, exc_info=True)
-                else:
-                    if self._held.get(rid) is claim:  # (not if it settled while this ran)
-                        self._held[rid] = renewed
+        """Renew the lease of every run held here (one tick's pass)."""
+        for rid, claim in list(self._held.items()):
+            try:
+                renewed = await self.runs.renew(claim, lease_s=self.lease_s)
+            except LeaseLost:
+                # A renew that crossed this run's own settling fails too: let the run's end
+                # (ready by now) take it off the held ones before calling it lost.
+                await asyncio.sleep(0)
+                if self._held.get(rid) is claim:
+                    log.warning("toolnexus: the lease on request %s was lost", rid)
+                    self._unhold(rid)
+            except Exception:
+                log.warning("toolnexus: could not renew request %s", rid, exc_info=True)
+            else:
+                if self._held.get(rid) is claim:  # (not if it settled while this ran)
+                    self._held[rid] = renewed
 
     # -- settle, abandon ------------------------------------------------------------------------
 
