@@ -699,6 +699,7 @@ class BareStore(tn.SqliteStore):
         answered_by: str | None = None,
         digest: str = "",
         lease_s: float = 300.0,
+        original: Any = None,
     ) -> Claim:
         wire = answer.to_dict()
         started = time.perf_counter()
@@ -708,7 +709,7 @@ class BareStore(tn.SqliteStore):
         self._took("claim", started)
         if len(claimed) != 1:
             raise RuntimeError("the bare store's request was answered twice")
-        return Claim(request_id, claimed[0][0], answer, answered_by, until)
+        return Claim(request_id, claimed[0][0], answer, answered_by, until, digest=digest)
 
     async def save_progress(self, checkpoint: Any, claim: Claim) -> None:
         data = checkpoint.to_json()
