@@ -41,6 +41,7 @@ __all__ = [
     "answer_declined",
     "answer_output",
     "answer_problem",
+    "cancelled_answer",
     "is_expired",
     "is_relay_request",
     "new_request_id",
@@ -142,6 +143,18 @@ def expired_decline(request_id: str) -> Answer:
     records it (answered by ``"toolnexus:expired"``).
     """
     return Answer(id=request_id, ok=False, reason="expired")
+
+
+def cancelled_answer(request_id: str, note: str | None = None) -> Answer:
+    """The answer a request is withdrawn with — nobody will answer it: an operator cancelled
+    it, the asker went away, a host callback failed — the one builder of it.
+
+    ``Answer(id=request_id, ok=False, reason="cancelled")``, ``data.note`` saying why when
+    given: the tool sees a decline (a store records it with the cancel, T11).
+    """
+    return Answer(
+        id=request_id, ok=False, reason="cancelled", data={"note": note} if note else None
+    )
 
 
 def answer_problem(answer: Answer) -> str:

@@ -45,7 +45,7 @@ from .._types import Tool, ToolContext, ToolResult
 from ..errors import AnswerMismatch, CallbackError, UsageError
 from ..intake import intake
 from ..suspend import suspension_result
-from ..suspension import Answer, Request, WaitFor, new_request_id
+from ..suspension import Answer, Request, WaitFor, cancelled_answer, new_request_id
 from ._wire import ACPError, ACPPermissionTimeoutError, ACPSessionGone, Connection, result_of
 
 __all__ = ["ACPClient", "ACPOptions", "load_acp"]
@@ -330,7 +330,7 @@ class ACPClient:
             try:
                 answer = intake(request, _ask(wait_for, request, loop))
             except BaseException:
-                self._reply(turn, Answer(id=request.id, ok=False, reason="cancelled"))
+                self._reply(turn, cancelled_answer(request.id))
                 raise
             self._reply(turn, answer)
         return None

@@ -69,13 +69,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from .._toolkit import Toolkit
 from .._types import Tool, ToolContext, ToolResult
 from ..errors import InvalidAnswer, UsageError
+from ..intake import Decline, intake
 from ..loop.engine import Slot
 from ..loop.tool_engine import tool_engine
 from ..security import secure
 from ..stores.requests import RunStore
 from ..stores.runs import InMemoryRunStore
 from ..suspend import pending_of
-from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired
+from ..suspension import Answer, Request, WaitFor, cancelled_answer, expired_decline, is_expired
 from ..tools.mcp_elicit import ask_inline
 from .mcp_ask import answer_from_reply, can_ask, elicit_request
 from .mcp_halts import HaltedCalls, parse_reply
@@ -315,7 +316,7 @@ class _Handlers:
 
         async def client(req: Request) -> Answer:
             if not can_ask(req, caps):
-                return Answer(id=req.id, ok=False, reason="cancelled")
+                return cancelled_answer(req.id)
             if is_expired(req):
                 return expired_decline(req.id)
             asked = elicit_request(req, caps, with_id=True)
@@ -327,12 +328,12 @@ class _Handlers:
                 return expired_decline(req.id)
             except (MCPError, ValidationError) as exc:
                 log.warning("toolnexus: MCP client could not answer %s: %s", req.id, exc)
-                return Answer(id=req.id, ok=False, reason="cancelled")
+                return cancelled_answer(req.id)
             try:
                 return answer_from_reply(req, reply)
             except InvalidAnswer as exc:
                 log.warning("toolnexus: elicitation %s declined: %s", req.id, exc)
-                return Answer(id=req.id, ok=False, reason="declined")
+                return intake(req, Decline())
 
         return client
 

@@ -25,7 +25,7 @@ from ..errors import (
 from ..intake import Accepts, accepts
 from ..loop.checkpoint import Checkpoint, Outstanding
 from ..loop.edits import encode_arguments, proposed_edit
-from ..suspension import Answer, answer_problem, format_timestamp, parse_timestamp
+from ..suspension import Answer, answer_problem, cancelled_answer, format_timestamp, parse_timestamp
 from .requests import Claim, PendingEntry, RequestStatus
 
 __all__ = [
@@ -214,13 +214,6 @@ def halted_request(checkpoint: Checkpoint, request_id: str) -> Any:
 
 
 _answer_encoder = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def cancelled_answer(request_id: str, reason: str | None) -> Answer:
-    """What a cancel records as the answer: a decline whose ``data.note`` says why."""
-    return Answer(
-        id=request_id, ok=False, reason="cancelled", data={"note": reason} if reason else None
-    )
 
 
 def is_past(expires_at: str | None, now: float) -> bool:

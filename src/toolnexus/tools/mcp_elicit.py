@@ -19,7 +19,15 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from ..suspension import Answer, Request, WaitFor, expired_decline, is_expired, new_request_id
+from ..suspension import (
+    Answer,
+    Request,
+    WaitFor,
+    cancelled_answer,
+    expired_decline,
+    is_expired,
+    new_request_id,
+)
 
 if TYPE_CHECKING:
     from mcp_types import ElicitResult
@@ -162,12 +170,12 @@ async def ask_inline(wait_for: WaitFor, request: Request) -> Answer:
             request.id,
             type(exc).__name__,
         )
-        return Answer(id=request.id, ok=False, reason="cancelled")
+        return cancelled_answer(request.id)
     if answer.id != request.id:
         log.warning(
             "toolnexus: wait_for answered id %r for elicitation %s; cancelling it",
             answer.id,
             request.id,
         )
-        return Answer(id=request.id, ok=False, reason="cancelled")
+        return cancelled_answer(request.id)
     return answer
