@@ -28,12 +28,14 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from .._types import Message, Tool
-from ..intake import EDIT_KEY, schema_problem
+from ..errors import InvalidAnswer
+from ..intake import EDIT_KEY, intake, schema_problem
 from ..suspension import Answer, Request
 
 __all__ = [
     "APPROVAL",
     "EDIT_KEY",
+    "accepted_for",
     "edit_schema",
     "editable",
     "edited_arguments_problem",
@@ -81,6 +83,27 @@ def edit_schema(tool: Tool) -> Any:
     if not editable(tool):
         return False
     return tool.input_schema if tool.validate_args else True
+
+
+def accepted_for(tool: Tool | None, name: str, request: Request, answer: Answer) -> Answer:
+    """An inline answer through the intake (`toolnexus.intake`), against the halted call's
+    own ``tool`` (``name``): an edit checked against its input schema. A tool that maps its
+    answers itself (``handles_declines``: a relay tool, a sub-agent's ``task`` call, whose
+    answer the sub-agent's own call takes in) gets the answer as it is.
+
+    Raises:
+        InvalidAnswer: the request does not take that answer (`AnswerRefused`), or it edits
+            the arguments of a call to a tool the toolkit lacks; nothing ran.
+    """
+    if tool is not None and tool.handles_declines:
+        return answer
+    if tool is None and proposed_edit(request, answer) is not None:
+        raise InvalidAnswer(
+            f'toolnexus: cannot approve request "{request.id}" with edited arguments: '
+            f'tool "{name}" is not in the toolkit'
+        )
+    schema = edit_schema(tool) if tool is not None else None
+    return intake(request, answer, tool=name, edit_schema=schema)
 
 
 def edited_arguments_problem(checkpoint: Any, arguments: Any) -> str | None:

@@ -57,7 +57,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from .._types import Message, RunResult, Tool, ToolContext, ToolResult
-from ..errors import AnswerMismatch, CallbackError, InvalidAnswer
+from ..errors import AnswerMismatch, CallbackError
 from ..intake import intake
 from ..llm.abort import run_abortable
 from ..llm.base import ModelTurn
@@ -403,27 +403,11 @@ class Engine(ModelCalls):
     def accepted(
         self, state: RunState, slot: Slot | None, request: Request, answer: Answer
     ) -> Answer:
-        """The host's inline answer through the intake (`toolnexus.intake`): the Answer it means
-        for ``request`` — an edit checked against the halted tool's own schema. A tool that maps
-        its answers itself (``handles_declines``: a relay tool, a sub-agent's ``task`` call,
-        whose answer the sub-agent's own call takes in) gets the answer as it is.
-
-        Raises:
-            InvalidAnswer: the request does not take that answer (`AnswerRefused`), or it edits
-                the arguments of a call to a tool the toolkit lacks; nothing ran.
-        """
+        """The host's inline answer through the intake: `toolnexus.loop.edits.accepted_for`
+        the halted call's tool (``slot``; ``None``: a halt at the model call)."""
         if slot is None:
             return intake(request, answer)
-        tool = state.by_name.get(slot.name)
-        if tool is not None and tool.handles_declines:
-            return answer  # it maps its answers itself (a relay tool, a sub-agent's task call)
-        if tool is None and edits.proposed_edit(request, answer) is not None:
-            raise InvalidAnswer(
-                f'toolnexus: cannot approve request "{request.id}" with edited arguments: '
-                f'tool "{slot.name}" is not in the toolkit'
-            )
-        schema = edits.edit_schema(tool) if tool is not None else None
-        return intake(request, answer, tool=slot.name, edit_schema=schema)
+        return edits.accepted_for(state.by_name.get(slot.name), slot.name, request, answer)
 
     def ask(self, state: RunState, request: Request) -> Awaitable[Answer]:
         """Ask the host's ``wait_for``, enforcing the Request's deadline and the id echo.

@@ -353,16 +353,7 @@ def _check_waiting(request_id: str, now: float, row: tuple[Any, ...] | None) -> 
         raise conflict(request_id, from_bytea(by), current, lease_until)
 
 
-_NEEDY: list[bytes] = [kind.encode() for kind in NEEDS_DATA]
-"""The kinds a plain ``ok`` never answers, as their ``kind`` column values."""
-
-
-def _fast(reply: Answer) -> bool:
-    """Whether ``reply`` can be recorded in one statement: a decline (every kind takes one),
-    or a plain ``ok`` without data (the statement records it only for a kind that takes it:
-    not ``NEEDS_DATA``). An answer with data goes through the answer intake on the reading
-    path, against the stored request."""
-    return not reply.ok or reply.data is None
+_NEEDY: list[bytes] = [kind.encode() for kind in NEEDS_DATA]  # (as their column values)
 
 
 async def post_answer(
@@ -385,7 +376,9 @@ async def post_answer(
         CheckpointError: the stored checkpoint cannot be read; nothing changed.
         RequestExpired: the expired decline was recorded (and committed) instead.
     """
-    if _fast(reply):
+    # One statement for a decline (every kind takes one) or a plain ``ok`` (recorded only for
+    # a kind that takes it: not NEEDS_DATA); data goes through the intake on the reading path.
+    if not reply.ok or reply.data is None:
         values = {
             "key": row_key(request_id),
             "answer": text,
