@@ -37,14 +37,15 @@ halt saved), after the N-th ``post_answer`` (every answer recorded; an A2A task:
 follow-up's, its run not taken yet), after the k-th ``take`` that returned a claim (mcp-claim:
 the k-th ``claim``), after the k-th ``save_progress`` (the approved tool ran; the model not
 called yet), after the k-th conversation ``save`` (the transcript is saved; ``complete`` not
-called yet), with k = N // 2. "Model call in flight": the model server (this process) SIGKILLs
-the resuming process when the k-th resumed model call reaches it, before answering. The killed
-process resumes one run at a time, so exactly one run is at the point. In a tree,
-``save_progress`` counts the leaf's level and ``save`` the coordinator's (the last transcript
-saved before ``complete``). A control cell kills *before* the k-th ``save_progress`` (the
-documented gap): exactly one duplicate expected, which shows the count would see one. A served
-MCP call has no model call and no conversation, and no answer process when its retry answers:
-those cells do not exist.
+called yet), after the k-th ``complete`` (the request settled; the A2A task not saved, the MCP
+client not answered yet), with k = N // 2. "Model call in flight": the model server (this
+process) SIGKILLs the resuming process when the k-th resumed model call reaches it, before
+answering. The killed process resumes one run at a time, so exactly one run is at the point.
+In a tree, ``save_progress`` counts the leaf's level and ``save`` the coordinator's (the last
+transcript saved before ``complete``). A control cell kills *before* the k-th
+``save_progress`` (the documented gap): exactly one duplicate expected, which shows the count
+would see one. A served MCP call has no model call and no conversation, and no answer process
+when its retry answers: those cells do not exist.
 
 The approved tool's side effect is one line (its request id) appended to a file with
 ``O_APPEND`` and fsynced: lines = executions. Per cell: **runs** = halts in the store after
@@ -100,6 +101,7 @@ POINTS: dict[str, tuple[str, str, str]] = {
     "after save_progress": ("worker", "save_progress", "k"),
     "model call in flight": ("worker", "model", "k"),
     "conversation saved": ("worker", "save", "k"),
+    "request settled": ("worker", "complete", "k"),
     "control: tool ran, progress unsaved": ("worker", "before_save_progress", "k"),
 }
 EXPECTED_DUPLICATES = {"control: tool ran, progress unsaved": 1}
@@ -136,6 +138,7 @@ SHORT = {
     "progress": "after save_progress",
     "model": "model call in flight",
     "save": "conversation saved",
+    "settled": "request settled",
     "control": "control: tool ran, progress unsaved",
 }
 
@@ -191,6 +194,11 @@ def chaos_store(url: str, kill_op: str | None, kill_at: int) -> Any:
             out = await super().save_progress(checkpoint, *a, **k)
             if leaf:
                 returned("save_progress")
+            return out
+
+        async def complete(self, *a: Any, **k: Any) -> Any:
+            out = await super().complete(*a, **k)
+            returned("complete")
             return out
 
         async def save(self, id: str, *a: Any, **k: Any) -> Any:
