@@ -1,7 +1,7 @@
 """Chaos: SIGKILL a process at each step of answer → resume; count lost and duplicated runs.
 
     export "$(bash scripts/pg.sh start | tail -n 1)"     # for the Postgres rows
-    .venv/bin/python bench/bench_chaos.py               # every kind, 20 runs per cell, ~6 min
+    .venv/bin/python bench/bench_chaos.py               # every kind, 20 runs per cell, ~7 min
     .venv/bin/python bench/bench_chaos.py --quick       # 8 runs per cell
     .venv/bin/python bench/bench_chaos.py --kind both   # the bare client and the agent tree
     .venv/bin/python bench/bench_chaos.py --backend sqlite --kind a2a --point take
