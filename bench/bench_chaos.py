@@ -1,41 +1,64 @@
 """Chaos: SIGKILL a process at each step of answer → resume; count lost and duplicated runs.
 
     export "$(bash scripts/pg.sh start | tail -n 1)"     # for the Postgres rows
-    .venv/bin/python bench/bench_chaos.py               # 20 runs per cell, 28 cells, ~2 min
-    .venv/bin/python bench/bench_chaos.py --quick       # 8 runs per cell, ~1.5 min
-    .venv/bin/python bench/bench_chaos.py --backend sqlite --kind client --point take
+    .venv/bin/python bench/bench_chaos.py               # every kind, 20 runs per cell, ~7 min
+    .venv/bin/python bench/bench_chaos.py --quick       # 8 runs per cell
+    .venv/bin/python bench/bench_chaos.py --kind both   # the bare client and the agent tree
+    .venv/bin/python bench/bench_chaos.py --backend sqlite --kind a2a --point take
 
-Per cell (kill point × backend × kind), in a fresh SQLite file or a fresh Postgres schema:
+Per cell (kill point × backend × kind), in a fresh SQLite file or a fresh Postgres schema,
+every kind halting N runs on ``close_ticket`` (it needs an approval) and finishing them:
 
-1. a **halt** process starts N runs — bare client: ``client.ask(prompt, toolkit,
-   id="conv-<i>")``; agent tree: a ``closer`` coordinator whose ``task`` child ``approver``
-   does the asking — each calls ``close_ticket``, which needs an approval, so each run halts;
-2. an **answer** process records an approval for every pending request (``client.answer``: no
-   toolkit there);
-3. a **worker** process (``client.worker(toolkit, concurrency=1, lease_s=1)``) resumes them;
-4. a fresh **recovery worker** process (``lease_s=1``, ``concurrency=4``) runs until every
-   request is settled (or 30 s pass).
+- **client** (a bare client): a halt process starts N runs (``client.ask(prompt, toolkit,
+  id="conv-<i>")``); an answer process records an approval for every pending request
+  (``client.answer``: no toolkit there); a worker process (``client.worker(toolkit,
+  concurrency=1, lease_s=1)``) resumes them; a fresh recovery worker (``lease_s=1``,
+  ``concurrency=4``) runs until every request is settled (or 30 s pass);
+- **tree** (an agent tree): the same, with a ``closer`` coordinator whose ``task`` child
+  ``approver`` does the asking, and the runtime's worker;
+- **a2a** (an A2A task, `chaos_a2a`): processes serving the toolkit over A2A (``toolkit.serve``,
+  ``lease_s=1``) are their own callers on loopback: a halt process sends N messages (each task
+  ends ``input-required``); a follow-up process answers each task with a follow-up, one at a
+  time (the answer recorded, then taken and resumed by the service); a fresh serving process
+  recovers (`TaskLife.recover`) and its caller reads every task until it is ``completed``,
+  sending the follow-ups still missing;
+- **mcp-take** and **mcp-claim** (a served MCP call, `chaos_mcp`): processes serving the
+  toolkit over MCP (``lease_s=1``) are their own 2026-07-28 client: a halt process makes N
+  calls (each answered input-required with a ``requestState`` token, kept in a file); for
+  mcp-take an answer process records the approvals (``client.answer``, as an inbox would) and
+  each retry carries no answer (it takes the recorded one, T5); for mcp-claim each retry
+  carries the answer (it claims, T4); a retry process retries each call, one at a time; a fresh
+  serving process and client retry each call until it returns its result.
 
-One of the first three is killed with SIGKILL at the cell's point. The store each child uses is
-the real `SqliteStore` / `PostgresStore`, *subclassed* so that right after the named operation
-returns the process sends itself SIGKILL (wrapping, not mocking): after the N-th ``save_halt``
-(every halt saved), after the N-th ``post_answer`` (every answer recorded, no worker yet),
-after the k-th ``take`` that returned a claim, after the k-th ``save_progress`` (the approved
-tool ran; the model not called yet), after the k-th conversation ``save`` (the transcript is
-saved; ``complete`` not called yet), with k = N // 2. "Model call in flight": the model server
-(this process) SIGKILLs the worker when the k-th resumed model call reaches it, before
-answering. The killed worker resumes one run at a time, so exactly one run is at the point.
+One process is killed with SIGKILL at the cell's point. The store each child uses is the real
+`SqliteStore` / `PostgresStore`, *subclassed* so that right after the named operation returns
+the process sends itself SIGKILL (wrapping, not mocking): after the N-th ``save_halt`` (every
+halt saved), after the N-th ``post_answer`` (every answer recorded; an A2A task: the last
+follow-up's, its run not taken yet), after the k-th ``take`` that returned a claim (mcp-claim:
+the k-th ``claim``), after the k-th ``save_progress`` (the approved tool ran; the model not
+called yet), after the k-th conversation ``save`` (the transcript is saved; ``complete`` not
+called yet), after the k-th ``complete`` (the request settled; the A2A task not saved, the MCP
+client not answered yet), with k = N // 2. "Model call in flight": the model server (this
+process) SIGKILLs the resuming process when the k-th resumed model call reaches it, before
+answering. The killed process resumes one run at a time, so exactly one run is at the point.
 In a tree, ``save_progress`` counts the leaf's level and ``save`` the coordinator's (the last
-transcript saved before ``complete``). A control cell kills *before* the k-th ``save_progress``
-(the documented gap): exactly one duplicate expected, which shows the count would see one.
+transcript saved before ``complete``). A control cell kills *before* the k-th
+``save_progress`` (the documented gap): exactly one duplicate expected, which shows the count
+would see one. A served MCP call has no model call and no conversation, and no answer process
+when its retry answers: those cells do not exist.
 
 The approved tool's side effect is one line (its request id) appended to a file with
 ``O_APPEND`` and fsynced: lines = executions. Per cell: **runs** = halts in the store after
 the halt phase; **settled** = ``done`` with the final text last in its conversation (a tree:
-the leaf's and the coordinator's); **lost** = saved but not settled, or settled without its
-tool having run; **duplicated** = executions beyond one. Target: 0 lost, 0 duplicated, runs =
-N. The guarantee under test (`toolnexus.stores.requests`): the approved tool runs again only
-if its process dies between the tool returning and ``save_progress`` — no kill point but the
+the leaf's and the coordinator's; an A2A task: also ``completed`` with that text, read with
+``GetTask``; an MCP call: also its result returned to the client); **lost** = saved but not
+settled, or settled without its tool having run (an A2A task or an MCP call: counted per task,
+per call); **duplicated** = executions beyond one. Target: 0 lost, 0 duplicated, runs = N. A
+served MCP call whose halt was saved but whose reply never reached the client (killed in
+between) is called afresh by the client, as any client would; the first halt, which no retry
+can name, is counted **stranded** (it waits in the store for an operator; its tool never runs).
+The guarantee under test (`toolnexus.stores.requests`): the approved tool runs again only if
+its process dies between the tool returning and ``save_progress`` — no kill point but the
 control's falls in that gap.
 """
 
@@ -56,6 +79,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import chaos_a2a
+import chaos_mcp
 import halted
 
 import toolnexus as tn
@@ -64,7 +89,7 @@ from toolnexus.stores.requests import SETTLED
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
 
 _SELF = os.path.abspath(__file__)
-FINAL = "Done: the ticket is closed."
+FINAL = halted.FINAL
 PARENT = "m-parent"
 PARENT_FINAL = "Parent done."
 
@@ -76,11 +101,36 @@ POINTS: dict[str, tuple[str, str, str]] = {
     "after save_progress": ("worker", "save_progress", "k"),
     "model call in flight": ("worker", "model", "k"),
     "conversation saved": ("worker", "save", "k"),
+    "request settled": ("worker", "complete", "k"),
     "control: tool ran, progress unsaved": ("worker", "before_save_progress", "k"),
 }
 EXPECTED_DUPLICATES = {"control: tool ran, progress unsaved": 1}
 """The control cell kills *before* ``save_progress``: in the documented gap, so the approved
 tool runs again on recovery — one duplicate expected, which shows the count would see one."""
+KINDS = {
+    "client": "client",
+    "tree": "agent tree",
+    "a2a": "A2A task",
+    "mcp-take": "MCP, answered elsewhere",
+    "mcp-claim": "MCP, retry answers",
+}
+SERVED_MCP = ("mcp-take", "mcp-claim")
+NOT_FOR_MCP = {"model call in flight", "conversation saved"}
+"""An MCP call resolves its one call: no model call, no conversation."""
+
+
+def applies(point: str, kind: str) -> bool:
+    """Whether the kill point exists in ``kind``'s flow."""
+    if kind in SERVED_MCP and point in NOT_FOR_MCP:
+        return False
+    return not (kind == "mcp-claim" and point == "answer recorded")  # its retry answers
+
+
+def kill_op(op: str, kind: str) -> str:
+    """The store call the point names for ``kind``: a retry that answers claims (T4)."""
+    return "claim" if kind == "mcp-claim" and op == "take" else op
+
+
 SHORT = {
     "halt": "halt saved",
     "answer": "answer recorded",
@@ -88,6 +138,7 @@ SHORT = {
     "progress": "after save_progress",
     "model": "model call in flight",
     "save": "conversation saved",
+    "settled": "request settled",
     "control": "control: tool ran, progress unsaved",
 }
 
@@ -124,6 +175,11 @@ def chaos_store(url: str, kill_op: str | None, kill_at: int) -> Any:
             returned("post_answer")
             return out
 
+        async def claim(self, *a: Any, **k: Any) -> Any:
+            out = await super().claim(*a, **k)
+            returned("claim")
+            return out
+
         async def take(self, *a: Any, **k: Any) -> Any:
             out = await super().take(*a, **k)
             if out is not None:
@@ -138,6 +194,11 @@ def chaos_store(url: str, kill_op: str | None, kill_at: int) -> Any:
             out = await super().save_progress(checkpoint, *a, **k)
             if leaf:
                 returned("save_progress")
+            return out
+
+        async def complete(self, *a: Any, **k: Any) -> Any:
+            out = await super().complete(*a, **k)
+            returned("complete")
             return out
 
         async def save(self, id: str, *a: Any, **k: Any) -> Any:
@@ -260,13 +321,33 @@ async def child_worker(opts: argparse.Namespace, store: Any) -> dict[str, Any]:
 async def child(opts: argparse.Namespace) -> None:
     store = chaos_store(opts.store, opts.kill_op, opts.kill_at)
     async with store:
-        if opts.mode == "halt":
+        served = SERVED_PHASES.get(opts.kind, {}).get(opts.mode)
+        if served is not None:
+            out = await served(opts, store, effects_tool(Path(opts.effects)))
+        elif opts.mode == "halt":
             out = await child_halt(opts, store)
-        elif opts.mode == "answer":
+        elif opts.mode == "answer":  # (an MCP call's answer process too)
             out = await child_answer(opts, store)
-        else:
+        else:  # the worker, and the recovery worker
             out = await child_worker(opts, store)
     print(json.dumps(out), flush=True)
+
+
+_MCP_PHASES: dict[str, Any] = {
+    "halt": chaos_mcp.child_halt,
+    "worker": chaos_mcp.child_retries,
+    "recover": chaos_mcp.child_recover,
+}
+SERVED_PHASES: dict[str, dict[str, Any]] = {
+    "a2a": {
+        "halt": chaos_a2a.child_halt,
+        "worker": chaos_a2a.child_follow_ups,
+        "recover": chaos_a2a.child_recover,
+    },
+    "mcp-take": _MCP_PHASES,
+    "mcp-claim": _MCP_PHASES,
+}
+"""The phases of the served kinds: each child serves the toolkit and is its own caller."""
 
 
 # == the parent ====================================================================================
@@ -315,6 +396,7 @@ class Cell:
     lost: int = 0
     duplicated: int = 0
     executions: int = 0
+    stranded: int = 0
     killed: bool = False
     recovery_s: float = 0.0
     problems: list[str] = field(default_factory=list)
@@ -354,6 +436,8 @@ async def run_child(
         str(tmp / "effects.txt"),
         "--ids",
         str(tmp / "ids.json"),
+        "--calls",
+        str(tmp / "calls.txt"),
         *extra,
     ]
     if kill_op and kill_op != "model":
@@ -397,6 +481,7 @@ def open_store(url: str) -> Any:
 
 async def one_cell(point: str, backend: str, kind: str, runs: int, model: Model) -> Cell:
     phase, op, which = POINTS[point]
+    op = kill_op(op, kind)
     kill_at = runs if which == "n" else max(1, runs // 2)
     cell = Cell(point, backend, kind)
     with tempfile.TemporaryDirectory() as raw:
@@ -404,85 +489,67 @@ async def one_cell(point: str, backend: str, kind: str, runs: int, model: Model)
         (tmp / "effects.txt").touch()
         (tmp / "ids.json").write_text("[]")
         async with backend_url(backend, tmp) as url:
-            halt_kill = op if phase == "halt" else None
-            answer_kill = op if phase == "answer" else None
-            rc, _, err = await run_child(
-                "halt",
-                url,
-                model,
-                tmp,
-                kill_op=halt_kill,
-                kill_at=kill_at,
-                extra=("--runs", str(runs)),
-                kind=kind,
-            )
-            cell.killed |= phase == "halt" and rc == -signal.SIGKILL
-            if rc not in (0, -signal.SIGKILL):
-                cell.problems.append(f"halt process failed: {err}")
-            store = open_store(url)
-            async with store:
-                ids = [e.request_id for e in await store.list_pending(limit=1000)]
-                conversations = {}
-                for rid in ids:
-                    checkpoint = await store.load_halt(rid)
-                    conversations[rid] = checkpoint.conversation_id if checkpoint else None
-            cell.runs = len(ids)
-            (tmp / "ids.json").write_text(json.dumps(ids))
-            rc, _, err = await run_child(
-                "answer", url, model, tmp, kill_op=answer_kill, kill_at=kill_at, kind=kind
-            )
-            cell.killed |= phase == "answer" and rc == -signal.SIGKILL
-            if rc not in (0, -signal.SIGKILL):
-                cell.problems.append(f"answer process failed: {err}")
-            if phase == "worker":
+
+            async def step(mode: str, killed: bool, extra: tuple[str, ...] = ()) -> None:
+                """One phase's process; killed at the cell's point when ``killed``."""
                 rc, _, err = await run_child(
-                    "worker",
+                    mode,
                     url,
                     model,
                     tmp,
-                    kill_op=op,
+                    kill_op=op if killed else None,
                     kill_at=kill_at,
-                    extra=("--concurrency", "1", "--timeout", "30"),
-                    arm=kill_at if op == "model" else 0,
+                    extra=extra,
+                    arm=kill_at if killed and op == "model" else 0,
                     kind=kind,
                 )
-                cell.killed = rc == -signal.SIGKILL
+                cell.killed |= killed and rc == -signal.SIGKILL
                 if rc not in (0, -signal.SIGKILL):
-                    cell.problems.append(f"worker process failed: {err}")
+                    cell.problems.append(f"{mode} process failed: {err}")
+
+            await step("halt", phase == "halt", ("--runs", str(runs)))
+            store = open_store(url)
+            async with store:
+                ids = [e.request_id for e in await store.list_pending(limit=1000)]
+                checkpoints = {rid: await store.load_halt(rid) for rid in ids}
+                tasks = await chaos_a2a.tasks_in(store) if kind == "a2a" else []
+            conversations = {r: c.conversation_id if c else None for r, c in checkpoints.items()}
+            cell.runs = len(ids)
+            (tmp / "ids.json").write_text(json.dumps(tasks if kind == "a2a" else ids))
+            if kind != "a2a" and kind != "mcp-claim":  # (an A2A follow-up records its answer)
+                await step("answer", phase == "answer")
+            if phase == "worker" or (kind == "a2a" and phase == "answer"):
+                await step("worker", True, ("--concurrency", "1", "--timeout", "30"))
             started = time.perf_counter()
             rc, report, err = await run_child(
-                "worker",
+                "recover",
                 url,
                 model,
                 tmp,
-                extra=("--concurrency", "4", "--timeout", "30"),
+                extra=("--concurrency", "4", "--timeout", "30", "--runs", str(runs)),
                 kind=kind,
             )
             cell.recovery_s = time.perf_counter() - started
             if rc != 0 or report is None:
-                cell.problems.append(f"recovery worker failed: {err}")
-            elif report["failed"]:
+                cell.problems.append(f"recovery process failed: {err}")
+            elif report.get("failed"):
                 cell.problems.append(
                     f"recovery worker: {report['failed']} failed {report['errors']}"
                 )
             executions = Counter((tmp / "effects.txt").read_text().split())
+            known = set(ids)
             store = open_store(url)
             async with store:
-                for rid in ids:
-                    record = await store.answer_record(rid)
-                    cid = conversations.get(rid)
-                    final = await ends_with(store, cid, FINAL)
-                    if kind == "tree" and cid:  # and the coordinator finished too
-                        final = final and await ends_with(
-                            store, cid.rsplit("/", 1)[0], PARENT_FINAL
-                        )
-                    done = record is not None and record.status == "done" and final
-                    cell.settled += done
-                    if not done or executions[rid] == 0:
-                        cell.lost += 1
-                    cell.duplicated += max(0, executions[rid] - 1)
-            cell.executions = sum(executions[rid] for rid in ids)
-            strays = set(executions) - set(ids)
+                if kind == "a2a":
+                    halts = {c: r for r, c in conversations.items() if c is not None}
+                    await chaos_a2a.tally(cell, store, tasks, halts, report, executions)
+                elif kind in SERVED_MCP:
+                    calls = tmp / "calls.txt"
+                    await chaos_mcp.tally(cell, store, runs, checkpoints, calls, report, executions)
+                    known |= chaos_mcp.requests_in(calls)
+                else:
+                    await tally_runs(cell, store, kind, ids, conversations, executions)
+            strays = set(executions) - known
             if strays:
                 cell.problems.append(f"{len(strays)} executions for unknown requests")
     if not cell.killed:
@@ -490,10 +557,27 @@ async def one_cell(point: str, backend: str, kind: str, runs: int, model: Model)
     return cell
 
 
-async def ends_with(store: Any, conversation_id: str | None, final: str) -> bool:
-    """Whether the stored conversation's last message is ``final``."""
-    messages = await store.get(conversation_id) if conversation_id else None
-    return bool(messages) and messages[-1].get("content") == final
+async def tally_runs(
+    cell: Cell,
+    store: Any,
+    kind: str,
+    ids: list[str],
+    conversations: dict[str, str | None],
+    executions: Counter[str],
+) -> None:
+    """Count per request (a bare client's run, an agent tree)."""
+    for rid in ids:
+        record = await store.answer_record(rid)
+        cid = conversations.get(rid)
+        final = await halted.ends_with(store, cid, FINAL)
+        if kind == "tree" and cid:  # and the coordinator finished too
+            final = final and await halted.ends_with(store, cid.rsplit("/", 1)[0], PARENT_FINAL)
+        done = record is not None and record.status == "done" and final
+        cell.settled += done
+        if not done or executions[rid] == 0:
+            cell.lost += 1
+        cell.duplicated += max(0, executions[rid] - 1)
+    cell.executions = sum(executions[rid] for rid in ids)
 
 
 def print_cells(cells: list[Cell], runs: int) -> None:
@@ -506,6 +590,7 @@ def print_cells(cells: list[Cell], runs: int) -> None:
         "lost",
         "duplicated",
         "tool runs",
+        "stranded",
         "killed",
         "recovery s",
         "result",
@@ -514,27 +599,56 @@ def print_cells(cells: list[Cell], runs: int) -> None:
         (
             c.point,
             c.backend,
-            "client" if c.kind == "client" else "agent tree",
+            KINDS[c.kind],
             str(c.runs),
             str(c.settled),
             str(c.lost),
             str(c.duplicated),
             str(c.executions),
+            str(c.stranded),
             "yes" if c.killed else "NO",
             f"{c.recovery_s:.1f}",
             "PASS" if c.ok(runs) else "FAIL",
         )
         for c in cells
     ]
-    widths = [max(len(x) for x in col) for col in zip(header, *lines, strict=True)]
     print(
         f"chaos: SIGKILL at each point, {runs} halted runs per cell;"
         " target 0 lost / 0 duplicated (the control cell: 1 duplicate expected)"
     )
-    for i, line in enumerate([header, *lines]):
+    table([header, *lines])
+
+
+def print_matrix(cells: list[Cell]) -> None:
+    """lost / duplicated per kill point (rows) and backend × kind (columns); – where the point
+    does not exist in the kind's flow."""
+    columns = list(dict.fromkeys((c.backend, c.kind) for c in cells))
+    found = {(c.point, c.backend, c.kind): c for c in cells}
+    header = ("kill point", *(f"{b} {k}" for b, k in columns))
+    rows = [
+        (
+            point,
+            *(
+                f"{c.lost} / {c.duplicated}" if (c := found.get((point, *col))) else "–"
+                for col in columns
+            ),
+        )
+        for point in dict.fromkeys(c.point for c in cells)
+    ]
+    print("\nlost / duplicated:")
+    table([header, *rows])
+
+
+def table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(x) for x in col) for col in zip(*rows, strict=True)]
+    for i, line in enumerate(rows):
         print("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip())
         if i == 0:
             print("  ".join("-" * w for w in widths))
+
+
+KIND_SETS = {"both": ["client", "tree"], "mcp": list(SERVED_MCP), "all": list(KINDS)}
+"""``--kind`` values that name several kinds (``both``: as before the served kinds came)."""
 
 
 async def parent(opts: argparse.Namespace) -> int:
@@ -544,7 +658,7 @@ async def parent(opts: argparse.Namespace) -> int:
         print("postgres: skipped (set TOOLNEXUS_PG_URL)")
         backends.remove("postgres")
     points = [SHORT[opts.point]] if opts.point else list(POINTS)
-    kinds = ["client", "tree"] if opts.kind == "both" else [opts.kind]
+    kinds = KIND_SETS.get(opts.kind, [opts.kind])
     cells: list[Cell] = []
     started = time.perf_counter()
     model = Model()
@@ -553,14 +667,17 @@ async def parent(opts: argparse.Namespace) -> int:
         for backend in backends:
             for kind in kinds:
                 for point in points:
-                    cells.append(await one_cell(point, backend, kind, runs, model))
+                    if applies(point, kind):
+                        cells.append(await one_cell(point, backend, kind, runs, model))
     print_cells(cells, runs)
+    print_matrix(cells)
     for c in cells:
         for problem in c.problems:
             print(f"{c.point} / {c.backend} / {c.kind}: {problem}")
     print(
-        f"({time.perf_counter() - started:.0f} s; recovery s = the recovery worker process's"
-        " life, its start-up and the 1 s lease of a killed claim included)"
+        f"({time.perf_counter() - started:.0f} s; recovery s = the recovery process's life, its"
+        " start-up and the 1 s lease of a killed claim included; stranded = MCP halts whose"
+        " token never reached the client)"
     )
     bad = [c for c in cells if not c.ok(runs)]
     print(
@@ -573,21 +690,26 @@ async def parent(opts: argparse.Namespace) -> int:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("mode", nargs="?", default="all", choices=["all", "halt", "answer", "worker"])
+    p.add_argument(
+        "mode", nargs="?", default="all", choices=["all", "halt", "answer", "worker", "recover"]
+    )
     p.add_argument("--quick", action="store_true", help="8 runs per cell")
     p.add_argument("--runs", type=int, help="halted runs per cell")
     p.add_argument("--backend", choices=["sqlite", "postgres"])
     p.add_argument("--point", choices=list(SHORT))
     p.add_argument(
         "--kind",
-        choices=["client", "tree", "both"],
-        default="both",
-        help="bare-client runs, agent trees (a coordinator whose child asks), or both",
+        choices=[*KINDS, "mcp", "both", "all"],
+        default="all",
+        help="bare-client runs, agent trees (a coordinator whose child asks), A2A tasks, served"
+        " MCP calls answered elsewhere (mcp-take) or by their retry (mcp-claim); mcp: both MCP"
+        " flows; both: client and tree; all (default): every kind",
     )
     p.add_argument("--store", help="children: the store URL")
     p.add_argument("--model", help="children: the model's base URL")
     p.add_argument("--effects", help="children: the file the approved tool appends to")
-    p.add_argument("--ids", help="children: the request ids (JSON list)")
+    p.add_argument("--ids", help="children: the request ids (an A2A task's: the tasks; JSON)")
+    p.add_argument("--calls", help="children: the MCP calls' tokens (one '<i> <token>' a line)")
     p.add_argument("--kill-op")
     p.add_argument("--kill-at", type=int, default=0)
     p.add_argument("--lease", type=float, default=1.0)

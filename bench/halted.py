@@ -26,8 +26,11 @@ MODEL = "ticket-bot"
 API_KEY = "x"
 WARM_UP = "warm-up"
 
+FINAL = "Done: the ticket is closed."
+"""The model's final text once the ticket is closed."""
+
 _CALL = tool_calls(call("close_ticket", {"ticket": "T-0"}, id="call_close"))
-_DONE = text("Done: the ticket is closed.")
+_DONE = text(FINAL)
 _READY = text("ready")
 
 
@@ -39,6 +42,12 @@ def brain(request: RecordedRequest) -> Reply:
     if any(m.get("role") == "tool" for m in messages):
         return _DONE
     return _CALL
+
+
+async def ends_with(store: Any, conversation_id: str | None, final: str) -> bool:
+    """Whether the stored conversation's last message is ``final``."""
+    messages = await store.get(conversation_id) if conversation_id else None
+    return bool(messages) and messages[-1].get("content") == final
 
 
 def append_line(path: Path, line: str, *, sync: bool = False) -> None:

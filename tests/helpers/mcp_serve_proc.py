@@ -6,11 +6,16 @@ Serves one tool, ``charge``, at ``/mcp`` on 127.0.0.1 (a free port, printed as `
 with halted calls in the given store. ``charge`` asks for approval first; every execution with
 an answer appends a line to the ledger, so the parent can count how often the approved charge
 really happened.
+
+Environment: ``MCP_TEST_LEASE_S`` — the app's ``lease_s`` (default: the app's own);
+``MCP_TEST_DIE_ONCE`` — a marker path: the first approved charge finds it missing, writes it
+and kills the process (``os._exit``) before charging, mid-resume.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 from pathlib import Path
@@ -27,6 +32,10 @@ def main(store: str, ledger: Path) -> None:
         """Charge the card (needs approval)."""
         if ctx.answer is None:
             return pending(kind="approval", prompt=f"Charge {amount} EUR?")
+        die = os.environ.get("MCP_TEST_DIE_ONCE")
+        if die and not Path(die).exists():
+            Path(die).write_text("died")
+            os._exit(3)  # the serving process dies mid-resume, its claim held, nothing charged
         with ledger.open("a") as out:
             out.write(f"charged {amount} ok={ctx.answer.ok}\n")
         return f"charged {amount} EUR"
@@ -38,7 +47,9 @@ def main(store: str, ledger: Path) -> None:
 
     async def serve() -> None:
         toolkit = await create_toolkit(extra_tools=[charge], builtins=False)
-        app = mcp_app(toolkit, {"name": "billing"}, store=store)
+        lease = os.environ.get("MCP_TEST_LEASE_S")
+        options = {"lease_s": float(lease)} if lease else {}
+        app = mcp_app(toolkit, {"name": "billing"}, store=store, **options)
         config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
         await Announcing(config).serve()
 

@@ -7,8 +7,10 @@ count how often the approved action really happened (exactly once, across proces
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -120,6 +122,19 @@ async def send(client: Any, request: Any) -> Any:
         if event.HasField("task"):
             task = event.task
     return task
+
+
+async def until_state(client: Any, task_id: str, state: int, timeout: float = 20.0) -> Any:
+    """GetTask until the task shows ``state`` (the caller's own way of following a task)."""
+    from a2a.types import a2a_pb2 as pb
+
+    deadline = time.monotonic() + timeout
+    while True:
+        task = await client.get_task(pb.GetTaskRequest(id=task_id))
+        if task.status.state == state:
+            return task
+        assert time.monotonic() < deadline, f"task stayed {pb.TaskState.Name(task.status.state)}"
+        await asyncio.sleep(0.02)
 
 
 async def rpc(

@@ -14,7 +14,6 @@ import asyncio
 import os
 import re
 import sys
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,7 +23,7 @@ import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a.utils.errors import InvalidParamsError
-from a2a_support import Serve, ledger_lines, sdk_client, send, user_message
+from a2a_support import Serve, ledger_lines, sdk_client, send, until_state, user_message
 
 from toolnexus import create_client, create_toolkit
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
@@ -35,17 +34,6 @@ USERS = [{"name": "ana", "token": "tok-ana-0123456789"}]
 async def request_of(task: Any) -> dict[str, Any]:
     """The Request a waiting task shows (its status message's data part)."""
     return dict(task.status.message.parts[1].data.struct_value)
-
-
-async def until_state(client: Any, task_id: str, state: int, timeout: float = 20.0) -> Any:
-    """GetTask until the task shows ``state`` (the caller's own way of following a task)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        task = await client.get_task(pb.GetTaskRequest(id=task_id))
-        if task.status.state == state:
-            return task
-        assert time.monotonic() < deadline, f"task stayed {pb.TaskState.Name(task.status.state)}"
-        await asyncio.sleep(0.02)
 
 
 # -- yes / no ------------------------------------------------------------------------------------

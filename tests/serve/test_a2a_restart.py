@@ -10,9 +10,18 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 from a2a.types import a2a_pb2 as pb
-from a2a_support import ledger_lines, sdk_client, send, user_message
+from a2a_support import (
+    ledger_lines,
+    ref_message,
+    rpc,
+    sdk_client,
+    send,
+    until_state,
+    user_message,
+)
 
 from toolnexus.testing import ScriptedModel
 
@@ -96,3 +105,25 @@ async def test_a_follow_up_recorded_by_a_process_that_died_is_finished_by_the_ne
     assert ledger_lines(ledger) == [
         {"ok": True, "data": None}
     ]  # "yes" is a yes word: a plain approval
+
+
+async def test_a_task_whose_process_died_before_it_showed_the_question_asks_it_in_the_next(
+    model: ScriptedModel, durable_store: str, ledger: Path, tmp_path: Path
+) -> None:
+    env = {"A2A_TEST_DIE_BEFORE_QUESTION": str(tmp_path / "died"), "A2A_TEST_LEASE_S": "1"}
+    async with serving("client", model, durable_store, ledger, env) as url:
+        async with httpx.AsyncClient(timeout=30) as http:
+            with pytest.raises(httpx.TransportError):  # the server dies before the reply
+                await rpc(http, url, "SendMessage", ref_message("refund order 42"))
+    assert (tmp_path / "died").exists()
+    # the run halted (its request is saved) but the task was left working, showing nothing:
+    # the next process finds the question in the task's conversation and asks it
+    async with serving("client", model, durable_store, ledger, env) as url:
+        async with sdk_client(url) as client:
+            (listed,) = (await client.list_tasks(pb.ListTasksRequest())).tasks
+            asked = await until_state(client, listed.id, pb.TASK_STATE_INPUT_REQUIRED)
+            assert asked.status.message.parts[0].text == "Refund order #42?"
+            done = await send(client, user_message("yes", task_id=listed.id))
+            assert done.status.state == pb.TASK_STATE_COMPLETED
+            assert done.artifacts[0].parts[0].text == "Result: refunded #42"
+    assert ledger_lines(ledger) == [{"ok": True, "data": None}]

@@ -304,12 +304,14 @@ async def test_a_late_answer_is_the_expired_decline():
 # -- across a restart -------------------------------------------------------------------------
 
 
-def _start(store: str, ledger: Path) -> tuple[subprocess.Popen[str], str]:
+def _start(
+    store: str, ledger: Path, env: dict[str, str] | None = None
+) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, str(HELPER), store, str(ledger)],
         stdout=subprocess.PIPE,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -364,6 +366,59 @@ async def test_a_call_halted_by_a_dead_process_is_resumed_once_by_a_new_one(
             )
     assert _text(done) == _text(again) == "charged 42 EUR"
     assert ledger.read_text().splitlines() == ["charged 42 ok=True"]
+
+
+async def _retry_that_dies(url: str, name: str, args: dict[str, Any]) -> str:
+    """Halt a call, then retry it with an answer on a server that dies mid-resume; the token."""
+    token = ""
+    try:
+        async with client(url, MODERN, replying("accept")) as c:
+            token = (await _halt(c, name, args)).request_state or ""
+            await c.session.call_tool(name, args, input_responses=accept(), request_state=token)
+    except Exception:  # the server died mid-request: the client's transport fails
+        assert token
+        return token
+    raise AssertionError("the server did not die mid-resume")
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_retry_whose_process_died_mid_resume_is_taken_over_once_the_short_lease_lapses(
+    backend, tmp_path, procs, request
+):
+    """``mcp_app(lease_s=...)``: the claim a dead retry left holds the call only that long (the
+    default, 300 s, would refuse every retry below for five minutes)."""
+    store = (
+        f"sqlite:///{tmp_path / 'state.db'}"
+        if backend == "sqlite"
+        else request.getfixturevalue("pg_url")
+    )
+    ledger = tmp_path / "ledger.txt"
+    env = {"MCP_TEST_LEASE_S": "1", "MCP_TEST_DIE_ONCE": str(tmp_path / "died")}
+    first_proc, first_url = _start(store, ledger, env)
+    procs.append(first_proc)
+    args = {"amount": 7}
+    token = await _retry_that_dies(first_url, "charge", args)
+    assert first_proc.wait(timeout=10) == 3
+    assert not ledger.exists()
+
+    second_proc, second_url = _start(store, ledger, env)
+    procs.append(second_proc)
+    refusals: list[str] = []
+    async with client(second_url, MODERN, replying("accept")) as c:
+        done = None
+        for _ in range(200):  # a client retrying while the dead claim holds (bounded)
+            try:
+                done = await c.session.call_tool(
+                    "charge", args, input_responses=accept(), request_state=token
+                )
+                break
+            except MCPError as refused:
+                refusals.append(f"{refused.error.code} {refused.error.message}")
+                await asyncio.sleep(0.05)
+    assert all(r.startswith("-32600") and "being answered right now" in r for r in refusals)
+    assert done is not None, "the dead retry's claim never lapsed"
+    assert _text(done) == "charged 7 EUR"
+    assert ledger.read_text().splitlines() == ["charged 7 ok=True"]
 
 
 async def test_a_toolnexus_client_answers_our_input_required_round_trip(scripted, client_for):

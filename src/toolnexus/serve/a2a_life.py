@@ -8,9 +8,10 @@ task to match — ``working`` once anyone answered (the approvals inbox, the CLI
 ``input-required`` with the outcome the resumed run settled with, ``canceled`` when the request
 was cancelled — and makes sure the run goes on: an answered request nobody holds is taken and
 resumed here (the fulfiller's resume goes through the one resumption), one another resumer
-holds is followed until it settles. `TaskLife.recover` syncs every task that waits or works;
-`TaskLife.recovering` does it every ``recover_every`` seconds, and at once whenever the store
-says an answer was queued.
+holds is followed until it settles; a task whose first run halted in a process that stopped
+before the task showed the question shows it. `TaskLife.recover` syncs every task that waits
+or works; `TaskLife.recovering` does it every ``recover_every`` seconds, and at once whenever
+the store says an answer was queued.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -193,14 +195,18 @@ class TaskLife:
         A task waiting for input whose request was answered — anywhere — turns ``working`` and
         its run goes on (taken here, or followed while another resumer holds it); a cancelled
         request cancels it; a settled one settles it. A ``working`` task nobody here runs is
-        followed the same way (a follow-up recorded by a process that stopped)."""
+        followed the same way (a follow-up recorded by a process that stopped), and one whose
+        first run halted in a process that stopped before it showed the question asks it now
+        (`_unshown_question`)."""
         state = task_state(task)
-        rid = cast(dict[str, Any], task.get(PRIVATE) or {}).get("request")
-        if not isinstance(rid, str) or (state not in WAITING and state != "working"):
+        if state not in WAITING and state != "working":
             return task
         live = self.live.get(task["id"])
         if (live is not None and live.running) or task["id"] in self.answering:
             return task  # its run (or a follower, or a follow-up) is going on here
+        rid = cast(dict[str, Any], task.get(PRIVATE) or {}).get("request")
+        if not isinstance(rid, str):
+            return await self._unshown_question(task) if state == "working" else task
         record = await self.runs.answer_record(rid)
         if record is None:
             return task  # still waiting (or working on a request not recorded yet)
@@ -216,6 +222,35 @@ class TaskLife:
                 self.follow_elsewhere(task, rid)
         else:
             await self.settle_from(task, record)
+        return task
+
+    async def _unshown_question(self, task: dict[str, Any]) -> dict[str, Any]:
+        """A ``working`` task with no request, that nobody here runs: if its first run halted
+        — the halt saved — in a process that stopped before saving the task with the question,
+        the task asks that question now, as `finish` would have.
+
+        The run is the conversation the task's context names (`ClientFulfiller.start`), so
+        its question is the one request pending there that no other task of the context
+        shows, saved at least ``lease_s`` ago (a live process shows it within moments: this
+        one is taken as gone, as a claim is after its lease). An agent tree's halted handle
+        is a conversation of its own, not found this way: its task stays ``working``."""
+        context = task.get("contextId")
+        if not isinstance(context, str):
+            return task
+        found = await self.runs.list_pending(conversation_id=context, limit=2)
+        if len(found) != 1 or found[0].status != "pending":
+            return task  # not halted (yet), or not one question to ask
+        entry = found[0]
+        if time.time() - entry.created_at < self.lease_s:
+            return task  # its process may be showing it right now
+        for other in await self.tasks.list(context_id=context, limit=50):
+            if cast(dict[str, Any], other.get(PRIVATE) or {}).get("request") == entry.request_id:
+                return task  # another task of the context asks it
+        halted = await self.runs.load_halt(entry.request_id)
+        if halted is None or halted.pending.id != entry.request_id:
+            return task
+        asked = Outcome(status="pending", text="", pending=halted.pending)
+        await self.finish(task, asked, uuid.uuid4().hex, streamed=False)
         return task
 
     async def recover(self) -> int:

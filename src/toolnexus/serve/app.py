@@ -68,12 +68,19 @@ class ServedApp:
                 await value
 
 
-def _mcp_app(toolkit: Any, config: Any, on_call: Any, client: Any, store: Any) -> ASGIApp:
+def _mcp_app(
+    toolkit: Any,
+    config: Any,
+    on_call: Any,
+    client: Any,
+    store: Any,
+    lease_s: float = DEFAULT_LEASE_S,
+) -> ASGIApp:
     """The MCP inbound mount point (CONTRACT §7C), imported when ``mcp=`` is given."""
     from .mcp import mcp_app  # the MCP SDK loads only for a server that serves MCP
 
     config = None if config is True else config  # ``mcp=True``: the defaults
-    return mcp_app(toolkit, config, on_call=on_call, client=client, store=store)
+    return mcp_app(toolkit, config, on_call=on_call, client=client, store=store, lease_s=lease_s)
 
 
 def _router(a2a: ASGIApp | None, mcp: ASGIApp | None) -> ASGIApp:
@@ -206,7 +213,8 @@ def serve_app(
         max_body: the request body cap in bytes (default 1 MiB).
         url: the base URL the card names (default: each request's own).
         lease_s: how long a resume holds its request before another process may take it
-            over (a serving process that died mid-resume is replaced after that).
+            over (a serving process that died mid-resume is replaced after that): an A2A
+            task's, and a served MCP call's retry.
         recover_every: how often (seconds) tasks left working by another process are looked
             at and finished (`toolnexus.serve.a2a.A2AService.recover`); ``None``: only at start.
         tracing: the A2A SERVER spans (`toolnexus.tracing`): ``None`` traces with the
@@ -228,7 +236,7 @@ def serve_app(
             raise UsageError("serve: the A2A profile needs a client= to run the tasks")
         fulfiller = ClientFulfiller(client, toolkit)
         runs = client.run_store
-    mcp_app = _mcp_app(toolkit, mcp, on_call, client, runs) if mcp else None
+    mcp_app = _mcp_app(toolkit, mcp, on_call, client, runs, lease_s) if mcp else None
     tracer = _tracer(tracing, client)
     return _build(
         fulfiller,

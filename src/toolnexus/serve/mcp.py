@@ -73,7 +73,7 @@ from ..intake import Decline, intake
 from ..loop.engine import Slot
 from ..loop.tool_engine import tool_engine
 from ..security import secure
-from ..stores.requests import RunStore
+from ..stores.requests import DEFAULT_LEASE_S, RunStore
 from ..stores.runs import InMemoryRunStore
 from ..suspend import pending_of
 from ..suspension import Answer, Request, WaitFor, cancelled_answer, expired_decline, is_expired
@@ -437,14 +437,17 @@ def build_mcp_server(
     *,
     store: RunStore | None = None,
     wait_for: WaitFor | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
 ) -> Server[Any]:
     """The ``mcp`` SDK low-level ``Server`` serving ``tools`` (a toolkit or a tool list).
 
     ``store`` keeps durable halted calls (default: a private in-memory store); ``wait_for``
-    answers suspensions on the server side. See the module docstring.
+    answers suspensions on the server side; ``lease_s`` is how long a retry holds the call it
+    resumes (see `mcp_app`). See the module docstring.
     """
     config = MCPServeConfig.of(cfg)
-    halts = HaltedCalls(store if store is not None else InMemoryRunStore(), config.name)
+    runs = store if store is not None else InMemoryRunStore()
+    halts = HaltedCalls(runs, config.name, lease_s=lease_s)
     handlers = _Handlers(
         _toolkit_of(tools), config, on_call=on_call, halts=halts, wait_for=wait_for
     )
@@ -557,6 +560,7 @@ def mcp_app(
     wait_for: WaitFor | None = None,
     auth: str | None = None,
     max_body_bytes: int | None = None,
+    lease_s: float = DEFAULT_LEASE_S,
 ) -> McpApp:
     """The ASGI app serving ``toolkit``'s tools at ``POST /mcp``.
 
@@ -572,13 +576,18 @@ def mcp_app(
         wait_for: answer suspensions on the server side instead of asking the client.
         auth: a bearer token every request must carry (``401`` otherwise).
         max_body_bytes: the largest request body accepted (``413`` beyond it).
+        lease_s: how long a retry holds the halted call it resumes (renewed every third of
+            it while the tool runs). A retry whose process died mid-resume leaves its claim
+            until the lease runs out: only then can another retry, here or in another
+            process, resume the call (until then it is ``-32600 … being answered right
+            now``). Default 300 s.
 
     Raises:
         UsageError: a bad config, store, token or cap.
     """
     cfg = MCPServeConfig.of(config)
     runs, owned = _run_store(store, client)
-    server = build_mcp_server(toolkit, cfg, on_call, store=runs, wait_for=wait_for)
+    server = build_mcp_server(toolkit, cfg, on_call, store=runs, wait_for=wait_for, lease_s=lease_s)
 
     async def close() -> None:
         closer = getattr(runs, "aclose", None)
