@@ -4,6 +4,9 @@ never starts the tool when it wakes up — the lease is confirmed after the hook
 the tool runs. The side effect is counted in a file outside both processes, on a real SQLite
 file and on Postgres; the tool's context carries one idempotency key for both resumers and a
 larger fencing token for the later one.
+
+The confirm costs no round trip for a claim taken or renewed a moment ago (a worker's fresh
+take): only an older one is renewed, and one taken over is refused.
 """
 
 from __future__ import annotations
@@ -14,12 +17,17 @@ import os
 import signal
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from toolnexus import Answer, create_client, create_toolkit
+from toolnexus.errors import LeaseLost
+from toolnexus.resumption import Resumption, claim_fresh_s
+from toolnexus.stores.requests import Claim
+from toolnexus.stores.sqlite import SqliteStore
 from toolnexus.testing import ScriptedModel, call, text, tool_calls
 
 HELPER = Path(__file__).parent / "helpers" / "stall_proc.py"
@@ -103,3 +111,87 @@ async def test_a_resumer_stopped_past_its_lease_never_runs_the_tool_the_winner_r
     assert len(lines) == 1  # once, counted outside both processes
     assert lines[0]["key"] == f"{rid}:c1"
     assert isinstance(lines[0]["token"], int)
+
+
+class CountingStore(SqliteStore):
+    """A real SQLite store that also counts its renewals (the round trips a confirm costs)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(str(path))
+        self.renewals = 0
+
+    async def renew(self, claim: Claim, *, lease_s: float = 300.0) -> Claim:
+        self.renewals += 1
+        return await super().renew(claim, lease_s=lease_s)
+
+
+async def test_a_claim_taken_a_moment_ago_is_confirmed_without_a_round_trip(
+    tmp_path: Path,
+) -> None:
+    from helpers.stall_proc import refund_tool
+
+    ledger = tmp_path / "ledger.jsonl"
+    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
+    store = CountingStore(tmp_path / "runs.db")
+    async with ScriptedModel(default=lambda r: text("done")) as model:
+        model.add(tool_calls(call("refund", {}, id="c1")))
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            halted = await client.run("refund A-7", tk)
+            assert halted.pending is not None
+            rid = halted.pending.id
+            await client.answer(rid, Answer(rid, True), answered_by="ana")
+            worker = client.worker(tk, lease_s=30)
+            assert await worker.drain() == 1
+            assert worker.resumed == 1
+            record = await store.answer_record(rid)
+    assert record is not None
+    assert record.status == "done"
+    assert len(ledger_lines(ledger)) == 1
+    assert store.renewals == 0  # taken, applied, settled: the take's lease was enough
+
+
+async def test_an_older_claim_is_renewed_before_anything_runs_the_heartbeats_renewal_counts(
+    tmp_path: Path,
+) -> None:
+    from helpers.stall_proc import refund_tool
+
+    tk = await create_toolkit(extra_tools=[refund_tool(tmp_path / "ledger")], builtins=False)
+    store = CountingStore(tmp_path / "runs.db")
+    async with ScriptedModel(default=lambda r: text("done")) as model:
+        model.add(tool_calls(call("refund", {}, id="c1")))
+        async with create_client(
+            base_url=model.openai_base_url, model="m", api_key="k", store=store
+        ) as client:
+            halted = await client.run("refund A-7", tk)
+            assert halted.pending is not None
+            rid = halted.pending.id
+            await client.answer(rid, Answer(rid, True), answered_by="ana")
+            claim = await store.take(rid, lease_s=30)
+            assert claim is not None
+            resumption = Resumption(store, lease_s=30)
+            assert await resumption.confirm(claim) is claim  # a moment old: most of its lease
+            assert store.renewals == 0
+            aged = replace(claim, taken=time.monotonic() - claim_fresh_s(30) - 0.001)
+            renewed = await resumption.confirm(aged)
+            assert store.renewals == 1
+            assert renewed.token == claim.token
+            assert renewed.taken > aged.taken
+            assert await resumption.confirm(renewed) is renewed  # just renewed: fresh again
+            assert store.renewals == 1
+            # A held claim's latest renewal (the heartbeat's) counts: the old copy needs none.
+            resumption._hold(renewed)  # pyright: ignore[reportPrivateUsage]
+            try:
+                assert await resumption.confirm(aged) is renewed
+                assert store.renewals == 1
+            finally:
+                resumption._unhold(rid)  # pyright: ignore[reportPrivateUsage]
+            # Given back and taken by another resumer: the old claim is not confirmed.
+            await store.release(rid, renewed)
+            again = await store.take(rid, lease_s=30)
+            assert again is not None
+            assert again.token > claim.token
+            with pytest.raises(LeaseLost):
+                await resumption.confirm(aged)
+            assert store.renewals == 2

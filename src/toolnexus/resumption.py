@@ -18,11 +18,11 @@ taken, T5, see `toolnexus.stores.requests`); from then on a heartbeat renews the
 third of ``lease_s`` until the run is settled or abandoned. The checkpoint is restored and the
 call the answer approves is checked against the digest recorded with it: a checkpoint changed
 after the approval is flagged for an operator and nothing runs (`ApprovalMismatch`). The answer
-is applied — the halted tool re-executed with ``ctx.answer``, the lease confirmed (renewed,
-fenced) after the ``before_tool`` hooks and right before the tool starts, so a resumer that was
-overtaken never starts it — and the resolved calls are recorded with the claim's fencing token
-*before* the model is called again: a resume that dies after that and is retried never runs
-those calls twice.
+is applied — the halted tool re-executed with ``ctx.answer``, the lease confirmed after the
+``before_tool`` hooks and right before the tool starts (renewed, fenced, unless it was taken or
+renewed a moment ago), so a resumer that was overtaken never starts it — and the resolved
+calls are recorded with the claim's fencing token *before* the model is called again: a resume
+that dies after that and is retried never runs those calls twice.
 
 The caller then continues the run with its own driver (the client's loop, streaming or not; an
 agent handle's turn; nothing for a served MCP call) and calls `Resumption.settle` with the run's
@@ -159,7 +159,7 @@ class _Fence:
         return self.claim.token
 
     async def confirm(self) -> None:
-        self.claim = await self.resumption.renew(self.claim)
+        self.claim = await self.resumption.confirm(self.claim)
 
 
 class Resumption:
@@ -341,10 +341,8 @@ class Resumption:
                 bound = True  # its digest is this checkpoint's: nothing to compare
             else:
                 # A claim taken a while ago (a worker's queue, a parked run): make sure it is
-                # still ours before anything runs. One taken a moment ago still holds most of
-                # its lease: no round trip for that.
-                if time.monotonic() - claim.taken > claim_fresh_s(self.lease_s):
-                    claim = await self.runs.renew(claim, lease_s=self.lease_s)
+                # still ours before anything runs.
+                claim = await self.confirm(claim)
                 effective = claim.answer
                 bound = False
                 if _edit_unchecked(checkpoint, request, effective):
@@ -431,6 +429,22 @@ class Resumption:
             raise ApprovalMismatch(f'toolnexus: request "{request.id}" was not resumed: {problem}')
 
     # -- the lease ----------------------------------------------------------------------------
+
+    async def confirm(self, claim: Claim) -> Claim:
+        """``claim``, known to be still ours: one taken or renewed less than `claim_fresh_s`
+        ago (by the monotonic clock, which runs on while the process is stopped) holds most of
+        its lease — and a live claim is lost only when its lease runs out (a cancel waits for
+        it) — so it needs no round trip; an older one is renewed, fenced.
+
+        Raises:
+            LeaseLost: another resumer took the request over.
+        """
+        held = self._held.get(claim.request_id)
+        if held is not None and held.token == claim.token:
+            claim = held  # the heartbeat's latest renewal
+        if time.monotonic() - claim.taken <= claim_fresh_s(self.lease_s):
+            return claim
+        return await self.renew(claim)
 
     async def renew(self, claim: Claim) -> Claim:
         """Renew ``claim`` (fenced) and keep the renewed one for the heartbeat.
