@@ -132,15 +132,8 @@ class TreeResumer:
         *,
         on_text: Callable[[str], Any] | None = None,
     ) -> TaskResult | None:
-        """Resume the tree with a request taken from the store (`RunStore.take`): what the
-        runtime's worker does with each answered request of this tree.
-
-        Returns the result of the highest handle the cascade reached, or ``None`` when no
-        handle waits on the request any more: its cascade ran to the end and only settling it
-        failed (the store was down, the process died just before) — it is settled now, and
-        nothing runs again. ``on_text`` receives the top-level handle's model text deltas as
-        the resumed turn streams them (a served task's follow-up).
-        """
+        """`AgentRuntime.resume_claim`: the cascade from a request taken from the store; ``None``
+        when no handle waits on it any more (its cascade ran, only settling it failed)."""
         using = resumption or self._resumption
         deepest = self._deepest_suspended(self._tree.root, claim.request_id)
         if deepest is None or deepest.checkpoint is None:

@@ -394,9 +394,10 @@ class AgentRuntime:
         runtime's worker does with each answered request of this tree.
 
         Returns the result of the highest handle the cascade reached, or ``None`` when no
-        handle waits on the request any more (it is settled now, and nothing runs again).
-        ``on_text`` receives the top-level handle's model text deltas as the resumed turn
-        streams them (a served task's follow-up).
+        handle waits on the request any more: its cascade ran to the end and only settling it
+        failed (the store was down, the process died just before) — it is settled now, and
+        nothing runs again. ``on_text`` receives the top-level handle's model text deltas as
+        the resumed turn streams them (a served task's follow-up).
         """
         return await self._resumer.resume_claim(claim, resumption, on_text=on_text)
 

@@ -87,14 +87,8 @@ class Stopper:
     async def close(
         self, h: Handle, *, force: bool = False, reason: CloseReason | None = None
     ) -> list[InboxItem]:
-        """Close ``h`` and, leaf-first, its children. A running turn may finish within
-        ``shutdown_ms`` (at once with ``force``), then it is aborted: the items it had drained
-        go back to the front of the inbox. ``close(rt.root)`` stops everything. The final state
-        stays queryable.
-
-        Returns:
-            ``h``'s unprocessed inbox items (those an aborted turn had drained first).
-        """
+        """`AgentRuntime.close`: ``h`` and, leaf-first, its children; ``h``'s unprocessed inbox
+        items."""
         for child in list(h.children):
             await self.close(child, force=force, reason=reason)
         if h is self._tree.root or h.state == "closed":
