@@ -16,49 +16,14 @@ import os
 import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from pg_support import pg_connect
-from toolnexus import Answer, ToolContext, ToolResult, create_client, create_toolkit, pending
-from toolnexus._types import Tool
+from refund_support import MODELS, halted_refund, refunds
+from refund_support import store_url as store_url  # the fixture
+from toolnexus import Answer
 from toolnexus.stores.checks import call_digest
-from toolnexus.testing import ScriptedModel, call, text, tool_calls
-
-SCHEMA = {
-    "type": "object",
-    "properties": {"order": {"type": "string"}, "amount": {"type": "integer"}},
-    "required": ["order", "amount"],
-}
-MODELS = '{"order":"A-7","amount":5000}'
-
-
-def refund_tool(ledger: Path) -> Tool:
-    """Asks for approval; with an ok answer, appends the refund it made to ``ledger``."""
-
-    async def refund(args: dict[str, Any], ctx: ToolContext | None = None) -> ToolResult:
-        answer = ctx.answer if ctx is not None else None
-        if answer is None:
-            return pending(kind="approval", prompt=f"Refund {args['amount']} on {args['order']}?")
-        if not answer.ok:
-            return ToolResult("not refunded")
-        with ledger.open("a") as f:
-            f.write(json.dumps(args, sort_keys=True) + "\n")
-        return ToolResult(f"refunded {args['amount']} on {args['order']}")
-
-    return Tool("refund", "Refund an order (needs approval).", SCHEMA, "native", refund)
-
-
-def refunds(ledger: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in ledger.read_text().splitlines()] if ledger.exists() else []
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'runs.db'}"
-    return str(request.getfixturevalue("pg_url"))
 
 
 def tamper(store_url: str, old: str, new: str) -> None:
@@ -97,38 +62,31 @@ async def test_a_checkpoint_changed_after_the_approval_is_refused_and_held_for_a
     store_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     ledger = tmp_path / "ledger.jsonl"
-    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
-    script = [tool_calls(call("refund", json.loads(MODELS), id="c1")), text("done")]
-    async with ScriptedModel(script) as model:
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store_url
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            await client.answer(rid, Answer(rid, True), answered_by="ana")
-            tamper(store_url, "A-7", "Z-9")  # the approved call now refunds another order
-            worker = client.worker(tk, poll_interval=0.05, retry_s=0.05)
-            with caplog.at_level(logging.ERROR, logger="toolnexus"):
-                assert await worker.drain() == 1
-            assert refunds(ledger) == []  # nothing ran
-            assert len(model.requests) == 1  # and the model was not called again
-            assert "ApprovalMismatch" in worker.errors[rid]
-            assert any("held for an operator" in r.getMessage() for r in caplog.records)
-            listed = await client.list_pending()
-            assert [(e.request_id, e.status) for e in listed] == [(rid, "claimed")]
-            assert listed[0].problem is not None
-            assert "is not the call that was approved" in listed[0].problem
-            assert await worker.drain() == 0  # held: no worker takes it again
+    async with halted_refund(store_url, ledger) as run:
+        client, tk, model, rid = run.client, run.toolkit, run.model, run.request_id
+        await client.answer(rid, Answer(rid, True), answered_by="ana")
+        tamper(store_url, "A-7", "Z-9")  # the approved call now refunds another order
+        worker = client.worker(tk, poll_interval=0.05, retry_s=0.05)
+        with caplog.at_level(logging.ERROR, logger="toolnexus"):
+            assert await worker.drain() == 1
+        assert refunds(ledger) == []  # nothing ran
+        assert len(model.requests) == 1  # and the model was not called again
+        assert "ApprovalMismatch" in worker.errors[rid]
+        assert any("held for an operator" in r.getMessage() for r in caplog.records)
+        listed = await client.list_pending()
+        assert [(e.request_id, e.status) for e in listed] == [(rid, "claimed")]
+        assert listed[0].problem is not None
+        assert "is not the call that was approved" in listed[0].problem
+        assert await worker.drain() == 0  # held: no worker takes it again
 
-            code, shown = await cli("pending", "--store", store_url)
-            assert code == 0
-            assert rid in shown
-            assert "not the call that was approved" in shown
+        code, shown = await cli("pending", "--store", store_url)
+        assert code == 0
+        assert rid in shown
+        assert "not the call that was approved" in shown
 
-            record = await client.cancel(rid, reason="tampered", answered_by="ops")
-            assert record.status == "cancelled"
-            assert record.problem is not None
+        record = await client.cancel(rid, reason="tampered", answered_by="ops")
+        assert record.status == "cancelled"
+        assert record.problem is not None
     assert refunds(ledger) == []
 
 
@@ -136,19 +94,12 @@ async def test_an_untouched_approval_runs_once_with_the_digest_it_was_given(
     store_url: str, tmp_path: Path
 ) -> None:
     ledger = tmp_path / "ledger.jsonl"
-    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
-    script = [tool_calls(call("refund", json.loads(MODELS), id="c1")), text("done")]
-    async with ScriptedModel(script) as model:
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store_url
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            record = await client.answer(rid, Answer(rid, True), answered_by="ana")
-            assert record.digest == call_digest("refund", MODELS)
-            assert await client.worker(tk).drain() == 1
-            settled = await client.run_store.answer_record(rid)
+    async with halted_refund(store_url, ledger) as run:
+        client, tk, rid = run.client, run.toolkit, run.request_id
+        record = await client.answer(rid, Answer(rid, True), answered_by="ana")
+        assert record.digest == call_digest("refund", MODELS)
+        assert await client.worker(tk).drain() == 1
+        settled = await client.run_store.answer_record(rid)
     assert settled is not None
     assert settled.status == "done"
     assert settled.problem is None
@@ -159,20 +110,13 @@ async def test_the_audit_of_an_edited_approval_keeps_the_models_call_and_the_edi
     store_url: str, tmp_path: Path
 ) -> None:
     ledger = tmp_path / "ledger.jsonl"
-    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
-    script = [tool_calls(call("refund", json.loads(MODELS), id="c1")), text("done")]
     edited = {"order": "A-7", "amount": 50}
-    async with ScriptedModel(script) as model:
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store_url
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            answer = Answer(rid, True, data={"arguments": edited})
-            await client.answer(rid, answer, answered_by="ana")
-            assert await client.worker(tk).drain() == 1
-            record = await client.run_store.answer_record(rid)
+    async with halted_refund(store_url, ledger) as run:
+        client, tk, rid = run.client, run.toolkit, run.request_id
+        answer = Answer(rid, True, data={"arguments": edited})
+        await client.answer(rid, answer, answered_by="ana")
+        assert await client.worker(tk).drain() == 1
+        record = await client.run_store.answer_record(rid)
     assert refunds(ledger) == [{"amount": 50, "order": "A-7"}]
     assert record is not None
     assert record.status == "done"

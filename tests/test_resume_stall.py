@@ -23,22 +23,17 @@ from typing import Any
 
 import pytest
 
-from toolnexus import Answer, create_client, create_toolkit
+from helpers.stall_proc import refund_tool
+from refund_support import halted_refund
+from refund_support import store_url as store_url  # the fixture
+from toolnexus import Answer
 from toolnexus.errors import LeaseLost
 from toolnexus.resumption import Resumption, claim_fresh_s
 from toolnexus.stores.requests import Claim
 from toolnexus.stores.sqlite import SqliteStore
-from toolnexus.testing import ScriptedModel, call, text, tool_calls
 
 HELPER = Path(__file__).parent / "helpers" / "stall_proc.py"
 LEASE_S = 1.0
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'runs.db'}"
-    return str(request.getfixturevalue("pg_url"))
 
 
 async def spawn(*args: str) -> asyncio.subprocess.Process:
@@ -70,41 +65,32 @@ def ledger_lines(ledger: Path) -> list[dict[str, Any]]:
 async def test_a_resumer_stopped_past_its_lease_never_runs_the_tool_the_winner_ran(
     store_url: str, tmp_path: Path
 ) -> None:
-    from helpers.stall_proc import refund_tool
-
     ledger = tmp_path / "ledger.jsonl"
     hooked, go = tmp_path / "hooked", tmp_path / "go"
-    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
-    async with ScriptedModel(default=lambda r: text("done")) as model:
-        model.add(tool_calls(call("refund", {}, id="c1")))
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store_url
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            await client.answer(rid, Answer(rid, True), answered_by="ana")
+    async with halted_refund(store_url, ledger, arguments="{}", tool=refund_tool(ledger)) as run:
+        client, model, rid = run.client, run.model, run.request_id
+        await client.answer(rid, Answer(rid, True), answered_by="ana")
 
-            stalled = await spawn(
-                store_url, model.openai_base_url, str(ledger), str(LEASE_S), str(hooked), str(go)
-            )
-            await appears(hooked, stalled)  # it took the run and is in the approved call's hook
-            stalled.send_signal(signal.SIGSTOP)
-            try:
-                winner = await spawn(store_url, model.openai_base_url, str(ledger), str(LEASE_S))
-                out, err = await asyncio.wait_for(winner.communicate(), 60)
-                assert winner.returncode == 0, err.decode()
-                assert json.loads(out)["resumed"] == 1
-                assert len(ledger_lines(ledger)) == 1  # the winner refunded
-            finally:
-                go.write_text("go")
-                stalled.send_signal(signal.SIGCONT)
-            out, err = await asyncio.wait_for(stalled.communicate(), 60)
-            assert stalled.returncode == 0, err.decode()
-            report = json.loads(out)
-            assert (report["resumed"], report["failed"]) == (0, 1)  # it lost, and knew it
-            assert "lost request" in err.decode()
-            record = await client.run_store.answer_record(rid)
+        stalled = await spawn(
+            store_url, model.openai_base_url, str(ledger), str(LEASE_S), str(hooked), str(go)
+        )
+        await appears(hooked, stalled)  # it took the run and is in the approved call's hook
+        stalled.send_signal(signal.SIGSTOP)
+        try:
+            winner = await spawn(store_url, model.openai_base_url, str(ledger), str(LEASE_S))
+            out, err = await asyncio.wait_for(winner.communicate(), 60)
+            assert winner.returncode == 0, err.decode()
+            assert json.loads(out)["resumed"] == 1
+            assert len(ledger_lines(ledger)) == 1  # the winner refunded
+        finally:
+            go.write_text("go")
+            stalled.send_signal(signal.SIGCONT)
+        out, err = await asyncio.wait_for(stalled.communicate(), 60)
+        assert stalled.returncode == 0, err.decode()
+        report = json.loads(out)
+        assert (report["resumed"], report["failed"]) == (0, 1)  # it lost, and knew it
+        assert "lost request" in err.decode()
+        record = await client.run_store.answer_record(rid)
     assert record is not None
     assert record.status == "done"
     lines = ledger_lines(ledger)
@@ -128,24 +114,15 @@ class CountingStore(SqliteStore):
 async def test_a_claim_taken_a_moment_ago_is_confirmed_without_a_round_trip(
     tmp_path: Path,
 ) -> None:
-    from helpers.stall_proc import refund_tool
-
     ledger = tmp_path / "ledger.jsonl"
-    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
     store = CountingStore(tmp_path / "runs.db")
-    async with ScriptedModel(default=lambda r: text("done")) as model:
-        model.add(tool_calls(call("refund", {}, id="c1")))
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            await client.answer(rid, Answer(rid, True), answered_by="ana")
-            worker = client.worker(tk, lease_s=30)
-            assert await worker.drain() == 1
-            assert worker.resumed == 1
-            record = await store.answer_record(rid)
+    async with halted_refund(store, ledger, arguments="{}", tool=refund_tool(ledger)) as run:
+        client, tk, rid = run.client, run.toolkit, run.request_id
+        await client.answer(rid, Answer(rid, True), answered_by="ana")
+        worker = client.worker(tk, lease_s=30)
+        assert await worker.drain() == 1
+        assert worker.resumed == 1
+        record = await store.answer_record(rid)
     assert record is not None
     assert record.status == "done"
     assert len(ledger_lines(ledger)) == 1
@@ -155,43 +132,35 @@ async def test_a_claim_taken_a_moment_ago_is_confirmed_without_a_round_trip(
 async def test_an_older_claim_is_renewed_before_anything_runs_the_heartbeats_renewal_counts(
     tmp_path: Path,
 ) -> None:
-    from helpers.stall_proc import refund_tool
-
-    tk = await create_toolkit(extra_tools=[refund_tool(tmp_path / "ledger")], builtins=False)
+    ledger = tmp_path / "ledger.jsonl"
     store = CountingStore(tmp_path / "runs.db")
-    async with ScriptedModel(default=lambda r: text("done")) as model:
-        model.add(tool_calls(call("refund", {}, id="c1")))
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            await client.answer(rid, Answer(rid, True), answered_by="ana")
-            claim = await store.take(rid, lease_s=30)
-            assert claim is not None
-            resumption = Resumption(store, lease_s=30)
-            assert await resumption.confirm(claim) is claim  # a moment old: most of its lease
-            assert store.renewals == 0
-            aged = replace(claim, taken=time.monotonic() - claim_fresh_s(30) - 0.001)
-            renewed = await resumption.confirm(aged)
+    async with halted_refund(store, ledger, arguments="{}", tool=refund_tool(ledger)) as run:
+        client, rid = run.client, run.request_id
+        await client.answer(rid, Answer(rid, True), answered_by="ana")
+        claim = await store.take(rid, lease_s=30)
+        assert claim is not None
+        resumption = Resumption(store, lease_s=30)
+        assert await resumption.confirm(claim) is claim  # a moment old: most of its lease
+        assert store.renewals == 0
+        aged = replace(claim, taken=time.monotonic() - claim_fresh_s(30) - 0.001)
+        renewed = await resumption.confirm(aged)
+        assert store.renewals == 1
+        assert renewed.token == claim.token
+        assert renewed.taken > aged.taken
+        assert await resumption.confirm(renewed) is renewed  # just renewed: fresh again
+        assert store.renewals == 1
+        # A held claim's latest renewal (the heartbeat's) counts: the old copy needs none.
+        resumption._hold(renewed)  # pyright: ignore[reportPrivateUsage]
+        try:
+            assert await resumption.confirm(aged) is renewed
             assert store.renewals == 1
-            assert renewed.token == claim.token
-            assert renewed.taken > aged.taken
-            assert await resumption.confirm(renewed) is renewed  # just renewed: fresh again
-            assert store.renewals == 1
-            # A held claim's latest renewal (the heartbeat's) counts: the old copy needs none.
-            resumption._hold(renewed)  # pyright: ignore[reportPrivateUsage]
-            try:
-                assert await resumption.confirm(aged) is renewed
-                assert store.renewals == 1
-            finally:
-                resumption._unhold(rid)  # pyright: ignore[reportPrivateUsage]
-            # Given back and taken by another resumer: the old claim is not confirmed.
-            await store.release(rid, renewed)
-            again = await store.take(rid, lease_s=30)
-            assert again is not None
-            assert again.token > claim.token
-            with pytest.raises(LeaseLost):
-                await resumption.confirm(aged)
-            assert store.renewals == 2
+        finally:
+            resumption._unhold(rid)  # pyright: ignore[reportPrivateUsage]
+        # Given back and taken by another resumer: the old claim is not confirmed.
+        await store.release(rid, renewed)
+        again = await store.take(rid, lease_s=30)
+        assert again is not None
+        assert again.token > claim.token
+        with pytest.raises(LeaseLost):
+            await resumption.confirm(aged)
+        assert store.renewals == 2

@@ -18,25 +18,9 @@ from typing import Any
 import pytest
 
 from pg_support import pg_connect
-from test_approval_binding import refund_tool, refunds
-from toolnexus import (
-    Answer,
-    AnswerConflict,
-    PostgresStore,
-    SqliteStore,
-    create_client,
-    create_toolkit,
-)
-from toolnexus.testing import ScriptedModel, call, text, tool_calls
-
-MODELS = {"order": "A-7", "amount": 5000}
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'runs.db'}"
-    return str(request.getfixturevalue("pg_url"))
+from refund_support import MODELS, halted_refund, refunds
+from refund_support import store_url as store_url  # the fixture
+from toolnexus import Answer, AnswerConflict, PostgresStore, SqliteStore
 
 
 def spoil(store_url: str) -> None:
@@ -63,37 +47,30 @@ async def test_an_unreadable_checkpoint_is_flagged_held_for_retry_s_and_cancella
     store_url: str, tmp_path: Path
 ) -> None:
     ledger = tmp_path / "ledger.jsonl"
-    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
-    script = [tool_calls(call("refund", MODELS, id="c1")), text("done")]
     now = [time.time()]
     store = store_at(store_url, lambda: now[0])
-    async with ScriptedModel(script) as model, store:
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            await client.answer(rid, Answer(rid, True), answered_by="ana")
-            spoil(store_url)
-            worker = client.worker(tk, lease_s=300, retry_s=60)
-            assert await worker.drain() == 1
-            assert "CheckpointError" in worker.errors[rid]
-            (listed,) = await client.list_pending()
-            assert listed.request_id == rid
-            assert listed.problem is not None
-            assert "cannot be read" in listed.problem
-            record = await client.run_store.answer_record(rid)
-            assert record is not None
-            assert record.status == "claimed"
-            # held for retry_s (60 s), not the lease (300 s): taken, and flagged, again after it
-            now[0] += 30
-            assert await worker.drain() == 0
-            now[0] += 31
-            assert await worker.drain() == 1
-            cancelled = await client.cancel(rid, reason="spoiled row", answered_by="ops")
-            assert cancelled.status == "cancelled"
-            assert await worker.drain() == 0
+    async with store, halted_refund(store, ledger) as run:
+        client, tk, model, rid = run.client, run.toolkit, run.model, run.request_id
+        await client.answer(rid, Answer(rid, True), answered_by="ana")
+        spoil(store_url)
+        worker = client.worker(tk, lease_s=300, retry_s=60)
+        assert await worker.drain() == 1
+        assert "CheckpointError" in worker.errors[rid]
+        (listed,) = await client.list_pending()
+        assert listed.request_id == rid
+        assert listed.problem is not None
+        assert "cannot be read" in listed.problem
+        record = await client.run_store.answer_record(rid)
+        assert record is not None
+        assert record.status == "claimed"
+        # held for retry_s (60 s), not the lease (300 s): taken, and flagged, again after it
+        now[0] += 30
+        assert await worker.drain() == 0
+        now[0] += 31
+        assert await worker.drain() == 1
+        cancelled = await client.cancel(rid, reason="spoiled row", answered_by="ops")
+        assert cancelled.status == "cancelled"
+        assert await worker.drain() == 0
     assert refunds(ledger) == []
     assert len(model.requests) == 1
 
@@ -102,26 +79,19 @@ async def test_the_same_answer_twice_is_a_conflict_naming_who_and_the_recorded_o
     store_url: str, tmp_path: Path
 ) -> None:
     ledger = tmp_path / "ledger.jsonl"
-    tk = await create_toolkit(extra_tools=[refund_tool(ledger)], builtins=False)
-    script = [tool_calls(call("refund", MODELS, id="c1")), text("done")]
-    async with ScriptedModel(script) as model:
-        async with create_client(
-            base_url=model.openai_base_url, model="m", api_key="k", store=store_url
-        ) as client:
-            halted = await client.run("refund A-7", tk)
-            assert halted.pending is not None
-            rid = halted.pending.id
-            await client.answer(rid, Answer(rid, True), answered_by="ana")
-            for again in (
-                client.answer(rid, Answer(rid, True), answered_by="bob"),
-                client.resume(tk, Answer(rid, True), answered_by="bob"),
-                client.run_with_answer(tk, halted.messages, halted.pending, Answer(rid, True)),
-            ):
-                with pytest.raises(AnswerConflict, match="already answered by ana") as caught:
-                    await again
-                assert caught.value.answered_by == "ana"
-            done = await client.resume(tk, rid)
-            record: Any = await client.run_store.answer_record(rid)
+    async with halted_refund(store_url, ledger) as run:
+        client, tk, rid = run.client, run.toolkit, run.request_id
+        await client.answer(rid, Answer(rid, True), answered_by="ana")
+        for again in (
+            client.answer(rid, Answer(rid, True), answered_by="bob"),
+            client.resume(tk, Answer(rid, True), answered_by="bob"),
+            client.run_with_answer(tk, run.messages, run.pending, Answer(rid, True)),
+        ):
+            with pytest.raises(AnswerConflict, match="already answered by ana") as caught:
+                await again
+            assert caught.value.answered_by == "ana"
+        done = await client.resume(tk, rid)
+        record: Any = await client.run_store.answer_record(rid)
     assert done.status == "done"
     assert record.answered_by == "ana"  # kept: the second answer changed nothing
-    assert refunds(ledger) == [MODELS]
+    assert refunds(ledger) == [json.loads(MODELS)]

@@ -146,14 +146,7 @@ class TreeResumer:
             top.on_text = None
 
     def worker(self, **options: Any) -> Worker:
-        """A worker that resumes this tree whenever one of its requests is answered, from any
-        process sharing the store: typically ``AgentRuntime.restore(...)`` then
-        ``async with rt.worker(): ...``.
-
-        ``options``: ``lease_s``, ``poll_interval``, ``retry_s``, ``concurrency``,
-        ``on_result`` (see `toolnexus.worker.Worker`); it takes only this tree's requests
-        (its `queue`).
-        """
+        """`AgentRuntime.worker`: a worker that takes only this tree's requests."""
         from ..worker import Worker
 
         return Worker(self._runs, self.resume_claim, queue=self._tree.queue, **options)
