@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeAlias
 
 from ._compat import UsageTypeError
-from .errors import UsageError
+from .errors import AnswerMismatch, InvalidAnswer, UsageError
 
 __all__ = [
     "RELAY_CALLS_KEY",
@@ -42,6 +42,7 @@ __all__ = [
     "answer_output",
     "answer_problem",
     "cancelled_answer",
+    "check_answer",
     "is_expired",
     "is_relay_request",
     "new_request_id",
@@ -174,6 +175,38 @@ def answer_problem(answer: Answer) -> str:
     if fields.reason is not None and not isinstance(fields.reason, str):
         return f"Answer.reason must be a string or None, got {type(fields.reason).__name__}"
     return ""
+
+
+def check_answer(value: object, request_id: str | None = None) -> Answer:
+    """``value`` as a well-typed `Answer`: an `Answer` or its wire dict, checked alike.
+
+    ``id`` a non-empty string (echoing ``request_id`` when given), ``ok`` a real ``bool``,
+    ``data`` an object or ``None``, ``reason`` a string or ``None``.
+
+    Raises:
+        InvalidAnswer: a field has the wrong type (``ok="false"``, ``ok=1``, ``data="x"``)
+            or the dict has unknown or missing keys (a `UsageError` and a `ResumeError`).
+        AnswerMismatch: the id does not echo ``request_id``.
+    """
+    if isinstance(value, Answer):
+        answer = value
+    elif isinstance(value, Mapping):
+        try:
+            answer = Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
+        except (TypeError, ValueError) as exc:
+            raise InvalidAnswer(f"toolnexus: the answer is malformed: {exc}") from exc
+    else:
+        raise InvalidAnswer(
+            f"toolnexus: the answer must be an Answer or its wire dict, got {type(value).__name__}"
+        )
+    problem = answer_problem(answer)
+    if problem:
+        raise InvalidAnswer(f"toolnexus: the answer is malformed: {problem}")
+    if request_id is not None and answer.id != request_id:
+        raise AnswerMismatch(
+            f'toolnexus: answer id "{answer.id}" does not echo the request id "{request_id}"'
+        )
+    return answer
 
 
 _REQUEST_KEYS = frozenset({"id", "kind", "prompt", "url", "data", "expiresAt"})

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, cast
 
+from .._ages import age_seconds
 from ..errors import UsageError
 
 if TYPE_CHECKING:  # the records load with the command that uses them, not for ``--help``
@@ -16,9 +16,6 @@ if TYPE_CHECKING:  # the records load with the command that uses them, not for `
     from ..stores.requests import AnswerRecord, RunStore
 
 __all__ = ["open_store", "parse_age", "record_json", "reply_from_flags"]
-
-_AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNIT = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 @contextlib.asynccontextmanager
@@ -111,10 +108,10 @@ def parse_age(text: str) -> float:
     Raises:
         UsageError: anything else.
     """
-    found = _AGE.match(text)
-    if found is None:
+    seconds = age_seconds(text)
+    if seconds is None:
         raise UsageError(f"--older-than takes an age such as 30d, 12h or 15m, got {text!r}")
-    return float(found.group(1)) * _UNIT[found.group(2)]
+    return seconds
 
 
 def record_json(record: AnswerRecord) -> dict[str, Any]:

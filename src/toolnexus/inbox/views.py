@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
+from .._ages import age_seconds
 from ..errors import (
     AnswerConflict,
     AnswerMismatch,
@@ -87,15 +88,13 @@ def _int(params: Mapping[str, str], name: str, default: int, top: int) -> int:
 
 
 def _age(params: Mapping[str, str]) -> float | None:
-    from ..cli.stores import parse_age
-
     raw = _text(params, "age")
     if raw is None:
         return None
-    try:
-        return parse_age(raw)
-    except UsageError:
-        raise UsageError(f"age takes an age such as 90s, 15m, 2h or 1d, got {raw!r}") from None
+    seconds = age_seconds(raw)
+    if seconds is None:
+        raise UsageError(f"age takes an age such as 90s, 15m, 2h or 1d, got {raw!r}")
+    return seconds
 
 
 def _params(request: HttpRequest) -> dict[str, str]:

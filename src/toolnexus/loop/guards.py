@@ -13,8 +13,7 @@ from typing import Any
 
 from .._types import Tool
 from ..errors import AnswerMismatch, ResumeError
-from ..stores.checks import check_answer
-from ..suspension import Answer, Request
+from ..suspension import Answer, Request, check_answer
 from .checkpoint import Checkpoint
 
 __all__ = [

@@ -16,7 +16,6 @@ from typing import Any, NamedTuple, cast
 
 from ..errors import (
     AnswerConflict,
-    AnswerMismatch,
     CheckpointError,
     InvalidAnswer,
     LeaseLost,
@@ -25,7 +24,14 @@ from ..errors import (
 from ..intake import Accepts, accepts
 from ..loop.checkpoint import Checkpoint, Outstanding
 from ..loop.edits import encode_arguments, proposed_edit
-from ..suspension import Answer, answer_problem, cancelled_answer, format_timestamp, parse_timestamp
+from ..suspension import (
+    Answer,
+    answer_problem,
+    cancelled_answer,
+    check_answer,
+    format_timestamp,
+    parse_timestamp,
+)
 from .requests import Claim, PendingEntry, RequestStatus
 
 __all__ = [
@@ -353,38 +359,6 @@ def load_checkpoint(text: object, request_id: str, where: str) -> Checkpoint:
             f"the checkpoint of request {request_id!r} in {where} cannot be read ({exc}); "
             "the stored row was left as it is"
         ) from exc
-
-
-def check_answer(value: object, request_id: str | None = None) -> Answer:
-    """``value`` as a well-typed `Answer`: an `Answer` or its wire dict, checked alike.
-
-    ``id`` a non-empty string (echoing ``request_id`` when given), ``ok`` a real ``bool``,
-    ``data`` an object or ``None``, ``reason`` a string or ``None``.
-
-    Raises:
-        InvalidAnswer: a field has the wrong type (``ok="false"``, ``ok=1``, ``data="x"``)
-            or the dict has unknown or missing keys (a `UsageError` and a `ResumeError`).
-        AnswerMismatch: the id does not echo ``request_id``.
-    """
-    if isinstance(value, Answer):
-        answer = value
-    elif isinstance(value, Mapping):
-        try:
-            answer = Answer.from_dict(value)  # pyright: ignore[reportUnknownArgumentType]
-        except (TypeError, ValueError) as exc:
-            raise InvalidAnswer(f"toolnexus: the answer is malformed: {exc}") from exc
-    else:
-        raise InvalidAnswer(
-            f"toolnexus: the answer must be an Answer or its wire dict, got {type(value).__name__}"
-        )
-    problem = answer_problem(answer)
-    if problem:
-        raise InvalidAnswer(f"toolnexus: the answer is malformed: {problem}")
-    if request_id is not None and answer.id != request_id:
-        raise AnswerMismatch(
-            f'toolnexus: answer id "{answer.id}" does not echo the request id "{request_id}"'
-        )
-    return answer
 
 
 def encode_answer(answer: object) -> str:
