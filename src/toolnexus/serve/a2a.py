@@ -53,7 +53,6 @@ from .wire import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     NOT_CANCELABLE,
-    PARSE_ERROR,
     TASK_NOT_FOUND,
     Incoming,
     RpcError,
@@ -61,6 +60,7 @@ from .wire import (
     dumps,
     method_op,
     now,
+    parse_body,
     parse_message,
     public_task,
     render_event,
@@ -164,10 +164,7 @@ class A2AService:
 
         rpc_id: Any = None
         try:
-            try:
-                body: Any = json.loads(await request.body())
-            except (ValueError, UnicodeDecodeError):
-                raise RpcError(PARSE_ERROR, "Parse error") from None
+            body: Any = parse_body(await request.body())
             if not isinstance(body, dict):
                 raise RpcError(INVALID_REQUEST, "Invalid Request: expected one JSON-RPC object")
             call = cast(dict[str, Any], body)

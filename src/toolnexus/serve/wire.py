@@ -32,6 +32,7 @@ __all__ = [
     "ANSWER_REFUSED",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
+    "MAX_DEPTH",
     "METHOD_NOT_FOUND",
     "NOT_CANCELABLE",
     "PARSE_ERROR",
@@ -41,6 +42,7 @@ __all__ = [
     "Wire",
     "method_op",
     "now",
+    "parse_body",
     "parse_message",
     "public_task",
     "render_event",
@@ -92,6 +94,49 @@ class RpcError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return {"jsonrpc": "2.0", "id": id, "error": error}
+
+
+MAX_DEPTH = 100
+"""The deepest nesting of arrays and objects a request body may have (protobuf's own limit
+for a message): deeper bodies are a parse error, so nothing after the parser (protobuf,
+pydantic, the stores' JSON) meets a depth it cannot take."""
+
+
+def parse_body(body: bytes) -> Any:
+    """A JSON-RPC body → its JSON value.
+
+    Raises:
+        RpcError: -32700 ``Parse error`` — not JSON, not UTF-8, or nested deeper than
+            `MAX_DEPTH` (100,000 ``[`` included: never a ``RecursionError``).
+    """
+    try:
+        value = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise RpcError(PARSE_ERROR, "Parse error") from None
+    # Fewer brackets than the limit cannot nest past it (most requests): no walk.
+    brackets = body.count(b"[") + body.count(b"{")
+    if brackets > MAX_DEPTH and not _shallow(value, MAX_DEPTH):
+        raise RpcError(PARSE_ERROR, f"Parse error: nested deeper than {MAX_DEPTH}")
+    return value
+
+
+def _shallow(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests at most ``limit`` arrays/objects deep (level by level, no
+    recursion)."""
+    level: list[Any] = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return False
+        inner: list[Any] = []
+        for container in level:
+            items: Any = cast(Any, container).values() if isinstance(container, dict) else container
+            for item in items:
+                if isinstance(item, dict | list):
+                    inner.append(item)
+        level = inner
+    return True
 
 
 def now() -> str:
