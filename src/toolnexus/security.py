@@ -1,14 +1,20 @@
-"""What every served route shares: a bearer token and a cap on the request body.
+"""What every served route shares: a bearer token, a cap on the request body, and the checks
+that keep a web page on another site (or one reached through DNS rebinding) out.
 
 The HTTP surfaces — the served A2A and MCP routes (`toolnexus.serve`) and the approvals inbox
 (`toolnexus.inbox`), which a served app can mount — all stand on this module, so it sits below
 both of them.
 
-Both are plain ASGI middleware, so they wrap any app — the A2A endpoint, ``/mcp``, a host's own
+All are plain ASGI middleware, so they wrap any app — the A2A endpoint, ``/mcp``, a host's own
 routes — and work the same for JSON and for streamed (SSE) responses::
 
-    app = BearerAuth(BodyLimit(inner, max_bytes=1 << 20), token="s3cret")   # or secure(...)
+    app = secure(JsonOnly(inner), token=os.environ["TOKEN"], max_body=1 << 20)
 
+- `SiteGuard` refuses a request whose ``Host`` is not a name the app is served under (loopback
+  names, the public URL's host, and those the host allows) with 421, and one whose browser
+  ``Origin`` is not the app's own (nor allowed) with 403. A page that rebinds its own name to
+  127.0.0.1 sends its own name as ``Host``; a page on another site sends its ``Origin``. A
+  client without ``Origin`` (anything but a browser) passes.
 - `BearerAuth` refuses a request without ``Authorization: Bearer <token>`` (compared in constant
   time, so the time to refuse says nothing about the token) with 401 and a
   ``WWW-Authenticate: Bearer`` challenge. The token itself is never logged or echoed. Wrong
@@ -18,13 +24,17 @@ routes — and work the same for JSON and for streamed (SSE) responses::
 - `BodyLimit` refuses a body larger than ``max_bytes`` with 413 — by its ``Content-Length``
   before reading a byte, or while reading a body sent without one — and hands the app a body it
   has read whole, so the app never sees a truncated request.
+- `JsonOnly` refuses a ``POST`` whose body is not declared JSON with 415: a page on another
+  site can send ``text/plain``, a form or no type at all without asking (no CORS preflight),
+  but never ``application/json``.
 
-Both answer in JSON-RPC's shape (``{"jsonrpc": "2.0", "id": null, "error": {...}}``), which is
+All answer in JSON-RPC's shape (``{"jsonrpc": "2.0", "id": null, "error": {...}}``), which is
 what the A2A and MCP clients on these routes read; a plain HTTP client gets the status code.
 
 Written here rather than taken from Starlette: Starlette has no bearer middleware of its own,
-and its ``BaseHTTPMiddleware`` buffers streamed responses; these two are small pure-ASGI
-wrappers that pass SSE straight through.
+and its ``BaseHTTPMiddleware`` buffers streamed responses; these are small pure-ASGI
+wrappers that pass SSE straight through. The MCP SDK's own Host/Origin check cannot know the
+names a toolkit is served under, so it stays off and `SiteGuard` guards ``/mcp`` as well.
 """
 
 from __future__ import annotations
@@ -34,18 +44,24 @@ import json
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from .errors import UsageError
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "LOOPBACK_HOSTS",
     "ASGIApp",
     "BearerAuth",
     "BodyLimit",
+    "JsonOnly",
     "SignInLimit",
+    "SiteGuard",
+    "check_site",
     "check_token",
+    "is_json_type",
     "rpc_error_body",
     "secure",
 ]
@@ -295,14 +311,301 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def secure(
-    app: ASGIApp, *, token: str | None = None, max_body: int | None = DEFAULT_MAX_BODY
-) -> ASGIApp:
-    """``app`` behind the body cap (none when ``max_body`` is ``None``) and, when ``token`` is
-    given, the bearer check.
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
+"""The names an app on this machine is always served under (any port)."""
 
-    The token is checked first, on the headers alone: an unauthenticated client cannot make
-    the server read its body at all.
+_CHECKED = "toolnexus.site_checked"
+"""The scope key `SiteGuard` sets once it passed a request: a guard nested inside another
+(the MCP app or the inbox mounted in a served app) leaves the decision to the outer one."""
+
+_DEFAULT_PORTS = {"http": "80", "https": "443", "ws": "80", "wss": "443"}
+
+
+def _split_host(value: str) -> tuple[str, str | None]:
+    """``host[:port]`` → ``(host, port)``: lower case, an IPv6 literal in brackets, no
+    trailing dot."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        end = value.find("]")
+        name, rest = (value[: end + 1], value[end + 1 :]) if end > 0 else (value, "")
+        port = rest[1:] if rest.startswith(":") else None
+    elif value.count(":") == 1:
+        name, _, port = value.partition(":")
+    elif ":" in value:  # a bare IPv6 address, as a host may write it in allowed_hosts
+        name, port = f"[{value}]", None
+    else:
+        name, port = value, None
+    return name.rstrip("."), port or None
+
+
+def _origin(value: str) -> tuple[str, str, str] | None:
+    """``scheme://host[:port]`` → ``(scheme, host, port)``, the port filled in from the
+    scheme; ``None`` for anything else (``null``, a path, no scheme)."""
+    scheme, sep, rest = value.strip().lower().partition("://")
+    rest = rest.rstrip("/")
+    if not sep or not scheme or not rest or "/" in rest or "@" in rest:
+        return None
+    name, port = _split_host(rest)
+    port = port or _DEFAULT_PORTS.get(scheme)
+    return (scheme, name, port) if name and port else None
+
+
+def _url_origin(url: str) -> tuple[str, str, str]:
+    parts = urlsplit(url)
+    own = _origin(f"{parts.scheme}://{parts.netloc}") if parts.scheme in ("http", "https") else None
+    if own is None:
+        raise UsageError(f"the public URL must be an http(s) URL, got {url!r}")
+    return own
+
+
+def _allowed_origin(value: str) -> tuple[str, str, str]:
+    """An ``allowed_origins`` entry → ``(scheme, host, port)`` (port ``*``: any)."""
+    if value.lower() == "null":
+        return ("null", "", "")
+    any_port = value.endswith(":*")
+    parsed = _origin(value[:-2] if any_port else value)
+    if parsed is None:
+        raise UsageError(f'allowed_origins takes "scheme://host[:port]", got {value!r}')
+    return (parsed[0], parsed[1], "*") if any_port else parsed
+
+
+def _names(option: str, value: Iterable[str] | str | None) -> list[str]:
+    if value is None:
+        return []
+    items = [value] if isinstance(value, str) else list(value)
+    for item in items:
+        if not isinstance(item, str) or not item.strip() or any(c.isspace() for c in item):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"{option} takes names without whitespace, got {item!r}")
+    return [item.strip() for item in items]
+
+
+def _header(scope: Scope, wanted: bytes) -> str | None:
+    for name, value in scope.get("headers") or ():
+        if name.lower() == wanted:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _shown(value: str) -> str:
+    return repr(value if len(value) <= 100 else value[:100] + "...")
+
+
+class SiteGuard:
+    """Refuse requests a browser sends on behalf of another site: a foreign ``Host`` (421) or
+    a foreign ``Origin`` (403).
+
+    - ``Host`` must be a name the app is served under: a loopback name (`LOOPBACK_HOSTS`),
+      the host of ``public_url``, or one of ``hosts`` (``"example.com"`` on any port,
+      ``"example.com:8443"`` on that one, ``"*.example.com"`` for its subdomains, ``"*"``
+      for any). This is what stops DNS rebinding: the attacker's page reaches 127.0.0.1
+      under the attacker's own name, and that name is what its requests carry.
+    - ``Origin``, when a browser sends one, must be the app's own — the same host and port
+      as the request's ``Host`` — or ``public_url``'s, or one of ``origins``
+      (``"https://app.example.com"``, ``"http://localhost:*"`` for any port, ``"*"`` for
+      any, ``"null"`` for sandboxed pages). No ``Origin`` passes: a program that is not a
+      browser sends none, and a same-origin navigation none either. ``Origin: null`` (a
+      sandboxed page, or the app's own page under ``Referrer-Policy: no-referrer``) passes
+      only with ``Sec-Fetch-Site: same-origin``, which the browser sets and no page can.
+
+    A guard nested in another (the MCP app, or the inbox, mounted in a served app) leaves
+    the request to the outer one, which checked it first.
+
+    Args:
+        app: the app to protect.
+        hosts: more names the app is served under.
+        origins: more origins whose pages may call it.
+        public_url: the address clients use (its host and origin are the app's own).
+
+    Raises:
+        UsageError: a name with whitespace, or an origin that is not ``scheme://host[:port]``.
     """
-    capped: ASGIApp = app if max_body is None else BodyLimit(app, max_body)
-    return capped if token is None else BearerAuth(capped, token)
+
+    __slots__ = ("_any_host", "_any_origin", "_app", "_hosts", "_origins", "_suffixes")
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        hosts: Iterable[str] | str | None = None,
+        origins: Iterable[str] | str | None = None,
+        public_url: str | None = None,
+    ) -> None:
+        self._app = app
+        named = [*LOOPBACK_HOSTS, *_names("allowed_hosts", hosts)]
+        allowed = _names("allowed_origins", origins)
+        if public_url:
+            own = _url_origin(public_url)
+            named.append(own[1])
+            allowed.append(f"{own[0]}://{own[1]}:{own[2]}")
+        self._any_host = "*" in named
+        self._hosts = {_split_host(name) for name in named if not name.startswith("*")}
+        self._suffixes = tuple(name[1:].lower() for name in named if name.startswith("*."))
+        self._any_origin = "*" in allowed
+        self._origins = {_allowed_origin(value) for value in allowed if value != "*"}
+
+    def host_allowed(self, host: str) -> bool:
+        """Whether ``host`` (a ``Host`` header) names this app."""
+        if self._any_host:
+            return True
+        name, port = _split_host(host)
+        return (
+            (name, None) in self._hosts
+            or (name, port) in self._hosts
+            or any(name.endswith(suffix) for suffix in self._suffixes)
+        )
+
+    def origin_allowed(self, origin: str, host: str | None, fetch_site: str | None = None) -> bool:
+        """Whether a page from ``origin`` may call this app at ``host`` (``fetch_site``: the
+        request's ``Sec-Fetch-Site``)."""
+        if self._any_origin:
+            return True
+        if origin.strip().lower() == "null":
+            # A page whose referrer policy is "no-referrer" posts its own forms with
+            # "Origin: null"; the browser still says they are same-origin (a header no page
+            # can set), and a sandboxed or cross-site page's are not.
+            return fetch_site == "same-origin" or ("null", "", "") in self._origins
+        parsed = _origin(origin)
+        if parsed is None:
+            return False
+        scheme, name, port = parsed
+        if host is not None:
+            own, own_port = _split_host(host)
+            # A browser leaves the port out of Host exactly when it is the scheme's default.
+            if own == name and (own_port or _DEFAULT_PORTS.get(scheme)) == port:
+                return True
+        return parsed in self._origins or (scheme, name, "*") in self._origins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope.get("type")
+        if kind not in ("http", "websocket") or scope.get(_CHECKED):
+            await self._app(scope, receive, send)
+            return
+        host = _header(scope, b"host")
+        origin = _header(scope, b"origin")
+        refusal: tuple[int, str] | None = None
+        if host is not None and not self.host_allowed(host):
+            refusal = (
+                421,
+                f"Misdirected Request: this app is not served under the host {_shown(host)} "
+                "(a host it should answer to goes in allowed_hosts / --allow-host)",
+            )
+        elif origin is not None and not self.origin_allowed(
+            origin, host, _header(scope, b"sec-fetch-site")
+        ):
+            refusal = (
+                403,
+                f"Forbidden: a page from {_shown(origin)} may not call this app "
+                "(an origin it should serve goes in allowed_origins / --allow-origin)",
+            )
+        if refusal is None:
+            scope[_CHECKED] = True
+            await self._app(scope, receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1008})
+        else:
+            await _reply(send, refusal[0], rpc_error_body(-32600, refusal[1]))
+
+
+def check_site(
+    hosts: Iterable[str] | str | None = None,
+    origins: Iterable[str] | str | None = None,
+    public_url: str | None = None,
+) -> None:
+    """Refuse the options `SiteGuard` would refuse, before a server opens anything.
+
+    Raises:
+        UsageError: as `SiteGuard`.
+    """
+    SiteGuard(_nothing, hosts=hosts, origins=origins, public_url=public_url)
+
+
+async def _nothing(scope: Scope, receive: Receive, send: Send) -> None:
+    return None
+
+
+class JsonOnly:
+    """Refuse a request body not declared JSON (``Content-Type: application/json`` or
+    ``application/<...>+json``, with any parameters) with 415, before it is read.
+
+    A page on another site can ``POST`` ``text/plain``, a form or an untyped body to any
+    address without a CORS preflight, so without this check a JSON-RPC endpoint would run
+    what it sends; a JSON type makes the browser ask first, and nobody answers yes.
+
+    Args:
+        app: the app to protect.
+        prefix: only paths below it (after the mount's ``root_path``) are checked (the
+            inbox's ``/api/``; its HTML forms post form bodies).
+    """
+
+    __slots__ = ("_app", "_prefix")
+
+    def __init__(self, app: ASGIApp, *, prefix: str = "") -> None:
+        self._app = app
+        self._prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope.get("type") != "http"
+            or scope.get("method") not in ("POST", "PUT", "PATCH")
+            or not _below(scope, self._prefix)
+            or is_json_type(_header(scope, b"content-type"))
+        ):
+            await self._app(scope, receive, send)
+            return
+        await _reply(
+            send,
+            415,
+            rpc_error_body(
+                -32600, "Unsupported Media Type: the body must be JSON (application/json)"
+            ),
+        )
+
+
+def is_json_type(content_type: str | None) -> bool:
+    """Whether a ``Content-Type`` declares JSON (``application/json`` or ``…+json``)."""
+    if content_type is None:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
+def _below(scope: Scope, prefix: str) -> bool:
+    if not prefix:
+        return True
+    path = str(scope.get("path") or "")
+    root = str(scope.get("root_path") or "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return path.startswith(prefix)
+
+
+def secure(
+    app: ASGIApp,
+    *,
+    token: str | None = None,
+    max_body: int | None = DEFAULT_MAX_BODY,
+    allowed_hosts: Iterable[str] | str | None = None,
+    allowed_origins: Iterable[str] | str | None = None,
+    public_url: str | None = None,
+) -> ASGIApp:
+    """``app`` behind `SiteGuard`, then (when ``token`` is given) the bearer check, then the
+    body cap (none when ``max_body`` is ``None``). The JSON-RPC endpoints themselves stand
+    behind `JsonOnly` (a route that does not exist stays a 404).
+
+    The site and the token are checked first, on the headers alone: a page on another site or
+    an unauthenticated client cannot make the server read its body at all.
+
+    Args:
+        app: the app to protect.
+        token: require ``Authorization: Bearer <token>``.
+        max_body: the request body cap in bytes.
+        allowed_hosts: names the app is served under besides loopback and ``public_url``'s.
+        allowed_origins: origins whose pages may call it besides its own.
+        public_url: the address clients use (behind a proxy: the proxy's).
+    """
+    inner: ASGIApp = app if max_body is None else BodyLimit(app, max_body)
+    if token is not None:
+        inner = BearerAuth(inner, token)
+    return SiteGuard(inner, hosts=allowed_hosts, origins=allowed_origins, public_url=public_url)

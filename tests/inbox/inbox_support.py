@@ -149,6 +149,7 @@ async def make_store(kind: str, tmp_path: Path, pg_url: str | None = None) -> An
 
 def make_app(store: Any, **options: Any) -> InboxApp:
     options.setdefault("users", USERS)
+    options.setdefault("allowed_hosts", ["inbox.test"])  # the name `visitor` reaches it by
     return inbox_app(store, **options)
 
 

@@ -271,7 +271,8 @@ async def test_the_json_api_answers_with_a_bearer_token_and_checks_input_schemas
             "/api/requests/i-1/answer", json={"ok": True, "data": {"n": "x"}}, headers=auth
         )
         typed = await v.client.post("/api/requests/i-1/answer", json={"ok": "yes"}, headers=auth)
-        junk = await v.client.post("/api/requests/i-1/answer", content=b"[", headers=auth)
+        as_json = {**auth, "content-type": "application/json"}
+        junk = await v.client.post("/api/requests/i-1/answer", content=b"[", headers=as_json)
         assert await store.answer_record("i-1") is None
         good = await v.client.post(
             "/api/requests/i-1/answer", json={"ok": True, "data": {"n": 3}}, headers=auth

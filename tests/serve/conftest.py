@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "mcp"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "inbox"))  # browser_support
 
 from a2a_support import Serve, brain, refund_tool
 from serve_support import ERAS
@@ -35,7 +36,12 @@ async def serve_refunds(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[S
     async with AsyncExitStack() as stack:
 
         async def start(
-            store: Any = None, *, kind: str = "approval", schema: bool = False, **options: Any
+            store: Any = None,
+            *,
+            kind: str = "approval",
+            schema: bool = False,
+            addr: str = "127.0.0.1:0",
+            **options: Any,
         ) -> ServeHandle:
             tk = await create_toolkit(
                 extra_tools=[refund_tool(tmp_path / "ledger.jsonl", kind=kind, schema=schema)],
@@ -46,7 +52,7 @@ async def serve_refunds(model: ScriptedModel, tmp_path: Path) -> AsyncIterator[S
             )
             stack.push_async_callback(client.aclose)
             options.setdefault("a2a", {"name": "refunds", "description": "refunds orders"})
-            served = await tk.serve("127.0.0.1:0", client=client, **options)
+            served = await tk.serve(addr, client=client, **options)
             stack.push_async_callback(served.stop)
             return served
 

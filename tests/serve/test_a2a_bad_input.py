@@ -12,18 +12,22 @@ from a2a_support import Serve, ledger_lines, ref_message, rpc
 from toolnexus import create_client
 from toolnexus.testing import ScriptedModel, http_error
 
+JSON = {"content-type": "application/json"}  # what every JSON-RPC client sends
+
 
 async def test_malformed_json_is_a_parse_error_with_a_null_id(serve_refunds: Serve) -> None:
     served = await serve_refunds()
     async with httpx.AsyncClient() as http:
-        r = await http.post(served.url + "/", content=b'{"jsonrpc": "2.0", "id": 7, "meth')
+        r = await http.post(
+            served.url + "/", content=b'{"jsonrpc": "2.0", "id": 7, "meth', headers=JSON
+        )
         assert r.status_code == 200
         assert r.json() == {
             "jsonrpc": "2.0",
             "id": None,
             "error": {"code": -32700, "message": "Parse error"},
         }
-        r = await http.post(served.url + "/", content=b"\xff\xfe not utf-8")
+        r = await http.post(served.url + "/", content=b"\xff\xfe not utf-8", headers=JSON)
         assert r.json()["error"]["code"] == -32700
 
 
@@ -52,7 +56,7 @@ async def test_what_is_not_a_json_rpc_request_is_invalid_request(
 ) -> None:
     served = await serve_refunds()
     async with httpx.AsyncClient() as http:
-        r = await http.post(served.url + "/", content=raw)
+        r = await http.post(served.url + "/", content=raw, headers=JSON)
         assert r.json()["error"]["code"] == -32600
 
 

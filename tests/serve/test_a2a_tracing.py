@@ -181,7 +181,9 @@ async def test_bad_trace_headers_and_rpc_errors(spans: Any) -> None:
                 assert done["result"]["status"]["state"] == "completed", bad
             missing = await rpc(http, served.url, "NoSuchMethod", {})
             unknown = await rpc(http, served.url, "GetTask", {"id": "nope"})
-            parse = await http.post(served.url + "/", content=b"{not json")
+            parse = await http.post(
+                served.url + "/", content=b"{not json", headers={"content-type": "application/json"}
+            )
     assert missing["error"]["code"] == -32601
     assert unknown["error"]["code"] == -32001
     assert parse.json()["error"]["code"] == -32700

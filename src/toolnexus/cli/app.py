@@ -32,6 +32,22 @@ StoreOpt = Annotated[
     str, typer.Option("--store", help="The run store: sqlite:///path.db or postgresql://…")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+AllowHostOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-host",
+        help="Another Host name it answers to (repeatable; loopback and --public-url's are "
+        "always allowed): the name behind a proxy.",
+    ),
+]
+AllowOriginOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-origin",
+        help="Another browser origin whose pages may call it (repeatable), e.g. "
+        "https://ui.example.com.",
+    ),
+]
 
 
 def _fail(message: str, code: int) -> int:
@@ -305,6 +321,16 @@ def build() -> Callable[[list[str] | None], int]:
                 help="Require this bearer token on every route (or TOOLNEXUS_SERVE_TOKEN).",
             ),
         ] = None,
+        allow_host: AllowHostOpt = None,
+        allow_origin: AllowOriginOpt = None,
+        insecure: Annotated[
+            bool,
+            typer.Option(
+                "--insecure",
+                help="Serve on a non-loopback --host without a token (something in front "
+                "of it must guard it).",
+            ),
+        ] = False,
     ) -> int:
         """Serve the app's toolkit (A2A, MCP, the inbox) until interrupted (SIGINT/SIGTERM)."""
         from .serving import ServeOptions, run_serve
@@ -318,6 +344,9 @@ def build() -> Callable[[list[str] | None], int]:
             host=host,
             port=port,
             token=token,
+            allow_hosts=tuple(allow_host or ()),
+            allow_origins=tuple(allow_origin or ()),
+            insecure=insecure,
         )
         return _guarded(lambda: run_serve(options))
 
@@ -337,6 +366,8 @@ def build() -> Callable[[list[str] | None], int]:
         public_url: Annotated[
             str | None, typer.Option(help="The inbox's address, for links.")
         ] = None,
+        allow_host: AllowHostOpt = None,
+        allow_origin: AllowOriginOpt = None,
         max_failed_sign_ins: Annotated[
             int,
             typer.Option(help="Wrong tokens per client address per minute before 429 (0: off)."),
@@ -359,6 +390,8 @@ def build() -> Callable[[list[str] | None], int]:
                 poll_interval=poll_interval,
                 secret=secret,
                 public_url=public_url,
+                allowed_hosts=allow_host or [],
+                allowed_origins=allow_origin or [],
                 max_failed_sign_ins=max_failed_sign_ins,
             )
         )

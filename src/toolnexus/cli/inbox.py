@@ -44,11 +44,21 @@ async def run_inbox(
     poll_interval: float = 1.0,
     secret: bytes | None = None,
     public_url: str | None = None,
+    allowed_hosts: list[str] | None = None,
+    allowed_origins: list[str] | None = None,
     max_failed_sign_ins: int = 10,
 ) -> int:
-    """Serve the inbox over the store at ``store_url`` until SIGINT/SIGTERM."""
+    """Serve the inbox over the store at ``store_url`` until SIGINT/SIGTERM.
+
+    The address it listens on is one of its allowed hosts (besides loopback, ``public_url``'s
+    and ``allowed_hosts``), unless it is a wildcard (``0.0.0.0``, ``::``).
+    """
     from ..inbox import inbox_app
-    from ..serve.server import start
+    from ..serve.server import WILDCARDS, start
+
+    hosts = list(allowed_hosts or ())
+    if host not in WILDCARDS:
+        hosts.append(host)
 
     async with open_store(store_url) as store:
         app = inbox_app(
@@ -58,6 +68,8 @@ async def run_inbox(
             poll_interval=poll_interval,
             secret=secret,
             public_url=public_url,
+            allowed_hosts=hosts,
+            allowed_origins=allowed_origins,
             max_failed_sign_ins=max_failed_sign_ins,
         )
         stop = asyncio.Event()

@@ -8,14 +8,21 @@ defaults; without them the toolkit's own ``a2a`` / ``mcpServer`` config keys dec
 Once listening it prints one line on stdout, ``serving http://host:port (a2a, mcp, inbox)``,
 so a script (or a test) reads the bound port when ``--port 0`` picked it. SIGINT and SIGTERM
 stop it: requests in flight end, then the client is closed.
+
+Without ``--token`` it serves on a loopback address only, with a warning on stderr; on another
+address it refuses to start unless ``--insecure`` says something in front of it guards it.
+``--allow-host`` / ``--allow-origin`` name the hosts and browser origins it answers besides
+its own (`toolnexus.security.SiteGuard`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import logging
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +47,9 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     token: str | None = None
+    allow_hosts: tuple[str, ...] = ()
+    allow_origins: tuple[str, ...] = ()
+    insecure: bool = False
 
 
 def _profiles(toolkit: Any) -> Mapping[str, Any]:
@@ -73,7 +83,12 @@ def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
             "nothing to serve: pass --a2a, --mcp or --inbox "
             "(or set a2a / mcpServer in the toolkit's config)"
         )
-    kwargs: dict[str, Any] = {"token": options.token}
+    kwargs: dict[str, Any] = {
+        "token": options.token,
+        "allowed_hosts": list(options.allow_hosts),
+        "allowed_origins": list(options.allow_origins),
+        "insecure": options.insecure,
+    }
     if options.a2a:
         kwargs["a2a"] = True
     if options.mcp:
@@ -99,8 +114,33 @@ def _served_parts(options: ServeOptions, toolkit: Any) -> str:
     return ", ".join(parts)
 
 
+class _Stderr(logging.Handler):
+    """Warnings of the ``toolnexus`` loggers on the command's stderr, one line each."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        typer.echo(self.format(record), err=True)
+
+
+@contextlib.contextmanager
+def warnings_on_stderr() -> Generator[None]:
+    """While the block runs, the ``toolnexus`` loggers' warnings reach stderr (the serving
+    commands' "without a token" line among them), whatever the host's logging says."""
+    logger = logging.getLogger("toolnexus")
+    handler = _Stderr(logging.WARNING)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+
+
 async def run_serve(options: ServeOptions) -> int:
     """Serve until SIGINT / SIGTERM; the exit code."""
+    with warnings_on_stderr():
+        return await _serve(options)
+
+
+async def _serve(options: ServeOptions) -> int:
     from ..serve.app import serve
 
     client, tools = await load_app(options.app)

@@ -2,7 +2,9 @@
 
 The routes are listed in docs/inbox.md. Every route but ``/login`` and ``/static`` needs a
 user (`toolnexus.inbox.auth`); every form post needs its session's CSRF token (a bearer
-request needs none); the body cap of `toolnexus.security.BodyLimit` guards every post.
+request needs none); the body cap of `toolnexus.security.BodyLimit` guards every post, the
+site checks of `toolnexus.security.SiteGuard` (``Host``, ``Origin``) every route, and the JSON
+API takes JSON bodies only (`toolnexus.security.JsonOnly`).
 Answers are only *recorded* here (`RunStore.post_answer` / `RunStore.cancel`, exactly once);
 a worker holding the toolkit resumes the run, and the detail page follows it.
 """
@@ -10,11 +12,20 @@ a worker holding the toolkit resumes the run, and the detail page follows it.
 from __future__ import annotations
 
 import importlib.resources
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CheckpointError, UsageError
-from ..security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
+from ..security import (
+    DEFAULT_MAX_BODY,
+    BodyLimit,
+    JsonOnly,
+    Receive,
+    Scope,
+    Send,
+    SignInLimit,
+    SiteGuard,
+)
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
 from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
@@ -31,7 +42,9 @@ __all__ = ["InboxApp", "inbox_app"]
 _HEADERS = {
     "content-security-policy": CSP,
     "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
+    # Not "no-referrer": under it a browser sends "Origin: null" with the page's own form
+    # posts, and the site check could not tell them from a sandboxed page's.
+    "referrer-policy": "same-origin",
     "x-frame-options": "DENY",
     "cache-control": "no-store",
 }
@@ -60,6 +73,8 @@ class InboxApp:
         per_page: int,
         title: str,
         public_url: str | None,
+        allowed_hosts: Iterable[str] | str | None = None,
+        allowed_origins: Iterable[str] | str | None = None,
         owns_store: bool,
         secure_cookies: bool | None = None,
         sign_ins: SignInLimit | None = None,
@@ -120,7 +135,12 @@ class InboxApp:
             ),
             Route("/api/requests/{rid:path}", self._guard(self._api_detail, api=True)),
         ]
-        self._app = BodyLimit(Starlette(routes=routes), max_body)
+        self._app = SiteGuard(
+            JsonOnly(BodyLimit(Starlette(routes=routes), max_body), prefix="/api/"),
+            hosts=allowed_hosts,
+            origins=allowed_origins,
+            public_url=public_url,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") == "lifespan":
@@ -588,6 +608,8 @@ def inbox_app(
     title: str = "Approvals inbox",
     secret: bytes | str | None = None,
     public_url: str | None = None,
+    allowed_hosts: Iterable[str] | str | None = None,
+    allowed_origins: Iterable[str] | str | None = None,
     secure_cookies: bool | None = None,
     max_failed_sign_ins: int = 10,
 ) -> InboxApp:
@@ -606,7 +628,12 @@ def inbox_app(
         title: the list page's title.
         secret: the key that signs session cookies; give every process of one inbox the same
             one so a session works on all of them (random per process by default).
-        public_url: the inbox's address, for the link in a webhook's document.
+        public_url: the inbox's address, for the link in a webhook's document; its host is
+            one the inbox answers to, and its origin the one its forms post from.
+        allowed_hosts: the ``Host`` names the inbox answers to besides loopback's and
+            ``public_url``'s (421 otherwise): behind a proxy, the name users type.
+        allowed_origins: browser origins whose pages may call it besides its own (403
+            otherwise).
         secure_cookies: mark the cookies ``Secure`` (``None``: when the request came over
             https; say ``True`` behind a proxy that terminates TLS).
         max_failed_sign_ins: wrong tokens (sign-in form or bearer) one client address may
@@ -638,6 +665,8 @@ def inbox_app(
         per_page=per_page,
         title=title,
         public_url=public_url,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
         owns_store=owns,
         secure_cookies=secure_cookies,
         sign_ins=SignInLimit(max_failed_sign_ins),

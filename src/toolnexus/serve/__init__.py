@@ -1,5 +1,7 @@
 """Serving a toolkit or an agent on the network: A2A inbound, and MCP inbound at ``POST /mcp``
-(`toolnexus.serve.mcp`), behind one bearer token and one body cap (`toolnexus.security`).
+(`toolnexus.serve.mcp`), behind one set of guards (`toolnexus.security`): the ``Host`` and
+``Origin`` checks, the bearer token, JSON-only bodies and the body cap. Without a token it
+serves on loopback only.
 
 `start_a2a_server` serves A2A over a host's own ``run_task`` (the reference's entry point).
 See docs/serving.md and docs/serving-mcp.md. Needs the ``serve`` extra (starlette, uvicorn,

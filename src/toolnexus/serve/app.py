@@ -9,8 +9,10 @@
 Routes (with the A2A profile): ``GET /.well-known/agent-card.json`` → the card; every other
 ``GET`` → 404 ``not found``; every ``POST`` except ``/mcp`` → the JSON-RPC endpoint. ``/mcp``
 (exactly, or below it) goes to the MCP inbound app when ``mcp=`` is given. Without the A2A
-profile every non-``/mcp`` request is a 404. The bearer token (when given) and the body cap
-guard every route (`toolnexus.security`).
+profile every non-``/mcp`` request is a 404. The site checks (``Host``, ``Origin``), the bearer
+token (when given), JSON-only bodies and the body cap guard every route (`toolnexus.security`);
+served without a token, the app listens on loopback only unless the host says ``insecure=True``
+(`toolnexus.serve.server.check_exposure`).
 
 A host that mounts the app in its own server gets the same routes below its mount point; the
 card's ``url`` is then derived from each request (or pinned with ``url=``).
@@ -19,15 +21,33 @@ card's ``url`` is then derived from each request (or pinned with ``url=``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
-from ..security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
+from ..security import (
+    DEFAULT_MAX_BODY,
+    ASGIApp,
+    JsonOnly,
+    Receive,
+    Scope,
+    Send,
+    SiteGuard,
+    check_site,
+    secure,
+)
 from ..stores.requests import DEFAULT_LEASE_S
 from .card import CARD_PATH, build_agent_card, check_a2a_config
-from .server import ServeHandle, start
+from .server import (
+    WILDCARDS,
+    ServeHandle,
+    check_exposure,
+    exposure_warning,
+    parse_addr,
+    start,
+)
 
 if TYPE_CHECKING:
     from .._toolkit import Toolkit
@@ -46,6 +66,10 @@ __all__ = [
     "start_a2a_server",
 ]
 
+log = logging.getLogger("toolnexus.serve")
+
+Names = Iterable[str] | str | None
+
 
 @dataclass(slots=True)
 class ServedApp:
@@ -54,6 +78,9 @@ class ServedApp:
     app: ASGIApp
     service: A2AService | None
     _closers: list[Callable[[], Any]]
+    tokenless: bool = False
+    """It serves A2A or MCP routes without a bearer token (`start` then listens on loopback
+    only, unless ``insecure``)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
@@ -150,6 +177,8 @@ def _build(
     tracer: Any = None,
     inbox: object = None,
     inbox_store: object = None,
+    allowed_hosts: Names = None,
+    allowed_origins: Names = None,
 ) -> ServedApp:
     from .a2a import A2AService
     from .tasks_url import resolve_task_store
@@ -169,15 +198,32 @@ def _build(
             recover_every=recover_every,
             tracer=tracer,
         )
-        a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
-    app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
+        a2a_app = JsonOnly(
+            _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
+        )
+    site: dict[str, Any] = {
+        "hosts": allowed_hosts,
+        "origins": allowed_origins,
+        "public_url": url,
+    }
+    routes = _router(a2a_app, mcp)
+    app = secure(
+        routes,
+        token=token,
+        max_body=max_body,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
+        public_url=url,
+    )
     if inbox is not None and inbox is not False:
         from .inbox_mount import inbox_for, mount_inbox
 
         inbox_app, path, close_inbox = inbox_for(inbox, inbox_store)
         closers.append(close_inbox)
-        app = mount_inbox(app, inbox_app, path)
-    return ServedApp(app, service, closers)
+        # One site check for both (the inbox's own guard then defers to it).
+        app = SiteGuard(mount_inbox(app, inbox_app, path), **site)
+    tokenless = token is None and (a2a_app is not None or mcp is not None)
+    return ServedApp(app, service, closers, tokenless)
 
 
 def serve_app(
@@ -192,6 +238,8 @@ def serve_app(
     auth: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
+    allowed_hosts: Names = None,
+    allowed_origins: Names = None,
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
     tracing: Any = None,
@@ -211,7 +259,13 @@ def serve_app(
         token: require ``Authorization: Bearer <token>`` on every route (``auth`` is an
             alias).
         max_body: the request body cap in bytes (default 1 MiB).
-        url: the base URL the card names (default: each request's own).
+        url: the base URL the card names (default: each request's own); its host is one the
+            app answers to, and its origin one whose pages may call it.
+        allowed_hosts: the ``Host`` names the app answers to besides loopback's and
+            ``url``'s (``"api.example.com"``, ``"*.example.com"``, ``"*"``): any other gets
+            421, so a page cannot reach it by rebinding its own name to this machine.
+        allowed_origins: browser origins whose pages may call it besides its own
+            (``"https://ui.example.com"``, ``"http://localhost:*"``); any other gets 403.
         lease_s: how long a resume holds its request before another process may take it
             over (a serving process that died mid-resume is replaced after that): an A2A
             task's, and a served MCP call's retry.
@@ -226,6 +280,7 @@ def serve_app(
     """
     from .fulfil import ClientFulfiller
 
+    check_site(allowed_hosts, allowed_origins, url)
     profiles: Mapping[str, Any] = getattr(toolkit, "profiles", {}) or {}
     a2a = a2a if a2a is not None else profiles.get("a2a")
     mcp = mcp if mcp is not None else profiles.get("mcpServer")
@@ -254,6 +309,8 @@ def serve_app(
         tracer=tracer,
         inbox=inbox,
         inbox_store=client.run_store if client is not None else None,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
     )
 
 
@@ -267,18 +324,46 @@ def _tracer(option: Any, client: Any) -> Any:
     return tracer_for(option)
 
 
-async def serve(toolkit: Toolkit, addr: str, **options: Any) -> ServeHandle:
+async def serve(
+    toolkit: Toolkit, addr: str, *, insecure: bool = False, **options: Any
+) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one) → `ServeHandle`.
 
-    ``options`` are those of `serve_app`. Tasks a stopped process left answered but
-    unfinished are resumed at start.
+    ``options`` are those of `serve_app`; the address served on is one of its allowed hosts.
+    Tasks a stopped process left answered but unfinished are resumed at start.
+
+    Without a token (``token=``) the A2A and MCP routes run tools for whoever can reach
+    them: it serves on a loopback address only, and logs a warning saying so. ``insecure``
+    serves on another address all the same — for a host whose proxy or firewall does the
+    guarding.
+
+    Raises:
+        UsageError: a non-loopback ``addr`` without a token and without ``insecure``.
     """
-    served = serve_app(toolkit, **options)
-    return await _started(served, addr)
+    served = serve_app(toolkit, **_bound_host(addr, options))
+    return await _started(served, addr, insecure)
 
 
-async def _started(served: ServedApp, addr: str) -> ServeHandle:
-    handle = await start(served, addr, on_stop=served.aclose)
+def _bound_host(addr: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the host of ``addr`` among the allowed hosts (a client that names
+    the server by the address it listens on is naming it rightly)."""
+    host, _ = parse_addr(addr)
+    if host in WILDCARDS:
+        return options
+    given = options.get("allowed_hosts")
+    names = [given] if isinstance(given, str) else list(given or ())
+    return {**options, "allowed_hosts": [*names, host]}
+
+
+async def _started(served: ServedApp, addr: str, insecure: bool) -> ServeHandle:
+    try:
+        warn = check_exposure(addr, tokenless=served.tokenless, insecure=insecure)
+        handle = await start(served, addr, on_stop=served.aclose)
+    except BaseException:
+        await served.aclose()
+        raise
+    if warn:
+        log.warning(exposure_warning(addr, handle.url))
     if served.service is not None:
         served.service.start_recovering()
     return handle
@@ -294,6 +379,8 @@ async def serve_agent_app(
     auth: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
+    allowed_hosts: Names = None,
+    allowed_origins: Names = None,
     runtime_id: str = "a2a",
     lease_s: float = DEFAULT_LEASE_S,
     recover_every: float | None = 30.0,
@@ -310,6 +397,7 @@ async def serve_agent_app(
             holds one, so a restarted server finishes the tasks it left waiting), or an
             `AgentRuntime` (with ``entry``, the agent each task runs).
         entry: the agent to run (default: the `Agent` itself).
+        token, max_body, url, allowed_hosts, allowed_origins: as for `serve_app`.
         tracing: the A2A SERVER spans: ``None`` (the ``llm`` option's ``tracing``, else the
             global provider's when the API is installed), ``True``, ``False`` or a
             ``TracerProvider``.
@@ -320,6 +408,7 @@ async def serve_agent_app(
     from ..agents.spec import Agent
     from .fulfil import AgentFulfiller
 
+    check_site(allowed_hosts, allowed_origins, url)
     closers: list[Callable[[], Any]] = []
     if tracing is None:
         llm: Any = runtime_options.get("llm")
@@ -361,13 +450,25 @@ async def serve_agent_app(
         tracer=_tracer(tracing, None),
         inbox=inbox,
         inbox_store=runtime.run_store,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
     )
 
 
-async def serve_agent(target: Agent | AgentRuntime, addr: str, **options: Any) -> ServeHandle:
-    """Serve an agent tree on ``addr`` → `ServeHandle` (options of `serve_agent_app`)."""
-    served = await serve_agent_app(target, **options)
-    return await _started(served, addr)
+async def serve_agent(
+    target: Agent | AgentRuntime, addr: str, *, insecure: bool = False, **options: Any
+) -> ServeHandle:
+    """Serve an agent tree on ``addr`` → `ServeHandle` (options of `serve_agent_app`;
+    ``insecure`` and the loopback rule as for `serve`).
+
+    Raises:
+        UsageError: a non-loopback ``addr`` without a token and without ``insecure``.
+    """
+    check_exposure(
+        addr, tokenless=not (options.get("token") or options.get("auth")), insecure=insecure
+    )
+    served = await serve_agent_app(target, **_bound_host(addr, options))
+    return await _started(served, addr, insecure)
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,6 +487,11 @@ async def start_a2a_server(
     mcp: Mapping[str, Any] | bool | None = None,
     mcp_tools: Sequence[Tool] | None = None,
     on_call: Callable[[dict[str, Any]], Any] | None = None,
+    *,
+    token: str | None = None,
+    insecure: bool = False,
+    allowed_hosts: Names = None,
+    allowed_origins: Names = None,
 ) -> ServeHandle:
     """Serve A2A over a host's own ``run_task`` (the reference's low-level entry point, COMPAT
     §11) → `ServeHandle`. `serve` / `serve_agent` are the usual way; this one is for a host
@@ -407,14 +513,18 @@ async def start_a2a_server(
         mcp: the MCP inbound profile (`toolnexus.serve.MCPServeConfig`) for ``mcp_tools``.
         mcp_tools: the tools served at ``POST /mcp`` (with ``mcp``).
         on_call: ``{name, source, ms, is_error}`` per MCP call.
+        token, allowed_hosts, allowed_origins: as for `serve_app`.
+        insecure: serve on a non-loopback address without a token (as for `serve`).
 
     Raises:
-        UsageError: ``loop`` is not running, or a bad profile.
+        UsageError: ``loop`` is not running, a bad profile, or a non-loopback ``addr``
+            without a token and without ``insecure``.
     """
     from .fulfil import CallbackFulfiller
 
     if loop is not None and loop is not asyncio.get_running_loop() and not loop.is_running():
         raise UsageError("start_a2a_server: loop must be a running event loop (or None)")
+    check_site(allowed_hosts, allowed_origins)
     mcp_app = None
     if mcp is not None and mcp is not False:
         mcp_app = _mcp_app(list(mcp_tools or []), mcp, on_call, None, None)
@@ -425,10 +535,11 @@ async def start_a2a_server(
         a2a=profile,
         on_task=on_task,
         runs=None,
-        token=None,
+        token=token,
         max_body=DEFAULT_MAX_BODY,
         url=None,
         mcp=mcp_app,
         closers=[],
+        **_bound_host(addr, {"allowed_hosts": allowed_hosts, "allowed_origins": allowed_origins}),
     )
-    return await _started(served, addr)
+    return await _started(served, addr, insecure)

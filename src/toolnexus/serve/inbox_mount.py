@@ -2,7 +2,9 @@
 
 The inbox answers below its path (``/inbox`` by default) with its own users, sessions and
 CSRF checks (`toolnexus.inbox`); the bearer token that guards A2A and MCP does not apply to
-it, since a browser cannot send it. Everything else goes to the served app as before.
+it, since a browser cannot send it. The served app's ``Host`` and ``Origin`` checks do
+(`toolnexus.security.SiteGuard`, around both). Everything else goes to the served app as
+before.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ import inspect
 import json
 import logging
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeAlias, cast
@@ -72,7 +72,7 @@ from ..errors import InvalidAnswer, UsageError
 from ..intake import Decline, intake
 from ..loop.engine import Slot
 from ..loop.tool_engine import tool_engine
-from ..security import secure
+from ..security import JsonOnly, check_site, secure
 from ..stores.requests import DEFAULT_LEASE_S, RunStore
 from ..stores.runs import InMemoryRunStore
 from ..suspend import pending_of
@@ -479,6 +479,8 @@ class McpApp:
         auth: str | None,
         max_body_bytes: int | None,
         close: Callable[[], Awaitable[None]] | None,
+        allowed_hosts: Iterable[str] | str | None = None,
+        allowed_origins: Iterable[str] | str | None = None,
     ) -> None:
         self.server = server
         self.config = config
@@ -486,7 +488,14 @@ class McpApp:
         self._manager: StreamableHTTPSessionManager | None = None
         self._max_body = max_body_bytes
         inner: ASGIApp = self._route
-        self._app: ASGIApp = secure(inner, token=auth, max_body=max_body_bytes)
+        self._app: ASGIApp = secure(
+            inner,
+            token=auth,
+            max_body=max_body_bytes,
+            allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins,
+        )
+        self._endpoint: ASGIApp = JsonOnly(self._handle)
 
     @contextlib.asynccontextmanager
     async def lifespan(self) -> AsyncGenerator[None]:
@@ -519,6 +528,9 @@ class McpApp:
         if scope["type"] != "http" or scope.get("path") != "/mcp":
             await _plain(send, 404, b"not found")
             return
+        await self._endpoint(scope, receive, send)
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         manager = self._manager
         if manager is None:
             await _plain(send, 503, b"mcp server not started")
@@ -561,6 +573,8 @@ def mcp_app(
     auth: str | None = None,
     max_body_bytes: int | None = None,
     lease_s: float = DEFAULT_LEASE_S,
+    allowed_hosts: Iterable[str] | str | None = None,
+    allowed_origins: Iterable[str] | str | None = None,
 ) -> McpApp:
     """The ASGI app serving ``toolkit``'s tools at ``POST /mcp``.
 
@@ -581,11 +595,16 @@ def mcp_app(
             until the lease runs out: only then can another retry, here or in another
             process, resume the call (until then it is ``-32600 … being answered right
             now``). Default 300 s.
+        allowed_hosts: the ``Host`` names it answers to besides loopback's (421 otherwise;
+            name the public host when you mount it behind one).
+        allowed_origins: browser origins whose pages may call it besides its own (403
+            otherwise).
 
     Raises:
         UsageError: a bad config, store, token or cap.
     """
     cfg = MCPServeConfig.of(config)
+    check_site(allowed_hosts, allowed_origins)
     runs, owned = _run_store(store, client)
     server = build_mcp_server(toolkit, cfg, on_call, store=runs, wait_for=wait_for, lease_s=lease_s)
 
@@ -597,7 +616,13 @@ def mcp_app(
                 await value
 
     return McpApp(
-        server, cfg, auth=auth, max_body_bytes=max_body_bytes, close=close if owned else None
+        server,
+        cfg,
+        auth=auth,
+        max_body_bytes=max_body_bytes,
+        close=close if owned else None,
+        allowed_hosts=allowed_hosts,
+        allowed_origins=allowed_origins,
     )
 
 

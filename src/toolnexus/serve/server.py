@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 from collections.abc import Awaitable, Callable
 from types import TracebackType
@@ -17,7 +18,18 @@ from typing import Any
 from ..errors import UsageError
 from ..security import ASGIApp
 
-__all__ = ["ServeHandle", "parse_addr", "start"]
+__all__ = [
+    "WILDCARDS",
+    "ServeHandle",
+    "check_exposure",
+    "exposure_warning",
+    "is_loopback",
+    "parse_addr",
+    "start",
+]
+
+WILDCARDS = ("0.0.0.0", "::")
+"""Bind addresses that mean every interface."""
 
 
 def parse_addr(addr: str) -> tuple[str, int]:
@@ -34,6 +46,60 @@ def parse_addr(addr: str) -> tuple[str, int]:
     if not 0 <= port <= 65535:
         raise UsageError(f"port out of range in {addr!r}")
     return host, port
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (as `parse_addr` returns it) reaches this machine only."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_exposure(addr: str, *, tokenless: bool, insecure: bool) -> bool:
+    """The rule for serving routes that run tools without a bearer token → whether to warn
+    (`exposure_warning`) once listening.
+
+    On loopback it is allowed, with a warning: only this machine can reach it — but any program
+    or user on it. Anywhere else it is refused, unless the host opts out with ``insecure``
+    (something in front of it, a proxy or a firewall, does the guarding): a warning then too.
+
+    Args:
+        addr: the ``host:port`` to listen on.
+        tokenless: the app serves A2A or MCP routes without a token.
+        insecure: the host's explicit opt-out.
+
+    Raises:
+        UsageError: a non-loopback address without a token and without ``insecure``.
+    """
+    if not tokenless:
+        return False
+    host, _ = parse_addr(addr)
+    if not is_loopback(host) and not insecure:
+        raise UsageError(
+            f"refusing to serve on {addr!r} without a token: anyone who can reach that "
+            "address could run the served tools. Pass token= (--token), listen on "
+            "127.0.0.1, or, if something in front of it (a proxy, a firewall) guards it, "
+            "opt out with insecure=True (--insecure)"
+        )
+    return True
+
+
+def exposure_warning(addr: str, url: str) -> str:
+    """The line logged when serving ``addr`` (now at ``url``) without a token."""
+    host, _ = parse_addr(addr)
+    if is_loopback(host):
+        return (
+            f"toolnexus: serving {url} WITHOUT A TOKEN: any program or user on this machine "
+            "can run its tools (pass token= / --token to require one)"
+        )
+    shown = f"[{host}]" if ":" in host else host
+    return (
+        f"toolnexus: serving on {shown}:{url.rsplit(':', 1)[1]} WITHOUT A TOKEN "
+        f"(insecure=True): anyone who can reach this address can run its tools ({url})"
+    )
 
 
 class ServeHandle:
