@@ -10,11 +10,16 @@ local run that is an ordinary `Request` (kind ``input``, the remote's prompt and
 goes to SQLite. Later — here a moment, in practice any process, any day — the host resumes
 with the Answer: the tool sends it to the remote task as the follow-up, the remote run resumes
 and completes, and the local model reports. Needs the ``serve`` extra.
+
+The remote is served with a bearer token (``SHIPPER_TOKEN``, else one made up for this run),
+which the local side sends as a header of the remote agent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
 import sys
 import tempfile
 from pathlib import Path
@@ -34,6 +39,7 @@ from toolnexus import (
 )
 from toolnexus.testing import RecordedRequest, Reply, call, text, tool_calls
 
+TOKEN = os.environ.get("SHIPPER_TOKEN") or secrets.token_urlsafe(24)
 ADDRESS = {"type": "object", "properties": {"address": {"type": "string"}}, "required": ["address"]}
 
 
@@ -65,11 +71,12 @@ async def main(db: Path) -> None:
     remote_tools = await create_toolkit(extra_tools=[ship], skills=[shipping], builtins=False)
     async with llm(remote_brain) as remote_llm, create_client(**remote_llm) as remote_model:
         card = {"name": "shipper", "skills": ["ship"]}
-        served = await remote_tools.serve("127.0.0.1:0", client=remote_model, a2a=card)
+        served = await remote_tools.serve("127.0.0.1:0", client=remote_model, a2a=card, token=TOKEN)
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
         async with served, llm(local_brain) as local_llm:
             store = f"sqlite:///{db}"
             toolkit = await create_toolkit(
-                agents=[agent(served.url, poll_every=20)], builtins=False
+                agents=[agent(served.url, headers=bearer, poll_every=20)], builtins=False
             )
             async with create_client(**local_llm, store=store) as local:
                 halted = await local.run("Get the lamp shipped.", toolkit)

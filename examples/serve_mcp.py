@@ -7,13 +7,17 @@
 The toolkit has two tools: ``convert`` answers at once; ``delete_bucket`` asks for approval
 first. Served at ``POST /mcp``, the approval reaches the MCP client as an elicitation — on a
 2026-07-28 connection the call halts in the SQLite store between the question and the answer, so
-the answer may come to a restarted server. Every request needs the bearer token.
+the answer may come to a restarted server. Every request needs the bearer token:
+``MCP_TOKEN`` (16 characters or more), else one made up at start and printed in ``serve``
+mode. Served without one, any program on the machine could call the tools — and the server
+listens on 127.0.0.1 only.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import secrets
 import socket
 import sys
 import tempfile
@@ -28,7 +32,8 @@ from mcp_types import ElicitResult
 from toolnexus import ToolContext, ToolResult, create_toolkit, define_tool, pending
 from toolnexus.serve import MCPServeConfig, mcp_app
 
-TOKEN = os.environ.get("MCP_TOKEN", "change-me")
+GIVEN = os.environ.get("MCP_TOKEN")
+TOKEN = GIVEN or secrets.token_urlsafe(24)
 
 
 @define_tool
@@ -77,7 +82,8 @@ async def main(mode: str, port: int, state: Path) -> None:
     await server.listening.wait()
     url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/mcp"
     if mode == "serve":
-        print(f"serving {url} (bearer token from MCP_TOKEN)", flush=True)
+        source = "from MCP_TOKEN" if GIVEN else f"made up for this run: {TOKEN}"
+        print(f"serving {url} (bearer token {source})", flush=True)
         await serving
         return
     try:

@@ -8,11 +8,16 @@ SQLite file. The caller is the official a2a-sdk client: its task comes back
 caller's follow-up on that task — ``approve`` — is recorded as the answer, exactly once, and
 the halted refund resumes from where it stopped: the tool runs once, with the approval, and the
 task completes. Needs the ``serve`` extra.
+
+The server requires a bearer token (``REFUNDS_TOKEN``, else one made up for this run): served
+without one, anything on the machine could start and approve refunds.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import secrets
 import sys
 import tempfile
 import uuid
@@ -25,6 +30,8 @@ from a2a.types import a2a_pb2 as pb
 
 from toolnexus import ToolContext, ToolResult, create_client, create_toolkit, define_tool, pending
 from toolnexus.testing import RecordedRequest, Reply, call, text, tool_calls
+
+TOKEN = os.environ.get("REFUNDS_TOKEN") or secrets.token_urlsafe(24)
 
 
 @define_tool
@@ -67,8 +74,11 @@ async def last_task(client, request: pb.SendMessageRequest) -> pb.Task:
 async def main(db: Path) -> None:
     toolkit = await create_toolkit(extra_tools=[refund], builtins=False)
     async with llm(brain) as endpoint, create_client(**endpoint, store=f"sqlite:///{db}") as model:
-        served = await toolkit.serve("127.0.0.1:0", client=model, a2a={"name": "refunds"})
-        async with served, httpx.AsyncClient(timeout=30) as http:
+        served = await toolkit.serve(
+            "127.0.0.1:0", client=model, a2a={"name": "refunds"}, token=TOKEN
+        )
+        bearer = {"Authorization": f"Bearer {TOKEN}"}
+        async with served, httpx.AsyncClient(timeout=30, headers=bearer) as http:
             caller = await ClientFactory(
                 ClientConfig(streaming=False, httpx_client=http)
             ).create_from_url(served.url)

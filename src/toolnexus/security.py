@@ -525,7 +525,7 @@ async def _nothing(scope: Scope, receive: Receive, send: Send) -> None:
 
 class JsonOnly:
     """Refuse a request body not declared JSON (``Content-Type: application/json`` or
-    ``application/<...>+json``, with any parameters) with 415, before it is read.
+    ``application/<...>+json``, with any parameters) with 415, before the app reads it.
 
     A page on another site can ``POST`` ``text/plain``, a form or an untyped body to any
     address without a CORS preflight, so without this check a JSON-RPC endpoint would run
