@@ -23,7 +23,14 @@ async def test_the_card_names_the_endpoint_for_a2a_1_0_and_0_3(serve_refunds: Se
         assert card["name"] == "refunds"
         assert card["protocolVersion"] == "0.3.0"
         assert card["url"] == served.url + "/"
-        assert card["skills"] == []  # SKILL.md skills only, never raw tools
+        assert card["skills"] == [  # the toolkit's tool, by name and description only
+            {
+                "id": "refund",
+                "name": "refund",
+                "description": "Refund an order (needs approval).",
+                "tags": ["tool"],
+            }
+        ]
         versions = [i["protocolVersion"] for i in card["supportedInterfaces"]]
         assert versions == ["1.0", "0.3"]
         other = await http.get(served.url + "/other")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import UsageError
 from ..security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
 from ..stores.requests import DEFAULT_LEASE_S
-from .card import CARD_PATH, build_agent_card, check_a2a_config
+from .card import CARD_PATH, CardSkill, build_agent_card, card_skills, check_a2a_config
 from .server import ServeHandle, start
 
 if TYPE_CHECKING:
@@ -201,7 +201,8 @@ def serve_app(
     approvals inbox).
 
     Args:
-        toolkit: the tools (and SKILL.md skills, which become the card's skills).
+        toolkit: the tools (its SKILL.md skills and its tools become the card's skills:
+            `toolnexus.serve.card.card_skills`).
         client: runs the A2A tasks (required with ``a2a``).
         a2a: the A2A profile (`toolnexus.serve.card.A2AConfig`, ``True`` for defaults);
             ``None`` falls back to the toolkit's top-level ``a2a`` config key.
@@ -240,7 +241,7 @@ def serve_app(
     tracer = _tracer(tracing, client)
     return _build(
         fulfiller,
-        skills=list(toolkit.skill_infos()) if hasattr(toolkit, "skill_infos") else [],
+        skills=_toolkit_skills(toolkit, a2a),
         a2a=a2a,
         on_task=on_task,
         runs=runs,
@@ -343,11 +344,10 @@ async def serve_agent_app(
             raise UsageError("serve_agent: name the entry agent of the runtime (entry=)")
         name = entry
         description = runtime.registry[name].description if name in runtime.registry else ""
-    skill = _Skill(name=name, description=description)
     profile: Any = {"name": name, "description": description} if a2a is True else a2a
     return _build(
         AgentFulfiller(runtime, name),
-        skills=[skill],
+        skills=_team_skills(runtime.registry, name, description),
         a2a=profile,
         on_task=on_task,
         runs=runtime.run_store,
@@ -370,10 +370,22 @@ async def serve_agent(target: Agent | AgentRuntime, addr: str, **options: Any) -
     return await _started(served, addr)
 
 
-@dataclass(frozen=True, slots=True)
-class _Skill:
-    name: str
-    description: str
+def _toolkit_skills(toolkit: Any, a2a: Any) -> list[Any]:
+    infos = list(toolkit.skill_infos()) if hasattr(toolkit, "skill_infos") else []
+    tools = list(toolkit.tools()) if hasattr(toolkit, "tools") else []
+    return card_skills(check_a2a_config(a2a) if a2a else {}, infos, tools)
+
+
+def _team_skills(registry: Mapping[str, Any], name: str, description: str) -> list[CardSkill]:
+    """A served agent's card: the agent itself (``agent``), then each agent of its team
+    (``team``, with what it does) — the agents its ``task`` tool may delegate to."""
+    skills = [CardSkill(name, description, ("agent",))]
+    entry = registry.get(name)
+    for member in getattr(entry, "task_targets", None) or ():
+        found = registry.get(member)
+        does = str(getattr(found, "description", "") or "") if found is not None else ""
+        skills.append(CardSkill(str(member), does, ("team",)))
+    return skills
 
 
 async def start_a2a_server(
