@@ -212,4 +212,4 @@ async def test_help_lists_every_command_and_a_missing_extra_is_named() -> None:
     )
     _, err = await proc.communicate()
     assert proc.returncode == 2
-    assert "pip install 'toolnexus[cli]'" in err.decode()
+    assert "pip install 'toolnexus-sdk[cli]'" in err.decode()

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
+from .._extras import missing_extra
 from ..errors import UsageError
 from ..security import ASGIApp
 
@@ -101,7 +102,7 @@ async def start(
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover - the extra is missing
-        raise ImportError("serving needs uvicorn: pip install 'toolnexus[serve]'") from exc
+        raise missing_extra("serving needs uvicorn", "serve") from exc
     host, port = parse_addr(addr)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
