@@ -50,7 +50,7 @@ async def run_inbox(
     from ..inbox import inbox_app
     from ..serve.server import start
 
-    async with open_store(store_url) as store:
+    async with open_store(store_url, create=True) as store:
         app = inbox_app(
             store,
             users=users,
