@@ -121,10 +121,15 @@ def _marks(text: str, keep: str) -> re.Pattern[str] | None:
     """The pattern that finds ``text``'s marked characters; ``None`` when it has none.
 
     `str.isascii` is a flag CPython keeps on every string, so ASCII text — most of what is
-    shown — is searched with the small class.
+    shown — is settled by `str.isprintable` (no control character in it) or searched with the
+    small class.
     """
-    ascii_only, every = _patterns(keep)
-    pattern = ascii_only if text.isascii() else every
+    if text.isascii():
+        if text.isprintable():
+            return None
+        pattern = _patterns(keep)[0]
+    else:
+        pattern = _patterns(keep)[1]
     return None if pattern.search(text) is None else pattern
 
 

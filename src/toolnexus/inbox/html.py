@@ -67,6 +67,8 @@ def _mark(char: str) -> str:
 
 def _marked(text: str) -> str:
     """``text`` escaped, each control or invisible character in it a visible mark."""
+    if text.isascii() and text.isprintable():  # most of a page: one C pass, no call
+        return _escape(text, quote=True)
     parts = split_marked(text, keep=_LAYOUT)
     if len(parts) == 1:
         return _escape(text, quote=True)
