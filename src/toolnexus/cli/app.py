@@ -3,6 +3,11 @@
 Every command returns an exit code (see `toolnexus.cli.codes`) instead of raising: a store
 URL with a typo, conflicting flags or an unknown request is a one-line message on stderr and a
 meaningful code, never a traceback. ``--json`` writes machine-readable output on stdout.
+
+What a person reads goes through `_say` (and the tables through `render.cell`): text made
+visible, so no control character or escape sequence from a prompt, a reply or an error reaches
+the terminal (see `toolnexus._visible`). ``--json`` goes through `_json`: exact JSON, with
+those characters as ``\\uXXXX`` escapes.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .._visible import escape_json, visible
 from ..errors import (
     AnswerConflict,
     InvalidAnswer,
@@ -34,10 +40,21 @@ StoreOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
 
 
+def _say(text: str, *, err: bool = False) -> None:
+    """One message for a person, made visible (newlines and tabs kept as layout)."""
+    typer.echo(visible(text, keep="\n\t"), err=err)
+
+
+def _json(value: Any) -> str:
+    """``value`` as one line of JSON: exactly the data, with nothing raw a terminal obeys or a
+    reader cannot see (``\\u202e``, ``\\u009b``), and other characters kept readable."""
+    return escape_json(json.dumps(value, ensure_ascii=False))
+
+
 def _fail(message: str, code: int) -> int:
     # Some library messages carry the prefix already (the pinned "toolnexus: the answer is
     # malformed: …"): say it once.
-    typer.echo(f"toolnexus: {message.removeprefix('toolnexus: ')}", err=True)
+    _say(f"toolnexus: {message.removeprefix('toolnexus: ')}", err=True)
     return code
 
 
@@ -109,7 +126,7 @@ def build() -> Callable[[list[str] | None], int]:
                 )
             if as_json:
                 for e in entries:
-                    typer.echo(json.dumps(_entry_json(e), ensure_ascii=False))
+                    typer.echo(_json(_entry_json(e)))
                 return codes.OK
             from .render import pending_table
 
@@ -176,12 +193,12 @@ def build() -> Callable[[list[str] | None], int]:
                 by = f" as {who}" if who else ""
                 if not wait:
                     if as_json:
-                        typer.echo(json.dumps(record_json(record), ensure_ascii=False))
+                        typer.echo(_json(record_json(record)))
                     else:
-                        typer.echo(f"{request_id}: {verdict}{by}; a worker resumes the run")
+                        _say(f"{request_id}: {verdict}{by}; a worker resumes the run")
                     return codes.OK
                 if not as_json:
-                    typer.echo(f"{request_id}: {verdict}{by}", err=True)
+                    _say(f"{request_id}: {verdict}{by}", err=True)
                 return await _follow(runs, request_id, timeout, as_json)
 
         return _guarded(work)
@@ -200,9 +217,9 @@ def build() -> Callable[[list[str] | None], int]:
             async with open_store(store) as runs:
                 record = await runs.cancel(request_id, reason=reason, answered_by=who)
             if as_json:
-                typer.echo(json.dumps(record_json(record), ensure_ascii=False))
+                typer.echo(_json(record_json(record)))
             else:
-                typer.echo(f"{request_id}: cancelled")
+                _say(f"{request_id}: cancelled")
             return codes.OK
 
         return _guarded(work)
@@ -253,7 +270,7 @@ def build() -> Callable[[list[str] | None], int]:
                 ]
                 status, errors = toolkit.mcp_status(), toolkit.mcp_errors()
             if as_json:
-                typer.echo(json.dumps({"tools": listed, "mcp": status, "mcp_errors": errors}))
+                typer.echo(_json({"tools": listed, "mcp": status, "mcp_errors": errors}))
             else:
                 from .render import tools_table
 
@@ -445,14 +462,14 @@ async def _follow(runs: Any, request_id: str, timeout: float | None, as_json: bo
         )
     outcome = record.outcome or {}
     if as_json:
-        typer.echo(json.dumps({**record_json(record), "outcome": outcome}, ensure_ascii=False))
+        typer.echo(_json({**record_json(record), "outcome": outcome}))
     else:
         status = outcome.get("status", record.status)
-        typer.echo(f"{request_id}: {record.status} ({status})", err=True)
+        _say(f"{request_id}: {record.status} ({status})", err=True)
         if outcome.get("pending"):
-            typer.echo(f"the run asks again: request {outcome['pending']}", err=True)
+            _say(f"the run asks again: request {outcome['pending']}", err=True)
         if outcome.get("text"):
-            typer.echo(str(outcome["text"]))
+            _say(str(outcome["text"]))  # the model's reply
     return codes.EXPIRED if record.status == "expired" else codes.OK
 
 

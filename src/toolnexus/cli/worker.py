@@ -15,6 +15,7 @@ from typing import Any, NoReturn
 
 import typer
 
+from .._visible import visible
 from ..client import Client
 from ..errors import UsageError
 from ..stores.runs import InMemoryRunStore
@@ -93,7 +94,7 @@ async def run_worker(ref: str, concurrency: int, grace: float = 20.0) -> int:
         loop.add_signal_handler(sig, stop.set)
 
     def done(request_id: str, result: Any) -> None:
-        typer.echo(f"{request_id}: {getattr(result, 'status', '?')}")
+        typer.echo(visible(f"{request_id}: {getattr(result, 'status', '?')}"))
 
     await client.__aenter__()  # (left by hand below: the shutdown has a deadline)
     work = client.worker(toolkit, concurrency=concurrency, on_result=done)
