@@ -11,7 +11,10 @@
 The context is the conversation: every task's run continues the transcript of its
 ``contextId`` (the caller's, or one made for the task), so a later message naming it goes on
 from there (`_route`). A fulfiller that cannot resume (a host's ``run_task``) takes a follow-up
-as the next turn of the context instead, on the same task, once (`_next_turn`).
+as the next turn of the context instead, on the same task, once (`_next_turn`). One message
+at a time per context: a new task is saved only in the conditional write that claims its
+context in the task store (`TaskStore.claim_context`), so racing messages — to this process or
+to others sharing the store — start one task and the others are refused as busy.
 
 A run that halts on a `Request` makes its task ``input-required`` (``auth-required`` for
 ``kind:"authorization"``), with ``status.message`` carrying the prompt as a text part and the
@@ -311,12 +314,7 @@ class A2AService:
             for t in earlier:
                 live = self.life.live.get(t["id"])
                 if live is not None and live.runner is not None and not live.runner.done():
-                    raise RpcError(
-                        INVALID_PARAMS,
-                        f"Invalid params: context {context} has task {t['id']} in progress; "
-                        "send the next message when it has finished",
-                        {"reason": "busy", "taskId": t["id"]},
-                    )
+                    raise _busy(context, t["id"])
         return await self._start(incoming, wire, queue, earlier)
 
     async def _start(
@@ -327,7 +325,11 @@ class A2AService:
         earlier: list[dict[str, Any]],
     ) -> tuple[dict[str, Any], Live]:
         """A new task. Its context — the caller's, else a new one — names the conversation
-        its run continues (and the one a later message with that contextId continues)."""
+        its run continues (and the one a later message with that contextId continues).
+
+        The task is saved in the one conditional write that claims its context
+        (`TaskStore.claim_context`): of messages racing on one context — in this process or
+        in others sharing the store — one starts, the others are refused as busy."""
         tid = uuid.uuid4().hex
         context = incoming.context_id or uuid.uuid4().hex
         task: dict[str, Any] = {
@@ -338,7 +340,9 @@ class A2AService:
             PRIVATE: {"wire": wire},
         }
         handle = _handle_of(earlier)
-        await self.tasks.save(task)
+        holder = await self.tasks.claim_context(context, tid, lease_s=self.lease_s, task=task)
+        if holder is not None:
+            raise _busy(context, holder)
         live = self.life.watch(tid, queue)
         live.runner = self.life.spawn(self.life.run(task, incoming.text, handle, queue is not None))
         return task, live
@@ -581,6 +585,15 @@ class A2AService:
     async def aclose(self) -> None:
         """Cancel the runs in flight (their halts and answers stay in the stores)."""
         await self.life.aclose()
+
+
+def _busy(context: str, holder: str) -> RpcError:
+    return RpcError(
+        INVALID_PARAMS,
+        f"Invalid params: context {context} has task {holder} in progress; "
+        "send the next message when it has finished",
+        {"reason": "busy", "taskId": holder},
+    )
 
 
 def _handle_of(tasks: list[dict[str, Any]]) -> str | None:
