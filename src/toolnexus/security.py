@@ -29,17 +29,20 @@ wrappers that pass SSE straight through.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 from .errors import UsageError
 
 __all__ = [
+    "CALLER",
+    "DEFAULT_CALLER",
     "DEFAULT_MAX_BODY",
     "ASGIApp",
     "BearerAuth",
@@ -58,6 +61,13 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_MAX_BODY = 1 << 20
 """The default request body cap: 1 MiB."""
+
+CALLER = "toolnexus.caller"
+"""The ASGI scope key under which `BearerAuth` puts the name of the caller whose token it
+took (absent when no token is required)."""
+
+DEFAULT_CALLER = "a2a"
+"""The name of the one caller of a single ``token``."""
 
 
 def rpc_error_body(code: int, message: str, id: Any = None) -> bytes:
@@ -165,26 +175,37 @@ class SignInLimit:
 
 
 class BearerAuth:
-    """Refuse every HTTP request that lacks ``Authorization: Bearer <token>``.
+    """Refuse every HTTP request that lacks ``Authorization: Bearer <token>``, and name the
+    caller whose token it is in the scope (`CALLER`).
 
     Args:
         app: the app to protect.
-        token: the expected token.
+        token: the expected token: one caller, named `DEFAULT_CALLER`.
+        callers: instead of ``token``, several callers: their names by the hex sha256 of
+            their tokens (`toolnexus.serve.callers.load_callers` reads a callers file).
         realm: the realm named in the ``WWW-Authenticate`` challenge.
     """
 
-    __slots__ = ("_app", "_challenge", "_expected", "failures")
+    __slots__ = ("_app", "_callers", "_challenge", "failures")
 
     def __init__(
         self,
         app: ASGIApp,
-        token: str,
+        token: str | None = None,
         *,
+        callers: Mapping[str, str] | None = None,
         realm: str = "toolnexus",
         failures: SignInLimit | None = None,
     ) -> None:
+        if (token is None) == (callers is None):
+            raise UsageError("BearerAuth needs a token or callers (not both)")
+        if callers is None:
+            digest = hashlib.sha256(check_token(token).encode()).hexdigest()
+            callers = {digest: DEFAULT_CALLER}
+        if not callers:
+            raise UsageError("BearerAuth needs at least one caller")
         self._app = app
-        self._expected = check_token(token).encode()
+        self._callers = tuple((d.lower().encode(), name) for d, name in callers.items())
         self._challenge = f'Bearer realm="{realm}"'.encode()
         self.failures = failures if failures is not None else SignInLimit()
         """Wrong tokens per client address."""
@@ -202,8 +223,10 @@ class BearerAuth:
             await _reply(send, 429, rpc_error_body(-32600, message), (header,))
             return
         given = _bearer(scope)
-        if given is not None and hmac.compare_digest(given, self._expected):
+        caller = self._caller(given) if given else None
+        if caller is not None:
             self.failures.succeeded(address)
+            scope[CALLER] = caller
             await self._app(scope, receive, send)
             return
         if given is not None:
@@ -217,6 +240,15 @@ class BearerAuth:
             rpc_error_body(-32600, "Unauthorized: a valid bearer token is required"),
             ((b"www-authenticate", challenge),),
         )
+
+    def _caller(self, given: bytes) -> str | None:
+        """The caller whose token ``given`` is: every caller is compared, in constant time."""
+        digest = hashlib.sha256(given).hexdigest().encode()
+        found: str | None = None
+        for expected, name in self._callers:
+            if hmac.compare_digest(digest, expected):
+                found = name
+        return found
 
 
 def _bearer(scope: Scope) -> bytes | None:
@@ -296,13 +328,19 @@ def _content_length(scope: Scope) -> int | None:
 
 
 def secure(
-    app: ASGIApp, *, token: str | None = None, max_body: int | None = DEFAULT_MAX_BODY
+    app: ASGIApp,
+    *,
+    token: str | None = None,
+    max_body: int | None = DEFAULT_MAX_BODY,
+    callers: Mapping[str, str] | None = None,
 ) -> ASGIApp:
-    """``app`` behind the body cap (none when ``max_body`` is ``None``) and, when ``token`` is
-    given, the bearer check.
+    """``app`` behind the body cap (none when ``max_body`` is ``None``) and, when ``token``
+    (one caller) or ``callers`` (several, see `BearerAuth`) is given, the bearer check.
 
     The token is checked first, on the headers alone: an unauthenticated client cannot make
     the server read its body at all.
     """
     capped: ASGIApp = app if max_body is None else BodyLimit(app, max_body)
-    return capped if token is None else BearerAuth(capped, token)
+    if token is None and callers is None:
+        return capped
+    return BearerAuth(capped, token, callers=callers)

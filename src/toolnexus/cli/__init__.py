@@ -8,7 +8,7 @@
     toolnexus tools    [--config mcp.json] [--skills DIR] [--json]
     toolnexus worker   --app module:factory
     toolnexus serve    --app module:factory [--a2a] [--mcp] [--inbox [--users FILE]]
-                       [--host H] [--port P] [--token T]
+                       [--host H] [--port P] [--token T | --callers FILE]
     toolnexus inbox    --store URL --users FILE [--host H] [--port P]   (the approvals page)
     toolnexus run      [--once PROMPT] ...   (a chat REPL with terminal approvals)
 

@@ -322,6 +322,14 @@ def build() -> Callable[[list[str] | None], int]:
                 help="Require this bearer token on every route (or TOOLNEXUS_SERVE_TOKEN).",
             ),
         ] = None,
+        callers: Annotated[
+            str | None,
+            typer.Option(
+                help='A callers file (JSON: {"callers": [{"name", "token" or '
+                '"token_sha256"}]}): several callers, each with its own bearer token, each '
+                "seeing only the A2A tasks it created (instead of --token; see docs/serving.md).",
+            ),
+        ] = None,
     ) -> int:
         """Serve the app's toolkit (A2A, MCP, the inbox) until interrupted (SIGINT/SIGTERM)."""
         from .serving import ServeOptions, run_serve
@@ -335,6 +343,7 @@ def build() -> Callable[[list[str] | None], int]:
             host=host,
             port=port,
             token=token,
+            callers=callers,
         )
         return _guarded(lambda: run_serve(options))
 

@@ -10,7 +10,9 @@ Routes (with the A2A profile): ``GET /.well-known/agent-card.json`` → the card
 ``GET`` → 404 ``not found``; every ``POST`` except ``/mcp`` → the JSON-RPC endpoint. ``/mcp``
 (exactly, or below it) goes to the MCP inbound app when ``mcp=`` is given. Without the A2A
 profile every non-``/mcp`` request is a 404. The bearer token (when given) and the body cap
-guard every route (`toolnexus.security`).
+guard every route (`toolnexus.security`). With ``callers=`` (a callers file, or ``{name:
+token}``) each caller has a token of its own and sees only the A2A tasks it created
+(`toolnexus.serve.callers`).
 
 A host that mounts the app in its own server gets the same routes below its mount point; the
 card's ``url`` is then derived from each request (or pinned with ``url=``).
@@ -141,6 +143,7 @@ def _build(
     on_task: Any,
     runs: Any,
     token: str | None,
+    callers: object,
     max_body: int,
     url: str | None,
     mcp: ASGIApp | None,
@@ -154,6 +157,7 @@ def _build(
     from .a2a import A2AService
     from .tasks_url import resolve_task_store
 
+    names = _callers(token, callers)
     service: A2AService | None = None
     a2a_app: ASGIApp | None = None
     if a2a is not None and a2a is not False:
@@ -170,7 +174,12 @@ def _build(
             tracer=tracer,
         )
         a2a_app = _a2a_routes(service, lambda base: build_agent_card(cfg, skills, base), url)
-    app = secure(_router(a2a_app, mcp), token=token, max_body=max_body)
+    app = secure(
+        _router(a2a_app, mcp),
+        token=token if names is None else None,
+        callers=names,
+        max_body=max_body,
+    )
     if inbox is not None and inbox is not False:
         from .inbox_mount import inbox_for, mount_inbox
 
@@ -178,6 +187,17 @@ def _build(
         closers.append(close_inbox)
         app = mount_inbox(app, inbox_app, path)
     return ServedApp(app, service, closers)
+
+
+def _callers(token: str | None, callers: object) -> dict[str, str] | None:
+    """The callers' names by token digest (``callers=``), checked before anything starts."""
+    if callers is None:
+        return None
+    if token is not None:
+        raise UsageError("serve: give token= (one caller) or callers= (several), not both")
+    from .callers import load_callers
+
+    return load_callers(callers)
 
 
 def serve_app(
@@ -190,6 +210,7 @@ def serve_app(
     on_call: Callable[[dict[str, Any]], Any] | None = None,
     token: str | None = None,
     auth: str | None = None,
+    callers: object = None,
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
     lease_s: float = DEFAULT_LEASE_S,
@@ -210,7 +231,13 @@ def serve_app(
         mcp: the MCP inbound profile (``None``: the toolkit's ``mcpServer`` key).
         on_call: ``{name, source, ms, is_error}`` per MCP call.
         token: require ``Authorization: Bearer <token>`` on every route (``auth`` is an
-            alias).
+            alias): one caller.
+        callers: instead of ``token``, several callers, each with a token of its own: the
+            path of a callers file (``{"callers": [{"name", "token" | "token_sha256"}]}``),
+            or a ``{name: token}`` mapping (`toolnexus.serve.callers.load_callers`). Each
+            A2A task belongs to the caller that created it: another caller's ListTasks,
+            GetTask, SubscribeToTask, CancelTask and follow-ups do not find it, and a
+            follow-up's answer is recorded as ``answered_by`` the caller's name.
         max_body: the request body cap in bytes (default 1 MiB).
         url: the base URL the card names (default: each request's own).
         lease_s: how long a resume holds its request before another process may take it
@@ -246,6 +273,7 @@ def serve_app(
         on_task=on_task,
         runs=runs,
         token=token or auth,
+        callers=callers,
         max_body=max_body,
         url=url,
         mcp=mcp_app,
@@ -293,6 +321,7 @@ async def serve_agent_app(
     on_task: Callable[[dict[str, Any]], Any] | None = None,
     token: str | None = None,
     auth: str | None = None,
+    callers: object = None,
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
     runtime_id: str = "a2a",
@@ -311,6 +340,8 @@ async def serve_agent_app(
             holds one, so a restarted server finishes the tasks it left waiting), or an
             `AgentRuntime` (with ``entry``, the agent each task runs).
         entry: the agent to run (default: the `Agent` itself).
+        token: require this bearer token on every route (one caller).
+        callers: several callers, each with a token of its own (see `serve_app`).
         tracing: the A2A SERVER spans: ``None`` (the ``llm`` option's ``tracing``, else the
             global provider's when the API is installed), ``True``, ``False`` or a
             ``TracerProvider``.
@@ -321,6 +352,7 @@ async def serve_agent_app(
     from ..agents.spec import Agent
     from .fulfil import AgentFulfiller
 
+    _callers(token or auth, callers)  # a bad callers file stops the start before the runtime
     closers: list[Callable[[], Any]] = []
     if tracing is None:
         llm: Any = runtime_options.get("llm")
@@ -352,6 +384,7 @@ async def serve_agent_app(
         on_task=on_task,
         runs=runtime.run_store,
         token=token or auth,
+        callers=callers,
         max_body=max_body,
         url=url,
         mcp=None,
@@ -438,6 +471,7 @@ async def start_a2a_server(
         on_task=on_task,
         runs=None,
         token=None,
+        callers=None,
         max_body=DEFAULT_MAX_BODY,
         url=None,
         mcp=mcp_app,
