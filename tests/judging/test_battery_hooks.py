@@ -4,6 +4,7 @@ the model was sent and what the run returned (COMPAT §7, §10)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -132,6 +133,23 @@ async def test_an_approved_call_runs_once_without_asking_the_judge_again() -> No
         assert tool_message(model) == "DONE"
     assert (result.status, runs, len(asked)) == ("done", [{"env": "prod"}], 1)
     assert [q.id for q in questions] == ["toolguard:c1"]
+
+
+async def test_a_halted_call_resumes_from_the_store_and_runs_once(tmp_path: Path) -> None:
+    runs: list[dict[str, Any]] = []
+    asked: list[Any] = []
+    guard = ToolGuardClassifier(fixed(risk_wire(1.8), asked), on_error="closed")
+    toolkit = [tool("deploy", runs)]
+    store = f"sqlite:///{tmp_path / 'runs.db'}"
+    async with ScriptedModel(deploy_then_done()) as model:
+        async with client(model, hooks={"before_tool": guard.as_hook()}, store=store) as c:
+            halted = await c.run("ship it", toolkit)
+        assert halted.pending is not None
+        async with client(model, hooks={"before_tool": guard.as_hook()}, store=store) as c:
+            answer = Answer(id=halted.pending.id, ok=True)
+            done = await c.run_with_answer(toolkit, None, halted.pending, answer, answered_by="ann")
+        assert tool_message(model) == "DONE"
+    assert (done.status, done.text, runs, len(asked)) == ("done", "done", [{"env": "prod"}], 1)
 
 
 async def test_a_declined_call_never_runs() -> None:
