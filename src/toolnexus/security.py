@@ -7,7 +7,7 @@ both of them.
 Both are plain ASGI middleware, so they wrap any app — the A2A endpoint, ``/mcp``, a host's own
 routes — and work the same for JSON and for streamed (SSE) responses::
 
-    app = BearerAuth(BodyLimit(inner, max_bytes=1 << 20), token="s3cret")   # or secure(...)
+    app = BearerAuth(BodyLimit(inner, max_bytes=1 << 20), token=TOKEN)   # or secure(...)
 
 - `BearerAuth` refuses a request without ``Authorization: Bearer <token>`` (compared in constant
   time, so the time to refuse says nothing about the token) with 401 and a
@@ -41,6 +41,7 @@ from .errors import UsageError
 
 __all__ = [
     "DEFAULT_MAX_BODY",
+    "MIN_TOKEN_LENGTH",
     "ASGIApp",
     "BearerAuth",
     "BodyLimit",
@@ -58,6 +59,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_MAX_BODY = 1 << 20
 """The default request body cap: 1 MiB."""
+
+MIN_TOKEN_LENGTH = 16
+"""The shortest token a host may configure. The sign-in limit only slows a guesser down
+(10 a minute per address); a short token would still fall to many addresses guessing."""
 
 
 def rpc_error_body(code: int, message: str, id: Any = None) -> bytes:
@@ -86,9 +91,20 @@ async def _reply(
 
 
 def check_token(token: object) -> str:
-    """A bearer token as given by a host: a non-empty string without whitespace."""
+    """A token as given by a host: a string of at least `MIN_TOKEN_LENGTH` characters
+    without whitespace (the served app's ``token=``, the inbox's users).
+
+    Raises:
+        UsageError: not such a string; the message never repeats the token.
+    """
     if not isinstance(token, str) or not token or any(c.isspace() for c in token):
         raise UsageError("token must be a non-empty string without whitespace")
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise UsageError(
+            f"token is too short ({len(token)} characters; at least {MIN_TOKEN_LENGTH} are "
+            "needed): use a long random secret, such as the output of "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
     return token
 
 

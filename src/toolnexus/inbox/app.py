@@ -614,7 +614,7 @@ def inbox_app(
             (0: no limit).
 
     Example:
-        >>> app = inbox_app("sqlite:///state.db", users={"ana": "a-long-token"})  # doctest: +SKIP
+        >>> app = inbox_app("sqlite:///s.db", users={"ana": "long-random-secret"})  # doctest: +SKIP
     """
     if isinstance(poll_interval, bool) or not poll_interval > 0:
         raise UsageError(

@@ -114,7 +114,10 @@ def _user(entry: object) -> InboxUser:
     if (token is None) == (digest is None):
         raise UsageError(f"user {name!r}: give exactly one of token or token_sha256")
     if token is not None:
-        return InboxUser.with_token(name, cast(str, token), kinds)
+        try:
+            return InboxUser.with_token(name, cast(str, token), kinds)
+        except UsageError as exc:
+            raise UsageError(f"user {name!r}: {exc}") from None
     if not isinstance(digest, str) or len(digest) != 64 or not _is_hex(digest):
         raise UsageError(f"user {name!r}: token_sha256 must be 64 hex digits")
     return InboxUser(name, digest.lower(), kinds)
@@ -147,7 +150,7 @@ def load_users(users: object) -> Users:
         entries = [_user(e) for e in cast(list[Any], listed)]
     elif isinstance(users, Mapping):
         pairs = cast(Mapping[Any, Any], users).items()
-        entries = [InboxUser.with_token(_name(k), cast(str, v)) for k, v in pairs]
+        entries = [_user({"name": k, "token": v}) for k, v in pairs]
     elif isinstance(users, list | tuple):
         for e in cast(list[Any], users):
             entries.append(e if isinstance(e, InboxUser) else _user(e))

@@ -2,7 +2,7 @@
 
 ::
 
-    app = serve_app(toolkit, client=client, a2a={"name": "helper"}, token="s3cret")
+    app = serve_app(toolkit, client=client, a2a={"name": "helper"}, token=os.environ["A2A_TOKEN"])
     served = await serve(toolkit, "127.0.0.1:0", client=client, a2a={...})   # or toolkit.serve
     served = await serve_agent(lead, "127.0.0.1:0", llm=..., store="sqlite:///state.db")
 
