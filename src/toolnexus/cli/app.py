@@ -332,7 +332,7 @@ def build() -> Callable[[list[str] | None], int]:
         webhook: Annotated[str | None, typer.Option(help="POSTed once per new request.")] = None,
         poll_interval: Annotated[float, typer.Option(help="Seconds between store polls.")] = 1.0,
         secret_file: Annotated[
-            str | None, typer.Option(help="A file holding the session-signing secret.")
+            str | None, typer.Option(help="No longer used (sessions are kept in the store).")
         ] = None,
         public_url: Annotated[
             str | None, typer.Option(help="The inbox's address, for links.")

@@ -14,7 +14,9 @@ __all__ = ["read_secret", "run_inbox"]
 
 
 def read_secret(path: str | None) -> bytes | None:
-    """The session-signing secret kept in ``path`` (surrounding whitespace dropped).
+    """The secret kept in ``path`` (surrounding whitespace dropped): no longer used by the
+    inbox, whose sessions are kept in the store, and still checked so that a deployment
+    that names one keeps starting the same way.
 
     Raises:
         UsageError: the file cannot be read or is empty.

@@ -13,13 +13,15 @@ import importlib.resources
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import CheckpointError, UsageError
+from ..errors import CheckpointError, StoreError, UsageError
 from ..security import DEFAULT_MAX_BODY, BodyLimit, Receive, Scope, Send, SignInLimit
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
+from ..stores.sessions import SessionStore
 from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
 from .html import CSP, Markup, esc, href, page, quote_id
-from .live import OnRequest, Watcher
+from .live import OnRequest, Watcher, log
+from .sessions import Sessions, check_csrf, csrf_token
 from .views import Views
 
 if TYPE_CHECKING:
@@ -45,6 +47,7 @@ class InboxApp:
     Attributes:
         store: the run store answers are recorded in.
         users: who may sign in.
+        sessions: the signed-in people (kept in the store).
         watcher: the poller behind live events and notifications.
     """
 
@@ -73,8 +76,15 @@ class InboxApp:
                 f"{type(store).__name__} has no search_pending / count_pending / list_history "
                 "/ take_unannounced"
             )
+        kept = getattr(store, "sessions", None)
+        if not isinstance(kept, SessionStore):
+            raise UsageError(
+                "the inbox keeps its sessions in the store (memory, sqlite or postgres): "
+                f"{type(store).__name__} has no sessions"
+            )
         self.store = store
         self.users = users
+        self.sessions = Sessions(kept, users)
         self._owns_store = owns_store
         self._public = public_url.rstrip("/") if public_url else None
         self._secure = secure_cookies
@@ -134,8 +144,7 @@ class InboxApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if self.watcher.notifying:
-                    self.watcher.ensure_running()
+                await self.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
@@ -143,7 +152,12 @@ class InboxApp:
                 return
 
     async def start(self) -> None:
-        """Start the notifications now (they start with the first request otherwise)."""
+        """Start the notifications and end the sessions the users no longer match, now (they
+        happen at the first request otherwise)."""
+        try:
+            await self.sessions.prune_once()
+        except StoreError as exc:  # the first look-up tries again
+            log.warning("inbox: the stale sessions could not be ended at start: %s", exc)
         if self.watcher.notifying:
             self.watcher.ensure_running()
 
@@ -167,16 +181,20 @@ class InboxApp:
 
     # -- who is asking ---------------------------------------------------------------------
 
-    def _session(self, request: HttpRequest) -> Session | bool | None:
-        """The signed-in user; ``None`` for nobody; ``False`` for a wrong bearer token."""
-        header = request.headers.get("authorization")
-        if header is not None:
-            scheme, _, token = header.partition(" ")
-            user = self.users.by_token(token.strip()) if scheme.lower() == "bearer" else None
+    async def _session(self, request: HttpRequest) -> Session | bool | None:
+        """The signed-in user; ``None`` for nobody; ``False`` for a wrong bearer token.
+
+        An ``Authorization`` header of another scheme (``Basic``, ``Digest``, ``Negotiate``:
+        what a proxy or a tool may add) is not a token at all: it is ignored, never counted as
+        a wrong one, and the session cookie decides.
+        """
+        token = _bearer(request)
+        if token is not None:
+            user = self.users.by_token(token)
             return False if user is None else Session(user, None)
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie:
-            user = self.users.from_cookie(cookie)
+            user = await self.sessions.user_of(cookie)
             if user is not None:
                 return Session(user, cookie)
         return None
@@ -191,11 +209,11 @@ class InboxApp:
             from starlette.responses import JSONResponse, RedirectResponse
 
             address = _address(request)
-            if "authorization" in request.headers:
+            if _bearer(request) is not None:
                 wait = self.sign_ins.retry_after(address)
                 if wait is not None:  # refused before the token is even looked at
                     return _too_many(wait)
-            session = self._session(request)
+            session = await self._session(request)
             if session is False:
                 self.sign_ins.failed(address)
             elif isinstance(session, Session) and session.bearer:
@@ -231,7 +249,7 @@ class InboxApp:
             return True
         form = await _form(request)
         given = (form.get("csrf") or [""])[0]
-        return self.users.check_csrf(session, given)
+        return check_csrf(session, given)
 
     def _page(
         self,
@@ -244,7 +262,7 @@ class InboxApp:
     ) -> Response:
         from starlette.responses import HTMLResponse
 
-        csrf = self.users.csrf_token(session) if session is not None else ""
+        csrf = csrf_token(session) if session is not None else ""
         text = page(
             title,
             Markup(body),  # built here or by the page modules, outside text escaped
@@ -301,7 +319,7 @@ class InboxApp:
         body = self.views.detail(
             view,
             base=_base(request),
-            csrf=self.users.csrf_token(session),
+            csrf=csrf_token(session),
             allowed=session.user.may_answer(view.request.kind),
             values=values,
             errors=errors,
@@ -445,7 +463,7 @@ class InboxApp:
         response = RedirectResponse(href(base), status_code=303)
         response.set_cookie(
             SESSION_COOKIE,
-            self.users.session_cookie(user),
+            await self.sessions.sign_in(user),
             max_age=int(SESSION_S),
             path=base or "/",
             httponly=True,
@@ -458,6 +476,8 @@ class InboxApp:
     async def _logout(self, request: HttpRequest, session: Session) -> Response:
         from starlette.responses import RedirectResponse
 
+        if session.cookie is not None:
+            await self.sessions.sign_out(session.cookie)
         base = _base(request)
         response = RedirectResponse(href(base, "login"), status_code=303)
         response.delete_cookie(SESSION_COOKIE, path=base or "/")
@@ -529,6 +549,13 @@ def _address(request: HttpRequest) -> str:
     """The client's address, as the server saw it (uvicorn applies ``X-Forwarded-For`` from
     the proxies it trusts, 127.0.0.1 by default)."""
     return request.client.host if request.client is not None else ""
+
+
+def _bearer(request: HttpRequest) -> str | None:
+    """The token of an ``Authorization: Bearer`` header; ``None`` without one (no header, or
+    another scheme)."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
 
 
 def _too_many(seconds: int) -> Response:
@@ -604,8 +631,8 @@ def inbox_app(
         max_body: the request body cap in bytes.
         per_page: rows per page of the list and the history.
         title: the list page's title.
-        secret: the key that signs session cookies; give every process of one inbox the same
-            one so a session works on all of them (random per process by default).
+        secret: no longer used (sessions are kept in the store, and every process on the
+            store shares them); accepted so that existing hosts keep working.
         public_url: the inbox's address, for the link in a webhook's document.
         secure_cookies: mark the cookies ``Secure`` (``None``: when the request came over
             https; say ``True`` behind a proxy that terminates TLS).
@@ -622,7 +649,7 @@ def inbox_app(
         )
     if isinstance(per_page, bool) or not isinstance(per_page, int) or not 1 <= per_page <= 500:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError(f"per_page must be an int from 1 to 500, got {per_page!r}")
-    known = load_users(users).with_secret(secret)
+    known = load_users(users)
     owns = isinstance(store, str)
     if isinstance(store, str):
         from ..stores.url import resolve_store

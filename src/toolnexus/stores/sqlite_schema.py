@@ -53,6 +53,10 @@ Versions:
       `list_pending` shows since: the waiting rows and the unsettled flagged ones (an
       infinite hold is the REAL ``Inf`` in ``lease_until``). Rows of version 6 have no
       original, no problem, and keep their status.
+    8 ``inbox_sessions``: the approvals inbox's sessions (`toolnexus.stores.sessions`), one
+      row per session keyed by the sha256 of its cookie, with the user's name, the tag of the
+      token they signed in with, and when it began and ends (indexed: expired rows are
+      deleted by that index).
 """
 
 from __future__ import annotations
@@ -285,6 +289,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             " (created_at, request_id, kind, tool, conversation_id, status, lease_until, problem)"
             " WHERE checkpoint IS NOT NULL AND status IN ('pending', 'answered', 'claimed')"
             " AND (recorded = 0 OR problem IS NOT NULL)",
+        ),
+    ),
+    Migration(
+        version=8,
+        name="inbox_sessions",
+        statements=(
+            "CREATE TABLE inbox_sessions ("
+            " key TEXT PRIMARY KEY,"
+            " user_name TEXT NOT NULL,"
+            " tag TEXT NOT NULL,"
+            " created_at REAL NOT NULL,"
+            " expires_at REAL NOT NULL"
+            ")",
+            "CREATE INDEX inbox_sessions_expiry ON inbox_sessions (expires_at)",
         ),
     ),
 )
