@@ -30,11 +30,12 @@ wrappers that pass SSE straight through.
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import json
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from .errors import UsageError
@@ -46,6 +47,7 @@ __all__ = [
     "BearerAuth",
     "BodyLimit",
     "SignInLimit",
+    "check_proxies",
     "check_token",
     "rpc_error_body",
     "secure",
@@ -322,3 +324,31 @@ def secure(
     """
     capped: ASGIApp = app if max_body is None else BodyLimit(app, max_body)
     return capped if token is None else BearerAuth(capped, token)
+
+
+def check_proxies(proxies: Iterable[str] | str | None) -> tuple[str, ...]:
+    """The proxies whose ``X-Forwarded-For`` / ``X-Forwarded-Proto`` a server we start
+    believes: IP addresses or networks (``10.0.0.5``, ``10.0.0.0/8``, ``::1``). None by
+    default — not even loopback: a client on the same host could otherwise name any address
+    it likes and never be counted by the sign-in limit.
+
+    Raises:
+        UsageError: an entry that is not an address or a network.
+    """
+    if proxies is None:
+        return ()
+    listed = [proxies] if isinstance(proxies, str) else list(proxies)
+    checked: list[str] = []
+    for entry in listed:
+        if not isinstance(entry, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"a trusted proxy must be an IP address or network, got {entry!r}")
+        try:
+            network = ipaddress.ip_network(entry.strip(), strict=False)
+        except ValueError:
+            raise UsageError(
+                f"a trusted proxy must be an IP address or network (10.0.0.5, 10.0.0.0/8), "
+                f"got {entry!r}"
+            ) from None
+        single = network.num_addresses == 1
+        checked.append(str(network.network_address) if single else str(network))
+    return tuple(checked)

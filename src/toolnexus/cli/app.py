@@ -32,6 +32,14 @@ StoreOpt = Annotated[
     str, typer.Option("--store", help="The run store: sqlite:///path.db or postgresql://…")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+TrustedProxyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trusted-proxy",
+        help="A proxy (address or network) whose X-Forwarded-For is believed; repeatable. "
+        "None by default, loopback included.",
+    ),
+]
 
 
 def _fail(message: str, code: int) -> int:
@@ -305,6 +313,7 @@ def build() -> Callable[[list[str] | None], int]:
                 help="Require this bearer token on every route (or TOOLNEXUS_SERVE_TOKEN).",
             ),
         ] = None,
+        trusted_proxy: TrustedProxyOpt = None,
     ) -> int:
         """Serve the app's toolkit (A2A, MCP, the inbox) until interrupted (SIGINT/SIGTERM)."""
         from .serving import ServeOptions, run_serve
@@ -318,6 +327,7 @@ def build() -> Callable[[list[str] | None], int]:
             host=host,
             port=port,
             token=token,
+            trusted_proxies=tuple(trusted_proxy or ()),
         )
         return _guarded(lambda: run_serve(options))
 
@@ -341,6 +351,7 @@ def build() -> Callable[[list[str] | None], int]:
             int,
             typer.Option(help="Wrong tokens per client address per minute before 429 (0: off)."),
         ] = 10,
+        trusted_proxy: TrustedProxyOpt = None,
     ) -> int:
         """Serve the approvals inbox page over a run store (a worker resumes the runs)."""
         from .inbox import read_secret, run_inbox
@@ -360,6 +371,7 @@ def build() -> Callable[[list[str] | None], int]:
                 secret=secret,
                 public_url=public_url,
                 max_failed_sign_ins=max_failed_sign_ins,
+                trusted_proxies=tuple(trusted_proxy or ()),
             )
         )
 

@@ -47,10 +47,14 @@ async def run_inbox(
     secret: bytes | None = None,
     public_url: str | None = None,
     max_failed_sign_ins: int = 10,
+    trusted_proxies: tuple[str, ...] = (),
 ) -> int:
     """Serve the inbox over the store at ``store_url`` until SIGINT/SIGTERM."""
     from ..inbox import inbox_app
+    from ..security import check_proxies
     from ..serve.server import start
+
+    proxies = check_proxies(trusted_proxies)
 
     async with open_store(store_url) as store:
         app = inbox_app(
@@ -67,7 +71,9 @@ async def run_inbox(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         host_part = f"[{host}]" if ":" in host else host
-        served = await start(app, f"{host_part}:{port}", on_stop=app.aclose)
+        served = await start(
+            app, f"{host_part}:{port}", on_stop=app.aclose, trusted_proxies=proxies
+        )
         typer.echo(f"inbox: {served.url}/", err=False)
         try:
             await app.start()

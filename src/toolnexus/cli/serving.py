@@ -40,6 +40,7 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     token: str | None = None
+    trusted_proxies: tuple[str, ...] = ()
 
 
 def _profiles(toolkit: Any) -> Mapping[str, Any]:
@@ -74,6 +75,8 @@ def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
             "(or set a2a / mcpServer in the toolkit's config)"
         )
     kwargs: dict[str, Any] = {"token": options.token}
+    if options.trusted_proxies:
+        kwargs["trusted_proxies"] = options.trusted_proxies
     if options.a2a:
         kwargs["a2a"] = True
     if options.mcp:

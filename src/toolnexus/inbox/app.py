@@ -546,8 +546,9 @@ class InboxApp:
 
 
 def _address(request: HttpRequest) -> str:
-    """The client's address, as the server saw it (uvicorn applies ``X-Forwarded-For`` from
-    the proxies it trusts, 127.0.0.1 by default)."""
+    """The client's address, as the server saw it: the peer, or the address a trusted proxy
+    forwarded (`toolnexus.serve.server.start` trusts only the ``trusted_proxies`` it is
+    given, none by default; a host running the app in its own server configures that)."""
     return request.client.host if request.client is not None else ""
 
 
