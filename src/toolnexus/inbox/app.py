@@ -21,6 +21,7 @@ from ..stores.sessions import SessionStore
 from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
 from .html import CSP, Markup, esc, href, page, quote_id
 from .live import OnRequest, Watcher, log
+from .paths import Action, request_target
 from .sessions import Sessions, check_csrf, csrf_token
 from .views import Views
 
@@ -99,16 +100,27 @@ class InboxApp:
         )
         self.views = Views(store, store, per_page=per_page)
         self.title = title
+        pages: _Targets = {
+            ("GET", None): self._guard(self._detail),
+            ("GET", "status"): self._guard(self._status),
+            ("POST", "answer"): self._guard(self._answer),
+            ("POST", "cancel"): self._guard(self._cancel),
+            # A refused post leaves the browser on its action URL: a GET there (a reload, a
+            # bookmark) goes to the request's page.
+            ("GET", "answer"): self._to_detail,
+            ("GET", "cancel"): self._to_detail,
+        }
+        api: _Targets = {
+            ("GET", None): self._guard(self._api_detail, api=True),
+            ("POST", "answer"): self._guard(self._api_answer, api=True),
+            ("POST", "cancel"): self._guard(self._api_cancel, api=True),
+        }
+        either = ["GET", "POST"]
         routes = [
             Route("/", self._guard(self._list)),
-            Route("/requests/{rid:path}/answer", self._guard(self._answer), methods=["POST"]),
-            Route("/requests/{rid:path}/cancel", self._guard(self._cancel), methods=["POST"]),
-            Route("/requests/{rid:path}/status", self._guard(self._status)),
-            # A refused post leaves the browser on its action URL: a GET there (a reload, a
-            # bookmark) goes to the request's page instead of reading "x/answer" as an id.
-            Route("/requests/{rid:path}/answer", self._to_detail, methods=["GET"]),
-            Route("/requests/{rid:path}/cancel", self._to_detail, methods=["GET"]),
-            Route("/requests/{rid:path}", self._guard(self._detail)),
+            # The id is read from the raw path (`toolnexus.inbox.paths`): any id is routable.
+            Route("/requests/{rest:path}", _by_target(pages), methods=either),
+            Route("/api/requests/{rest:path}", _by_target(api), methods=either),
             Route("/history", self._guard(self._history)),
             Route("/history.jsonl", self._guard(self._export_jsonl)),
             Route("/history.csv", self._guard(self._export_csv)),
@@ -118,17 +130,6 @@ class InboxApp:
             Route("/logout", self._guard(self._logout), methods=["POST"]),
             Route("/static/{name}", self._static),
             Route("/api/pending", self._guard(self._api_pending, api=True)),
-            Route(
-                "/api/requests/{rid:path}/answer",
-                self._guard(self._api_answer, api=True),
-                methods=["POST"],
-            ),
-            Route(
-                "/api/requests/{rid:path}/cancel",
-                self._guard(self._api_cancel, api=True),
-                methods=["POST"],
-            ),
-            Route("/api/requests/{rid:path}", self._guard(self._api_detail, api=True)),
         ]
         self._app = BodyLimit(Starlette(routes=routes), max_body)
 
@@ -543,6 +544,35 @@ class InboxApp:
             found = await self.views.status(request.path_params["rid"])
             return JSONResponse(found or {}, status_code=200)
         return JSONResponse({"error": outcome.message}, status_code=outcome.status)
+
+
+Endpoint = Callable[["HttpRequest"], Awaitable["Response"]]
+_Targets = dict[tuple[str, Action | None], Endpoint]
+
+
+def _by_target(handlers: _Targets) -> Endpoint:
+    """One endpoint for the paths that name a request: the handler of the method and the
+    action the raw path names, with the id as the ``rid`` path parameter."""
+
+    async def endpoint(request: HttpRequest) -> Response:
+        from starlette.responses import PlainTextResponse
+
+        target = request_target(request.scope)
+        if target is None:
+            return PlainTextResponse("not found", status_code=404, headers=_HEADERS)
+        rid, action = target
+        method = "GET" if request.method == "HEAD" else request.method
+        handler = handlers.get((method, action))
+        if handler is None:
+            allowed = sorted({m for m, a in handlers if a == action})
+            if not allowed:
+                return PlainTextResponse("not found", status_code=404, headers=_HEADERS)
+            headers = {**_HEADERS, "allow": ", ".join(allowed)}
+            return PlainTextResponse("method not allowed", status_code=405, headers=headers)
+        request.scope["path_params"] = {"rid": rid}
+        return await handler(request)
+
+    return endpoint
 
 
 def _address(request: HttpRequest) -> str:
