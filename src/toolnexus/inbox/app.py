@@ -21,9 +21,10 @@ from ..stores.sessions import SessionStore
 from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
 from .html import CSP, Markup, esc, href, page, quote_id
 from .live import OnRequest, Watcher, log
+from .pages import unreadable_body
 from .paths import Action, request_target
 from .sessions import Sessions, check_csrf, csrf_token
-from .views import Views
+from .views import Views, unreadable_message
 
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
@@ -305,10 +306,16 @@ class InboxApp:
     ) -> Response:
         try:
             view = await self.views.request_view(rid)
-        except CheckpointError as exc:
-            return self._page(
-                request, session, "Unreadable", f'<p class="error" id="error">{esc(exc)}</p>', 500
+        except CheckpointError as exc:  # a refused post says why; a page, that it is unreadable
+            body = unreadable_body(
+                rid,
+                message or _unreadable(rid, exc),
+                base=_base(request),
+                csrf=csrf_token(session),
+                allowed=session.user.kinds is None,
             )
+            failed = status if status != 200 else 500
+            return self._page(request, session, "Unreadable request", body, failed)
         if view is None:
             return self._page(
                 request,
@@ -362,7 +369,11 @@ class InboxApp:
     async def _status(self, request: HttpRequest, session: Session) -> Response:
         from starlette.responses import JSONResponse
 
-        found = await self.views.status(request.path_params["rid"])
+        rid = request.path_params["rid"]
+        try:
+            found = await self.views.status(rid)
+        except CheckpointError as exc:
+            return _unreadable_json(rid, exc, _HEADERS)
         if found is None:
             return JSONResponse({"error": "no such request"}, status_code=404, headers=_HEADERS)
         return JSONResponse(found, headers=_HEADERS)
@@ -509,7 +520,11 @@ class InboxApp:
     async def _api_detail(self, request: HttpRequest, session: Session) -> Response:
         from starlette.responses import JSONResponse
 
-        found = await self.views.api_detail(request.path_params["rid"])
+        rid = request.path_params["rid"]
+        try:
+            found = await self.views.api_detail(rid)
+        except CheckpointError as exc:
+            return _unreadable_json(rid, exc)
         if found is None:
             return JSONResponse({"error": "no such request"}, status_code=404)
         return JSONResponse(found)
@@ -580,6 +595,22 @@ def _address(request: HttpRequest) -> str:
     forwarded (`toolnexus.serve.server.start` trusts only the ``trusted_proxies`` it is
     given, none by default; a host running the app in its own server configures that)."""
     return request.client.host if request.client is not None else ""
+
+
+def _unreadable(rid: str, exc: CheckpointError) -> str:
+    """What the pages say of an unreadable checkpoint; the log keeps the store's own words
+    (which name the database)."""
+    log.warning("inbox: %s", exc)
+    return unreadable_message(rid, exc)
+
+
+def _unreadable_json(
+    rid: str, exc: CheckpointError, headers: Mapping[str, str] | None = None
+) -> Response:
+    from starlette.responses import JSONResponse
+
+    body = {"error": _unreadable(rid, exc), "id": rid, "unreadable": True}
+    return JSONResponse(body, status_code=500, headers=headers)
 
 
 def _bearer(request: HttpRequest) -> str | None:
