@@ -11,7 +11,7 @@ import pytest
 from toolnexus import create_toolkit, define_tool
 from toolnexus.errors import UsageError
 from toolnexus.inbox import inbox_app
-from toolnexus.security import MIN_TOKEN_LENGTH, check_token
+from toolnexus.security import check_token
 from toolnexus.serve import serve_app
 from toolnexus.serve.mcp import mcp_app
 from toolnexus.stores.runs import InMemoryStore
@@ -27,6 +27,8 @@ def add(a: int, b: int) -> int:
 
 
 def test_the_minimum_is_sixteen_characters() -> None:
+    from toolnexus.security import MIN_TOKEN_LENGTH
+
     assert (len(FIFTEEN), len(SIXTEEN), MIN_TOKEN_LENGTH) == (15, 16, 16)
     assert check_token(SIXTEEN) == SIXTEEN
     with pytest.raises(UsageError, match="too short \\(15 characters; at least 16") as caught:

@@ -16,7 +16,7 @@ from inbox_site import Site, login, open_site
 from inbox_support import halted
 from playwright.async_api import expect
 
-from toolnexus.inbox.paths import quote_id
+from toolnexus.inbox.html import quote_id
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

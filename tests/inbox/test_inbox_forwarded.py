@@ -21,7 +21,7 @@ from inbox_support import USERS, make_app
 
 from proc_support import stop
 from toolnexus.errors import UsageError
-from toolnexus.security import SignInLimit, check_proxies
+from toolnexus.security import SignInLimit
 from toolnexus.serve.server import start
 from toolnexus.stores.runs import InMemoryStore
 
@@ -75,6 +75,8 @@ async def test_a_proxy_network_is_believed_and_another_network_is_not() -> None:
 
 
 def test_a_trusted_proxy_that_is_not_an_address_is_a_usage_error() -> None:
+    from toolnexus.security import check_proxies
+
     assert check_proxies(["10.0.0.5", " 10.1.0.0/16", "::1", "192.168.1.7/32"]) == (
         "10.0.0.5",
         "10.1.0.0/16",

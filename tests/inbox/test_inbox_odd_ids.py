@@ -17,7 +17,7 @@ from inbox_support import TOKENS, Visitor, halted, make_app, visitor
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from toolnexus.inbox.paths import quote_id, request_target, unquote_id
+from toolnexus.inbox.html import quote_id
 
 ODD = [
     "abc/status",
@@ -70,6 +70,8 @@ def shown_id(page: str) -> str:
 
 
 def test_an_id_written_by_quote_id_reads_back_from_the_raw_path() -> None:
+    from toolnexus.inbox.paths import request_target, unquote_id
+
     for rid in [*ODD, "%7E.", "100%25"]:
         segment = quote_id(rid)
         assert "/" not in segment

@@ -77,16 +77,20 @@ async def test_a_form_of_an_ended_session_does_not_pass_in_the_next_one(store: A
 async def test_a_changed_token_or_a_removed_user_ends_their_sessions_for_good(
     store: Any,
 ) -> None:
-    app = make_app(store)
+    # One secret for the three apps, as the processes of one inbox had to share to accept each
+    # other's cookies before sessions were kept in the store (it is no longer used).
+    shared = {"secret": "one-secret-for-every-process"}
+    app = make_app(store, **shared)
     async with visitor(app) as ana, visitor(app, "bob") as bob:
         cookies = [ana.client.cookies[COOKIE], bob.client.cookies[COOKIE]]
     await app.aclose()
-    rotated = make_app(store, users=[{"name": "ana", "token": "tok-ana-rotated-0123456789"}])
+    rotated_users = [{"name": "ana", "token": "tok-ana-rotated-0123456789"}]
+    rotated = make_app(store, users=rotated_users, **shared)
     for cookie in cookies:
         async with replay(rotated, cookie) as copied:
             assert (await copied.get("/")).status_code == 303
     await rotated.aclose()
-    back = make_app(store)  # the old tokens again: the old sessions stay ended
+    back = make_app(store, **shared)  # the old tokens again: the old sessions stay ended
     for cookie in cookies:
         async with replay(back, cookie) as copied:
             assert (await copied.get("/")).status_code == 303
