@@ -28,7 +28,7 @@ from mcp_types import ElicitResult
 from toolnexus import ToolContext, ToolResult, create_toolkit, define_tool, pending
 from toolnexus.serve import MCPServeConfig, mcp_app
 
-TOKEN = os.environ.get("MCP_TOKEN", "change-me")
+TOKEN = os.environ.get("MCP_TOKEN", "change-me-to-a-long-random-secret")
 
 
 @define_tool

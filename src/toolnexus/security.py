@@ -7,7 +7,7 @@ both of them.
 Both are plain ASGI middleware, so they wrap any app — the A2A endpoint, ``/mcp``, a host's own
 routes — and work the same for JSON and for streamed (SSE) responses::
 
-    app = BearerAuth(BodyLimit(inner, max_bytes=1 << 20), token="s3cret")   # or secure(...)
+    app = BearerAuth(BodyLimit(inner, max_bytes=1 << 20), token=TOKEN)   # or secure(...)
 
 - `BearerAuth` refuses a request without ``Authorization: Bearer <token>`` (compared in constant
   time, so the time to refuse says nothing about the token) with 401 and a
@@ -31,11 +31,12 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 from .errors import UsageError
@@ -44,10 +45,12 @@ __all__ = [
     "CALLER",
     "DEFAULT_CALLER",
     "DEFAULT_MAX_BODY",
+    "MIN_TOKEN_LENGTH",
     "ASGIApp",
     "BearerAuth",
     "BodyLimit",
     "SignInLimit",
+    "check_proxies",
     "check_token",
     "rpc_error_body",
     "secure",
@@ -68,6 +71,10 @@ took (absent when no token is required)."""
 
 DEFAULT_CALLER = "a2a"
 """The name of the one caller of a single ``token``."""
+
+MIN_TOKEN_LENGTH = 16
+"""The shortest token a host may configure. The sign-in limit only slows a guesser down
+(10 a minute per address); a short token would still fall to many addresses guessing."""
 
 
 def rpc_error_body(code: int, message: str, id: Any = None) -> bytes:
@@ -96,9 +103,20 @@ async def _reply(
 
 
 def check_token(token: object) -> str:
-    """A bearer token as given by a host: a non-empty string without whitespace."""
+    """A token as given by a host: a string of at least `MIN_TOKEN_LENGTH` characters
+    without whitespace (the served app's ``token=``, the inbox's users).
+
+    Raises:
+        UsageError: not such a string; the message never repeats the token.
+    """
     if not isinstance(token, str) or not token or any(c.isspace() for c in token):
         raise UsageError("token must be a non-empty string without whitespace")
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise UsageError(
+            f"token is too short ({len(token)} characters; at least {MIN_TOKEN_LENGTH} are "
+            "needed): use a long random secret, such as the output of "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
     return token
 
 
@@ -344,3 +362,31 @@ def secure(
     if token is None and callers is None:
         return capped
     return BearerAuth(capped, token, callers=callers)
+
+
+def check_proxies(proxies: Iterable[str] | str | None) -> tuple[str, ...]:
+    """The proxies whose ``X-Forwarded-For`` / ``X-Forwarded-Proto`` a server we start
+    believes: IP addresses or networks (``10.0.0.5``, ``10.0.0.0/8``, ``::1``). None by
+    default — not even loopback: a client on the same host could otherwise name any address
+    it likes and never be counted by the sign-in limit.
+
+    Raises:
+        UsageError: an entry that is not an address or a network.
+    """
+    if proxies is None:
+        return ()
+    listed = [proxies] if isinstance(proxies, str) else list(proxies)
+    checked: list[str] = []
+    for entry in listed:
+        if not isinstance(entry, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"a trusted proxy must be an IP address or network, got {entry!r}")
+        try:
+            network = ipaddress.ip_network(entry.strip(), strict=False)
+        except ValueError:
+            raise UsageError(
+                f"a trusted proxy must be an IP address or network (10.0.0.5, 10.0.0.0/8), "
+                f"got {entry!r}"
+            ) from None
+        single = network.num_addresses == 1
+        checked.append(str(network.network_address) if single else str(network))
+    return tuple(checked)

@@ -130,7 +130,7 @@ async def test_serve_mcp_lists_the_apps_tools_at_slash_mcp(tmp_path: Path) -> No
 
 async def test_serve_token_guards_every_route(tmp_path: Path) -> None:
     async with ScriptedModel(default=brain) as model:
-        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token"}
+        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token-0123456789"}
         async with serving("--a2a", env=env) as served, aiohttp.ClientSession() as http:
             card_url = f"{served.url}/.well-known/agent-card.json"
             async with http.get(card_url) as r:
@@ -139,10 +139,12 @@ async def test_serve_token_guards_every_route(tmp_path: Path) -> None:
                 assert r.status == 401
             async with http.post(f"{served.url}/", json=send_message("refund order B")) as r:
                 assert r.status == 401
-            async with http.get(card_url, headers={"Authorization": "Bearer s3cret-token"}) as r:
+            async with http.get(
+                card_url, headers={"Authorization": "Bearer s3cret-token-0123456789"}
+            ) as r:
                 assert r.status == 200
         _, err = await served.proc.communicate()
-    assert b"s3cret-token" not in err
+    assert b"s3cret-token-0123456789" not in err
     async with aiohttp.ClientSession() as http:  # stopped: the port no longer answers
         with pytest.raises(aiohttp.ClientConnectionError):
             await http.get(card_url)
@@ -157,7 +159,7 @@ async def test_serve_inbox_co_mounts_the_inbox_beside_a2a_outside_the_bearer_tok
     users.write_text(json.dumps({"users": [{"name": "ana", "token": "ana-token-0123456789"}]}))
     inbox_auth = {"Authorization": "Bearer ana-token-0123456789"}
     async with ScriptedModel(default=brain) as model:
-        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token"}
+        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token-0123456789"}
         args = ("--a2a", "--inbox", "--users", str(users))
         async with serving(*args, env=env) as served, aiohttp.ClientSession() as http:
             assert served.banner.endswith("(a2a, inbox at /inbox)")
@@ -167,7 +169,7 @@ async def test_serve_inbox_co_mounts_the_inbox_beside_a2a_outside_the_bearer_tok
             async with http.post(
                 f"{served.url}/",
                 json=send_message("refund order C-3"),
-                headers={**A2A_HEADERS, "Authorization": "Bearer s3cret-token"},
+                headers={**A2A_HEADERS, "Authorization": "Bearer s3cret-token-0123456789"},
             ) as r:
                 assert r.status == 200
             async with http.get(f"{served.url}/inbox/api/pending", headers=inbox_auth) as r:

@@ -195,7 +195,7 @@ async def test_serve_co_mounts_the_inbox_beside_a_token_guarded_endpoint(tmp_pat
         toolkit,
         client=client,
         a2a={"name": "helper"},
-        token="s3cret-token",
+        token="s3cret-token-0123456789",
         inbox={"users": USERS, "path": "/approvals"},
         recover_every=None,
     )

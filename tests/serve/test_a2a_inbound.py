@@ -257,8 +257,8 @@ async def test_one_served_app_answers_a2a_and_mcp_behind_one_token(
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    served = await serve_refunds(mcp={"name": "tools"}, token="s3cret")
-    http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"})
+    served = await serve_refunds(mcp={"name": "tools"}, token="s3cret-0123456789")
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-0123456789"})
     async with http:
         card = await http.get(f"{served.url}/.well-known/agent-card.json")
         assert card.status_code == 200

@@ -190,11 +190,11 @@ async def pg_at_8(pg_url: str) -> str:
 
 async def test_a_postgres_database_at_version_8_migrates_and_keeps_working(pg_at_8: str) -> None:
     from toolnexus.stores.postgres import PostgresStore
+    from toolnexus.stores.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 
     clock = Clock()
     async with PostgresStore(pg_at_8, clock=clock) as store:
         await keeps_working(store, clock)
-    from toolnexus.stores.postgres_schema import MIGRATIONS as PG_MIGRATIONS
 
     with pg_connect(pg_at_8) as conn:
         versions = conn.execute("SELECT max(version) FROM toolnexus_schema_migrations")

@@ -38,6 +38,14 @@ StoreOpt = Annotated[
     str, typer.Option("--store", help="The run store: sqlite:///path.db or postgresql://…")
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output on stdout.")]
+TrustedProxyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trusted-proxy",
+        help="A proxy (address or network) whose X-Forwarded-For is believed; repeatable. "
+        "None by default, loopback included.",
+    ),
+]
 
 
 def _say(text: str, *, err: bool = False) -> None:
@@ -330,6 +338,7 @@ def build() -> Callable[[list[str] | None], int]:
                 "seeing only the A2A tasks it created (instead of --token; see docs/serving.md).",
             ),
         ] = None,
+        trusted_proxy: TrustedProxyOpt = None,
     ) -> int:
         """Serve the app's toolkit (A2A, MCP, the inbox) until interrupted (SIGINT/SIGTERM)."""
         from .serving import ServeOptions, run_serve
@@ -344,6 +353,7 @@ def build() -> Callable[[list[str] | None], int]:
             port=port,
             token=token,
             callers=callers,
+            trusted_proxies=tuple(trusted_proxy or ()),
         )
         return _guarded(lambda: run_serve(options))
 
@@ -358,7 +368,7 @@ def build() -> Callable[[list[str] | None], int]:
         webhook: Annotated[str | None, typer.Option(help="POSTed once per new request.")] = None,
         poll_interval: Annotated[float, typer.Option(help="Seconds between store polls.")] = 1.0,
         secret_file: Annotated[
-            str | None, typer.Option(help="A file holding the session-signing secret.")
+            str | None, typer.Option(help="No longer used (sessions are kept in the store).")
         ] = None,
         public_url: Annotated[
             str | None, typer.Option(help="The inbox's address, for links.")
@@ -367,6 +377,7 @@ def build() -> Callable[[list[str] | None], int]:
             int,
             typer.Option(help="Wrong tokens per client address per minute before 429 (0: off)."),
         ] = 10,
+        trusted_proxy: TrustedProxyOpt = None,
     ) -> int:
         """Serve the approvals inbox page over a run store (a worker resumes the runs)."""
         from .inbox import read_secret, run_inbox
@@ -386,6 +397,7 @@ def build() -> Callable[[list[str] | None], int]:
                 secret=secret,
                 public_url=public_url,
                 max_failed_sign_ins=max_failed_sign_ins,
+                trusted_proxies=tuple(trusted_proxy or ()),
             )
         )
 

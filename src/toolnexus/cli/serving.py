@@ -43,6 +43,7 @@ class ServeOptions:
     port: int = 8000
     token: str | None = None
     callers: str | None = None
+    trusted_proxies: tuple[str, ...] = ()
 
 
 def _profiles(toolkit: Any) -> Mapping[str, Any]:
@@ -82,6 +83,8 @@ def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
     kwargs: dict[str, Any] = {"token": options.token}
     if options.callers is not None:
         kwargs["callers"] = options.callers
+    if options.trusted_proxies:
+        kwargs["trusted_proxies"] = options.trusted_proxies
     if options.a2a:
         kwargs["a2a"] = True
     if options.mcp:

@@ -22,9 +22,10 @@ import json
 import time
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from .._visible import describe, escape_json, shown, split_marked, visible
+from .paths import quote_id as quote_id  # (the pages build their links with it)
 
 __all__ = [
     "CSP",
@@ -165,11 +166,6 @@ def href(base: str, path: str = "", **query: object) -> str:
     url = base.rstrip("/") + "/" + path.lstrip("/")
     params = {k: str(v) for k, v in query.items() if v not in (None, "")}
     return url + ("?" + urlencode(params) if params else "")
-
-
-def quote_id(request_id: str) -> str:
-    """A request id as one path segment."""
-    return quote(request_id, safe="")
 
 
 def truncate(text: str, limit: int) -> tuple[str, bool]:

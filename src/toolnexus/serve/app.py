@@ -2,7 +2,7 @@
 
 ::
 
-    app = serve_app(toolkit, client=client, a2a={"name": "helper"}, token="s3cret")
+    app = serve_app(toolkit, client=client, a2a={"name": "helper"}, token=os.environ["A2A_TOKEN"])
     served = await serve(toolkit, "127.0.0.1:0", client=client, a2a={...})   # or toolkit.serve
     served = await serve_agent(lead, "127.0.0.1:0", llm=..., store="sqlite:///state.db")
 
@@ -21,12 +21,12 @@ card's ``url`` is then derived from each request (or pinned with ``url=``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
-from ..security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, secure
+from ..security import DEFAULT_MAX_BODY, ASGIApp, Receive, Scope, Send, check_proxies, secure
 from ..stores.requests import DEFAULT_LEASE_S
 from .card import CARD_PATH, CardSkill, build_agent_card, card_skills, check_a2a_config
 from .server import ServeHandle, start
@@ -296,18 +296,22 @@ def _tracer(option: Any, client: Any) -> Any:
     return tracer_for(option)
 
 
-async def serve(toolkit: Toolkit, addr: str, **options: Any) -> ServeHandle:
+async def serve(
+    toolkit: Toolkit, addr: str, *, trusted_proxies: Iterable[str] = (), **options: Any
+) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one) → `ServeHandle`.
 
     ``options`` are those of `serve_app`. Tasks a stopped process left answered but
-    unfinished are resumed at start.
+    unfinished are resumed at start. ``trusted_proxies``: the proxies (addresses or networks)
+    whose ``X-Forwarded-For`` is believed; none by default (see docs/serving.md).
     """
+    proxies = check_proxies(trusted_proxies)
     served = serve_app(toolkit, **options)
-    return await _started(served, addr)
+    return await _started(served, addr, proxies)
 
 
-async def _started(served: ServedApp, addr: str) -> ServeHandle:
-    handle = await start(served, addr, on_stop=served.aclose)
+async def _started(served: ServedApp, addr: str, proxies: tuple[str, ...] = ()) -> ServeHandle:
+    handle = await start(served, addr, on_stop=served.aclose, trusted_proxies=proxies)
     if served.service is not None:
         served.service.start_recovering()
     return handle
@@ -397,10 +401,18 @@ async def serve_agent_app(
     )
 
 
-async def serve_agent(target: Agent | AgentRuntime, addr: str, **options: Any) -> ServeHandle:
-    """Serve an agent tree on ``addr`` → `ServeHandle` (options of `serve_agent_app`)."""
+async def serve_agent(
+    target: Agent | AgentRuntime,
+    addr: str,
+    *,
+    trusted_proxies: Iterable[str] = (),
+    **options: Any,
+) -> ServeHandle:
+    """Serve an agent tree on ``addr`` → `ServeHandle` (options of `serve_agent_app`;
+    ``trusted_proxies`` as for `serve`)."""
+    proxies = check_proxies(trusted_proxies)
     served = await serve_agent_app(target, **options)
-    return await _started(served, addr)
+    return await _started(served, addr, proxies)
 
 
 def _toolkit_skills(toolkit: Any, a2a: Any) -> list[Any]:

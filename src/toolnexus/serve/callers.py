@@ -12,7 +12,7 @@ A callers file is the inbox's users file with ``callers`` for ``users`` and no `
 An entry is checked by the inbox's own reader (`toolnexus.inbox.auth.load_users`: the name,
 exactly one of ``token`` / ``token_sha256``, the token's form), so the two files never drift
 apart; what only callers need — at least one, no two with one name or one token, a token of
-at least `MIN_TOKEN` characters — is checked here, each with a message that names the entry.
+at least `toolnexus.security.MIN_TOKEN_LENGTH` characters — is checked here, each with a message that names the entry.
 """
 
 from __future__ import annotations
@@ -25,11 +25,9 @@ from typing import Any, cast
 
 from ..errors import UsageError
 from ..inbox.auth import InboxUser, load_users
+from ..security import MIN_TOKEN_LENGTH
 
-__all__ = ["MIN_TOKEN", "load_callers"]
-
-MIN_TOKEN = 16
-"""The fewest characters a caller's plain token may have (a hashed one cannot be measured)."""
+__all__ = ["load_callers"]
 
 _KEYS = frozenset({"name", "token", "token_sha256"})
 
@@ -44,7 +42,7 @@ def load_callers(callers: object) -> dict[str, str]:
     Raises:
         UsageError: the file cannot be read or is not JSON; no callers; an entry that is
             not an object, has unknown keys, a bad name or token, a token shorter than
-            `MIN_TOKEN`; two callers with one name or one token.
+            `MIN_TOKEN_LENGTH`; two callers with one name or one token.
     """
     where = "callers"
     if isinstance(callers, str | os.PathLike):
@@ -103,9 +101,9 @@ def _caller(entry: object, where: str) -> tuple[str, str]:
     token = item.get("token")
     if token is None:
         return name, str(item["token_sha256"]).lower()
-    if len(token) < MIN_TOKEN:
+    if len(token) < MIN_TOKEN_LENGTH:
         raise UsageError(
-            f"{where} ({name!r}): the token is shorter than {MIN_TOKEN} characters; use a long "
+            f"{where} ({name!r}): the token is shorter than {MIN_TOKEN_LENGTH} characters; use a long "
             "random secret"
         )
     return name, InboxUser.with_token(name, token).token_sha256

@@ -73,6 +73,10 @@ Versions:
       ``updated_at`` for ListTasks; and ``toolnexus_a2a_contexts``, each context's claim
       keyed by the sha256 of the context id — the task that holds it (its key and id) and
       until when — which one conditional ``INSERT … ON CONFLICT`` takes.
+    11 ``inbox_sessions``: ``toolnexus_inbox_sessions``, the approvals inbox's sessions
+      (`toolnexus.stores.sessions`), keyed by the sha256 of the session cookie (the digest's
+      bytes), with the user's name (``BYTEA``), the tag of the token they signed in with, and
+      when it began and ends (indexed: expired rows are deleted by that index).
 """
 
 from __future__ import annotations
@@ -302,6 +306,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             " task_id BYTEA NOT NULL,"
             " until DOUBLE PRECISION NOT NULL"
             ")",
+        ),
+    ),
+    Migration(
+        version=11,
+        name="inbox_sessions",
+        statements=(
+            "CREATE TABLE toolnexus_inbox_sessions ("
+            " key BYTEA PRIMARY KEY,"
+            " user_name BYTEA NOT NULL,"
+            " tag TEXT NOT NULL,"
+            " created_at DOUBLE PRECISION NOT NULL,"
+            " expires_at DOUBLE PRECISION NOT NULL"
+            ")",
+            "CREATE INDEX toolnexus_inbox_sessions_expiry ON toolnexus_inbox_sessions (expires_at)",
         ),
     ),
 )

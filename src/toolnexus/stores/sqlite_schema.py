@@ -57,6 +57,10 @@ Versions:
       without one; rows saved before have none), indexed with ``updated_at`` for ListTasks;
       and ``a2a_contexts``, each context's claim — the task that holds it and until when —
       which one conditional write takes (one message at a time per context).
+    9 ``inbox_sessions``: the approvals inbox's sessions (`toolnexus.stores.sessions`), one
+      row per session keyed by the sha256 of its cookie, with the user's name, the tag of the
+      token they signed in with, and when it began and ends (indexed: expired rows are
+      deleted by that index).
 """
 
 from __future__ import annotations
@@ -304,6 +308,20 @@ MIGRATIONS: tuple[Migration, ...] = (
             " task_id TEXT NOT NULL,"
             " until REAL NOT NULL"
             ")",
+        ),
+    ),
+    Migration(
+        version=9,
+        name="inbox_sessions",
+        statements=(
+            "CREATE TABLE inbox_sessions ("
+            " key TEXT PRIMARY KEY,"
+            " user_name TEXT NOT NULL,"
+            " tag TEXT NOT NULL,"
+            " created_at REAL NOT NULL,"
+            " expires_at REAL NOT NULL"
+            ")",
+            "CREATE INDEX inbox_sessions_expiry ON inbox_sessions (expires_at)",
         ),
     ),
 )
