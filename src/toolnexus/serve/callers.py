@@ -12,7 +12,8 @@ A callers file is the inbox's users file with ``callers`` for ``users`` and no `
 An entry is checked by the inbox's own reader (`toolnexus.inbox.auth.load_users`: the name,
 exactly one of ``token`` / ``token_sha256``, the token's form), so the two files never drift
 apart; what only callers need — at least one, no two with one name or one token, a token of
-at least `toolnexus.security.MIN_TOKEN_LENGTH` characters — is checked here, each with a message that names the entry.
+at least `toolnexus.security.MIN_TOKEN_LENGTH` characters — is checked here, each with a
+message that names the entry.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def _caller(entry: object, where: str) -> tuple[str, str]:
         return name, str(item["token_sha256"]).lower()
     if len(token) < MIN_TOKEN_LENGTH:
         raise UsageError(
-            f"{where} ({name!r}): the token is shorter than {MIN_TOKEN_LENGTH} characters; use a long "
-            "random secret"
+            f"{where} ({name!r}): the token is shorter than {MIN_TOKEN_LENGTH} characters; "
+            "use a long random secret"
         )
     return name, InboxUser.with_token(name, token).token_sha256
