@@ -414,6 +414,7 @@ class InboxApp:
 
         async def stream() -> AsyncIterator[dict[str, str]]:
             try:
+                await self.watcher.primed()  # hello promises that nothing from now is missed
                 yield {"event": "hello", "data": "{}"}
                 while True:
                     event = await queue.get()
