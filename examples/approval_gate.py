@@ -34,7 +34,11 @@ def refund(order_id: str, ctx: ToolContext | None = None) -> str | ToolResult:
 
 
 async def wait_for(req: Request) -> Answer:
-    line = await asyncio.to_thread(input, f"{req.prompt} [y/N] ")
+    try:
+        line = await asyncio.to_thread(input, f"{req.prompt} [y/N] ")
+    except EOFError:  # stdin closed (a pipe, a job without a terminal): nobody said yes
+        print("(no input: declined)")
+        return Answer(id=req.id, ok=False, reason="declined", data={"note": "no one to ask"})
     return Answer(id=req.id, ok=line.strip().lower() == "y")
 
 

@@ -40,7 +40,7 @@ from toolnexus.inbox import inbox_app
 from toolnexus.serve.server import start
 from toolnexus.testing import RecordedRequest, Reply, call, text, tool_calls
 
-TOKEN = "demo-token-ana"
+TOKEN = "demo-token-ana-0123"
 
 
 @define_tool

@@ -229,6 +229,13 @@ def test_the_graph_holds_deferred_and_type_checking_imports() -> None:
     assert len(KNOWN) > 150
 
 
+def test_the_leaf_below_every_surface_imports_nothing_of_ours() -> None:
+    # what the CLI and the inbox show passes through _visible: it must stand below both
+    assert [str(e) for e in EDGES if e.source == "toolnexus._visible"] == []
+    users = {e.source for e in EDGES if e.target == "toolnexus._visible"}
+    assert {"toolnexus.cli.render", "toolnexus.cli.repl", "toolnexus.inbox.html"} <= users
+
+
 def test_a_cycle_is_found_and_shown_round_once() -> None:
     edges = [
         Edge("a", "b", 1, ("B",)),

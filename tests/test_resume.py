@@ -91,11 +91,12 @@ async def test_a_halted_run_resumes_by_re_executing_the_halted_tool_with_the_ans
     assert resumed.text == "done"
     assert ledger.runs["gate"] == 2
     assert ledger.answers[-1] == answer
-    assert resumed.tool_calls[-1].output == 'gate approved with {"note": "fine"}'
+    shown = 'gate approved with {"note": "fine"}\napprover\'s note: fine'  # the note, for the model
+    assert resumed.tool_calls[-1].output == shown
     assert_balanced(resumed.messages)
     sent = model.requests[-1].body["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "tool"]
-    assert sent[-1]["content"] == 'gate approved with {"note": "fine"}'
+    assert sent[-1]["content"] == shown
 
 
 async def test_a_declined_answer_feeds_the_model_the_decline_and_the_run_completes() -> None:

@@ -28,22 +28,22 @@ def inner() -> Starlette:
 
 async def test_a_request_without_the_token_gets_401_with_a_bearer_challenge() -> None:
     seen.clear()
-    async with await start(secure(inner(), token="s3cret"), "127.0.0.1:0") as served:
+    async with await start(secure(inner(), token="s3cret-0123456789"), "127.0.0.1:0") as served:
         async with aiohttp.ClientSession() as http:
             async with http.post(served.url + "/", data=b"{}") as r:
                 assert r.status == 401
                 assert r.headers["WWW-Authenticate"] == 'Bearer realm="toolnexus"'
                 body = await r.json()
                 assert body["error"]["message"].startswith("Unauthorized")
-                assert "s3cret" not in await r.text()
+                assert "s3cret-0123456789" not in await r.text()
             headers = {"Authorization": "Bearer wrong"}
             async with http.post(served.url + "/", data=b"{}", headers=headers) as r:
                 assert r.status == 401
                 assert 'error="invalid_token"' in r.headers["WWW-Authenticate"]
-            headers = {"Authorization": "Basic s3cret"}
+            headers = {"Authorization": "Basic s3cret-0123456789"}
             async with http.get(served.url + "/", headers=headers) as r:
                 assert r.status == 401
-            headers = {"Authorization": "Bearer s3cret"}
+            headers = {"Authorization": "Bearer s3cret-0123456789"}
             async with http.post(served.url + "/", data=b"{}", headers=headers) as r:
                 assert r.status == 200
                 assert await r.json() == {"size": 2}
@@ -88,7 +88,9 @@ def test_bad_options_are_usage_errors() -> None:
 async def test_wrong_tokens_from_one_address_get_429_until_the_oldest_is_a_minute_old() -> None:
     seen.clear()
     now = [1000.0]
-    guard = BearerAuth(inner(), "s3cret", failures=SignInLimit(3, 60.0, clock=lambda: now[0]))
+    guard = BearerAuth(
+        inner(), "s3cret-0123456789", failures=SignInLimit(3, 60.0, clock=lambda: now[0])
+    )
     async with await start(guard, "127.0.0.1:0") as served:
         async with aiohttp.ClientSession() as http:
             async with http.post(served.url + "/", data=b"{}") as r:
@@ -97,7 +99,7 @@ async def test_wrong_tokens_from_one_address_get_429_until_the_oldest_is_a_minut
             for _ in range(3):
                 async with http.post(served.url + "/", data=b"{}", headers=wrong) as r:
                     assert r.status == 401
-            right = {"Authorization": "Bearer s3cret"}
+            right = {"Authorization": "Bearer s3cret-0123456789"}
             async with http.post(served.url + "/", data=b"{}", headers=right) as r:
                 assert r.status == 429
                 assert r.headers["Retry-After"] == "60"

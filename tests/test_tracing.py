@@ -204,9 +204,8 @@ def test_tracing_true_without_opentelemetry_names_the_extra() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
-    assert "ImportError: tracing=True needs OpenTelemetry's API: pip install 'toolnexus[otel]'" in (
-        done.stdout
-    )
+    hint = "ImportError: tracing=True needs OpenTelemetry's API: pip install 'toolnexus-sdk[otel]'"
+    assert hint in done.stdout
     assert "default: None" in done.stdout
 
 

@@ -10,6 +10,7 @@
     ├── RunTimeout            ``timeout_ms`` elapsed; the in-flight request was aborted
     ├── RunCancelled          the caller's ``cancel`` fired; the in-flight request was aborted
     ├── CallbackError         a host callback (hook, ``wait_for``, ``on_error``) raised
+    │   └── ContentGuardBlocked   the content guard's ``before_llm`` hook refused the text
     ├── ResumeError           a halted run cannot be resumed as asked
     │   ├── AnswerMismatch    the Answer does not echo the pending Request's id
     │   ├── InvalidAnswer     the Answer's fields have the wrong types, or the request does not
@@ -19,6 +20,7 @@
     │   │   └── LeaseLost     another resume took the request over (a stale fencing token)
     │   ├── UnknownRequest    no halted run waits on that Request id
     │   └── RequestExpired    the Request's ``expiresAt`` has passed (where rejection is asked for)
+    ├── ClassifierError       a classifier could not answer: limits, HTTP, garbage, a miss
     ├── CheckpointError       a stored checkpoint is corrupt or of an unknown version
     └── StoreError            a conversation/run store failed (locked, corrupt, unreachable)
 
@@ -35,6 +37,8 @@ __all__ = [
     "BadResponse",
     "CallbackError",
     "CheckpointError",
+    "ClassifierError",
+    "ContentGuardBlocked",
     "InvalidAnswer",
     "LeaseLost",
     "ProviderError",
@@ -132,6 +136,12 @@ class CallbackError(ToolnexusError):
     """A host callback (hook, ``wait_for``, ``on_error``) raised; the original is the cause."""
 
 
+class ContentGuardBlocked(CallbackError):
+    """The content guard's ``before_llm`` hook blocked the latest user text
+    (``content guard blocked: harmful``). A `CallbackError`, so the run ends with it as it is,
+    not wrapped."""
+
+
 class ResumeError(ToolnexusError):
     """A halted run cannot be resumed as asked. Nothing was changed."""
 
@@ -180,6 +190,20 @@ class UnknownRequest(ResumeError, KeyError):
 
 class RequestExpired(ResumeError):
     """The Request's ``expiresAt`` has passed."""
+
+
+class ClassifierError(ToolnexusError):
+    """A classifier could not answer (`toolnexus.classifier`): a question over its limits, an
+    endpoint that failed or answered garbage, a static corpus without the request. The text
+    never carries a credential, an expanded header, or the body of a 401/403 reply.
+
+    Attributes:
+        status: the endpoint's HTTP status, when it answered with one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class CheckpointError(ToolnexusError):

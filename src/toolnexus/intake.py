@@ -53,6 +53,7 @@ from typing import Any, Literal, cast
 from ._types import Tool
 from .errors import AnswerMismatch, InvalidAnswer
 from .suspension import (
+    NOTE_KEY,
     RELAY_OUTPUT_KEY,
     RELAY_RESULTS_KEY,
     Answer,
@@ -101,8 +102,6 @@ EDIT_KEY = "arguments"
 NEEDS_DATA: frozenset[str] = frozenset({"question", "input", "tool_call"})
 """The kinds whose answer may need data: an ``ok`` without any is judged against the request
 (a store cannot record it from the kind alone)."""
-NOTE_KEY = "note"
-"""The key of ``Answer.data`` that holds why a request was declined (or an approver's note)."""
 OPTION_KEY = "optionId"
 """The key of ``Answer.data`` that names the chosen option of an ACP permission."""
 

@@ -39,26 +39,32 @@ names a toolkit is served under, so it stays off and `SiteGuard` guards ``/mcp``
 
 from __future__ import annotations
 
+import hashlib
 import hmac
+import ipaddress
 import json
 import math
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from .errors import UsageError
 
 __all__ = [
+    "CALLER",
+    "DEFAULT_CALLER",
     "DEFAULT_MAX_BODY",
     "LOOPBACK_HOSTS",
+    "MIN_TOKEN_LENGTH",
     "ASGIApp",
     "BearerAuth",
     "BodyLimit",
     "JsonOnly",
     "SignInLimit",
     "SiteGuard",
+    "check_proxies",
     "check_site",
     "check_token",
     "is_json_type",
@@ -74,6 +80,17 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 DEFAULT_MAX_BODY = 1 << 20
 """The default request body cap: 1 MiB."""
+
+CALLER = "toolnexus.caller"
+"""The ASGI scope key under which `BearerAuth` puts the name of the caller whose token it
+took (absent when no token is required)."""
+
+DEFAULT_CALLER = "a2a"
+"""The name of the one caller of a single ``token``."""
+
+MIN_TOKEN_LENGTH = 16
+"""The shortest token a host may configure. The sign-in limit only slows a guesser down
+(10 a minute per address); a short token would still fall to many addresses guessing."""
 
 
 def rpc_error_body(code: int, message: str, id: Any = None) -> bytes:
@@ -102,9 +119,20 @@ async def _reply(
 
 
 def check_token(token: object) -> str:
-    """A bearer token as given by a host: a non-empty string without whitespace."""
+    """A token as given by a host: a string of at least `MIN_TOKEN_LENGTH` characters
+    without whitespace (the served app's ``token=``, the inbox's users).
+
+    Raises:
+        UsageError: not such a string; the message never repeats the token.
+    """
     if not isinstance(token, str) or not token or any(c.isspace() for c in token):
         raise UsageError("token must be a non-empty string without whitespace")
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise UsageError(
+            f"token is too short ({len(token)} characters; at least {MIN_TOKEN_LENGTH} are "
+            "needed): use a long random secret, such as the output of "
+            "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+        )
     return token
 
 
@@ -181,26 +209,37 @@ class SignInLimit:
 
 
 class BearerAuth:
-    """Refuse every HTTP request that lacks ``Authorization: Bearer <token>``.
+    """Refuse every HTTP request that lacks ``Authorization: Bearer <token>``, and name the
+    caller whose token it is in the scope (`CALLER`).
 
     Args:
         app: the app to protect.
-        token: the expected token.
+        token: the expected token: one caller, named `DEFAULT_CALLER`.
+        callers: instead of ``token``, several callers: their names by the hex sha256 of
+            their tokens (`toolnexus.serve.callers.load_callers` reads a callers file).
         realm: the realm named in the ``WWW-Authenticate`` challenge.
     """
 
-    __slots__ = ("_app", "_challenge", "_expected", "failures")
+    __slots__ = ("_app", "_callers", "_challenge", "failures")
 
     def __init__(
         self,
         app: ASGIApp,
-        token: str,
+        token: str | None = None,
         *,
+        callers: Mapping[str, str] | None = None,
         realm: str = "toolnexus",
         failures: SignInLimit | None = None,
     ) -> None:
+        if (token is None) == (callers is None):
+            raise UsageError("BearerAuth needs a token or callers (not both)")
+        if callers is None:
+            digest = hashlib.sha256(check_token(token).encode()).hexdigest()
+            callers = {digest: DEFAULT_CALLER}
+        if not callers:
+            raise UsageError("BearerAuth needs at least one caller")
         self._app = app
-        self._expected = check_token(token).encode()
+        self._callers = tuple((d.lower().encode(), name) for d, name in callers.items())
         self._challenge = f'Bearer realm="{realm}"'.encode()
         self.failures = failures if failures is not None else SignInLimit()
         """Wrong tokens per client address."""
@@ -218,8 +257,10 @@ class BearerAuth:
             await _reply(send, 429, rpc_error_body(-32600, message), (header,))
             return
         given = _bearer(scope)
-        if given is not None and hmac.compare_digest(given, self._expected):
+        caller = self._caller(given) if given else None
+        if caller is not None:
             self.failures.succeeded(address)
+            scope[CALLER] = caller
             await self._app(scope, receive, send)
             return
         if given is not None:
@@ -233,6 +274,15 @@ class BearerAuth:
             rpc_error_body(-32600, "Unauthorized: a valid bearer token is required"),
             ((b"www-authenticate", challenge),),
         )
+
+    def _caller(self, given: bytes) -> str | None:
+        """The caller whose token ``given`` is: every caller is compared, in constant time."""
+        digest = hashlib.sha256(given).hexdigest().encode()
+        found: str | None = None
+        for expected, name in self._callers:
+            if hmac.compare_digest(digest, expected):
+                found = name
+        return found
 
 
 def _bearer(scope: Scope) -> bytes | None:
@@ -589,23 +639,54 @@ def secure(
     allowed_hosts: Iterable[str] | str | None = None,
     allowed_origins: Iterable[str] | str | None = None,
     public_url: str | None = None,
+    callers: Mapping[str, str] | None = None,
 ) -> ASGIApp:
-    """``app`` behind `SiteGuard`, then (when ``token`` is given) the bearer check, then the
-    body cap (none when ``max_body`` is ``None``). The JSON-RPC endpoints themselves stand
-    behind `JsonOnly` (a route that does not exist stays a 404).
+    """``app`` behind `SiteGuard`, then the bearer check (when ``token`` — one caller — or
+    ``callers`` — several, see `BearerAuth` — is given), then the body cap (none when
+    ``max_body`` is ``None``). The JSON-RPC endpoints themselves stand behind `JsonOnly` (a
+    route that does not exist stays a 404).
 
     The site and the token are checked first, on the headers alone: a page on another site or
     an unauthenticated client cannot make the server read its body at all.
 
     Args:
         app: the app to protect.
-        token: require ``Authorization: Bearer <token>``.
+        token: require ``Authorization: Bearer <token>`` (one caller).
+        callers: ``{name: token}`` of several callers (see `BearerAuth`).
         max_body: the request body cap in bytes.
         allowed_hosts: names the app is served under besides loopback and ``public_url``'s.
         allowed_origins: origins whose pages may call it besides its own.
         public_url: the address clients use (behind a proxy: the proxy's).
     """
     inner: ASGIApp = app if max_body is None else BodyLimit(app, max_body)
-    if token is not None:
-        inner = BearerAuth(inner, token)
+    if token is not None or callers is not None:
+        inner = BearerAuth(inner, token, callers=callers)
     return SiteGuard(inner, hosts=allowed_hosts, origins=allowed_origins, public_url=public_url)
+
+
+def check_proxies(proxies: Iterable[str] | str | None) -> tuple[str, ...]:
+    """The proxies whose ``X-Forwarded-For`` / ``X-Forwarded-Proto`` a server we start
+    believes: IP addresses or networks (``10.0.0.5``, ``10.0.0.0/8``, ``::1``). None by
+    default — not even loopback: a client on the same host could otherwise name any address
+    it likes and never be counted by the sign-in limit.
+
+    Raises:
+        UsageError: an entry that is not an address or a network.
+    """
+    if proxies is None:
+        return ()
+    listed = [proxies] if isinstance(proxies, str) else list(proxies)
+    checked: list[str] = []
+    for entry in listed:
+        if not isinstance(entry, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UsageError(f"a trusted proxy must be an IP address or network, got {entry!r}")
+        try:
+            network = ipaddress.ip_network(entry.strip(), strict=False)
+        except ValueError:
+            raise UsageError(
+                f"a trusted proxy must be an IP address or network (10.0.0.5, 10.0.0.0/8), "
+                f"got {entry!r}"
+            ) from None
+        single = network.num_addresses == 1
+        checked.append(str(network.network_address) if single else str(network))
+    return tuple(checked)

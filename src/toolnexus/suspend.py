@@ -24,6 +24,7 @@ from .suspension import (
     Request,
     new_request_id,
     relay_output_for,
+    with_note,
 )
 
 __all__ = [
@@ -162,7 +163,9 @@ def relay_tool(name: str, description: str, schema: dict[str, Any] | None = None
 def relay_result_from_answer(name: str, answer: Answer, call_id: str | None) -> ToolResult:
     """Map a host's answer for one relayed call to the call's result."""
     if not answer.ok:
-        return ToolResult(f"relay declined for {name}: {answer.reason or 'declined'}", True)
+        return ToolResult(
+            with_note(f"relay declined for {name}: {answer.reason or 'declined'}", answer), True
+        )
     found = relay_output_for(answer, call_id, first=True)
     if found is None:
         return ToolResult(f"no result supplied on resume for {name}", True)

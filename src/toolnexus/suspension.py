@@ -28,6 +28,7 @@ from ._compat import UsageTypeError
 from .errors import AnswerMismatch, InvalidAnswer, UsageError
 
 __all__ = [
+    "NOTE_KEY",
     "RELAY_CALLS_KEY",
     "RELAY_IS_ERROR_KEY",
     "RELAY_KIND",
@@ -39,6 +40,7 @@ __all__ = [
     "Request",
     "WaitFor",
     "answer_declined",
+    "answer_note",
     "answer_output",
     "answer_problem",
     "cancelled_answer",
@@ -48,6 +50,7 @@ __all__ = [
     "new_request_id",
     "relay_answer",
     "relay_calls_of",
+    "with_note",
 ]
 
 RELAY_KIND = "tool_call"
@@ -156,6 +159,31 @@ def cancelled_answer(request_id: str, note: str | None = None) -> Answer:
     return Answer(
         id=request_id, ok=False, reason="cancelled", data={"note": note} if note else None
     )
+
+
+NOTE_KEY = "note"
+"""The key of ``Answer.data`` that holds why a request was declined (or an approver's note)."""
+
+
+def answer_note(answer: Answer) -> str | None:
+    """The human's words in ``answer`` (``data.note``: why they declined, or a note with an
+    approval), stripped, or ``None`` when there are none."""
+    note = answer.data.get(NOTE_KEY) if answer.data else None
+    return note.strip() or None if isinstance(note, str) else None
+
+
+def with_note(text: str, answer: Answer) -> str:
+    """A tool result's text with the human's words after it, so the model hears them.
+
+    The documented shape (docs/suspension.md, "What the model hears"): a decline reads
+    ``declined/expired: <prompt>`` and then ``\nreason: <note>``; an approved call's result
+    reads as the tool returned it and then ``\napprover's note: <note>``. Without a note the
+    text is unchanged (the CONTRACT's byte-exact strings)."""
+    note = answer_note(answer)
+    if note is None:
+        return text
+    label = "approver's note" if answer.ok else "reason"
+    return f"{text}\n{label}: {note}"
 
 
 def answer_problem(answer: Answer) -> str:

@@ -50,6 +50,8 @@ from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
+from ._extras import missing_extra
+
 if TYPE_CHECKING:
     from ._types import ToolResult
     from .llm.base import ModelTurn
@@ -142,9 +144,7 @@ def tracer_for(option: object) -> Any:
         from opentelemetry import trace
     except ImportError:
         if option:
-            raise ImportError(
-                "tracing=True needs OpenTelemetry's API: pip install 'toolnexus[otel]'"
-            ) from None
+            raise missing_extra("tracing=True needs OpenTelemetry's API", "otel") from None
         return None
     from ._version import __version__
 

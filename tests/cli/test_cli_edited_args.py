@@ -154,6 +154,7 @@ async def test_args_on_a_request_that_is_not_an_approval_are_refused(tmp_path: P
 
 async def test_args_for_an_unknown_request_say_it_is_unknown(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'runs.db'}"
+    (tmp_path / "runs.db").touch()  # an existing (empty) store: a missing one is refused first
     code, _, err = await cli("answer", "nope", "--store", url, "--approve", "--args", "{}")
     assert code == 3
     assert 'no halted run waits on request "nope"' in err

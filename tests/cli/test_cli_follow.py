@@ -87,7 +87,7 @@ async def test_answer_wait_json_carries_the_outcome(store_url: str, tmp_path: Pa
     }
     assert record["outcome"]["status"] == "done"
     # the tool never ran: the model saw the decline
-    assert record["outcome"]["text"] == "Done: declined/expired: Refund order W-2?."
+    assert record["outcome"]["text"] == "Done: declined/expired: Refund order W-2?\nreason: no."
     assert not ledger.exists()
 
 

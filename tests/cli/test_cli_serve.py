@@ -130,7 +130,7 @@ async def test_serve_mcp_lists_the_apps_tools_at_slash_mcp(tmp_path: Path) -> No
 
 async def test_serve_token_guards_every_route(tmp_path: Path) -> None:
     async with ScriptedModel(default=brain) as model:
-        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token"}
+        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token-0123456789"}
         async with serving("--a2a", env=env) as served, aiohttp.ClientSession() as http:
             card_url = f"{served.url}/.well-known/agent-card.json"
             async with http.get(card_url) as r:
@@ -139,10 +139,12 @@ async def test_serve_token_guards_every_route(tmp_path: Path) -> None:
                 assert r.status == 401
             async with http.post(f"{served.url}/", json=send_message("refund order B")) as r:
                 assert r.status == 401
-            async with http.get(card_url, headers={"Authorization": "Bearer s3cret-token"}) as r:
+            async with http.get(
+                card_url, headers={"Authorization": "Bearer s3cret-token-0123456789"}
+            ) as r:
                 assert r.status == 200
         _, err = await served.proc.communicate()
-    assert b"s3cret-token" not in err
+    assert b"s3cret-token-0123456789" not in err
     async with aiohttp.ClientSession() as http:  # stopped: the port no longer answers
         with pytest.raises(aiohttp.ClientConnectionError):
             await http.get(card_url)
@@ -157,7 +159,7 @@ async def test_serve_inbox_co_mounts_the_inbox_beside_a2a_outside_the_bearer_tok
     users.write_text(json.dumps({"users": [{"name": "ana", "token": "ana-token-0123456789"}]}))
     inbox_auth = {"Authorization": "Bearer ana-token-0123456789"}
     async with ScriptedModel(default=brain) as model:
-        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token"}
+        env = {**app_env(model, tmp_path), "TOOLNEXUS_SERVE_TOKEN": "s3cret-token-0123456789"}
         args = ("--a2a", "--inbox", "--users", str(users))
         async with serving(*args, env=env) as served, aiohttp.ClientSession() as http:
             assert served.banner.endswith("(a2a, inbox at /inbox)")
@@ -167,7 +169,7 @@ async def test_serve_inbox_co_mounts_the_inbox_beside_a2a_outside_the_bearer_tok
             async with http.post(
                 f"{served.url}/",
                 json=send_message("refund order C-3"),
-                headers={**A2A_HEADERS, "Authorization": "Bearer s3cret-token"},
+                headers={**A2A_HEADERS, "Authorization": "Bearer s3cret-token-0123456789"},
             ) as r:
                 assert r.status == 200
             async with http.get(f"{served.url}/inbox/api/pending", headers=inbox_auth) as r:
@@ -209,6 +211,11 @@ async def test_serve_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         (("--app", "cli_app:make", "--inbox", "--users", "/no/such/users.json"), "users file"),
         (("--app", "cli_app:make", "--a2a", "--port", "70000"), "port out of range"),
         (("--app", "cli_app:make", "--a2a", "--port", "many"), "--port"),
+        (("--app", "cli_app:make", "--a2a", "--callers", "/no/such/callers.json"), "callers"),
+        (
+            ("--app", "cli_app:make", "--a2a", "--callers", "c.json", "--token", "t" * 20),
+            "not both",
+        ),
     ],
 )
 async def test_serve_refuses_bad_apps_and_flags_with_exit_code_2(
@@ -239,8 +246,11 @@ async def test_serve_on_a_port_already_taken_is_a_usage_error(tmp_path: Path) ->
 async def test_serve_help_names_every_option(tmp_path: Path) -> None:
     code, out, _ = await refused("--help", env={**os.environ, "COLUMNS": "200"})
     assert code == 0
-    for option in ("--app", "--a2a", "--mcp", "--inbox", "--users", "--host", "--port", "--token"):
+    options = ("--app", "--a2a", "--mcp", "--inbox", "--users", "--host", "--port", "--token")
+    for option in (*options, "--callers"):
         assert option in out
+    words = " ".join(out.replace("│", " ").split())  # rich wraps the help inside a box
+    assert "each seeing only the A2A tasks it created" in words
 
 
 @pytest.mark.parametrize(
@@ -269,3 +279,52 @@ async def test_a_mistyped_command_line_is_exit_code_2_without_a_traceback(
     assert proc.returncode == 2
     assert b"Traceback" not in out + err
     assert b"Usage" in out + err
+
+
+async def test_serve_callers_gives_each_caller_its_own_token_and_tasks(tmp_path: Path) -> None:
+    import hashlib
+
+    from toolnexus.stores.url import resolve_store
+
+    alice, bob = "alice-token-0123456789", "bob-token-0123456789ab"
+    callers = tmp_path / "callers.json"
+    entries = [
+        {"name": "alice", "token": alice},
+        {"name": "bob", "token_sha256": hashlib.sha256(bob.encode()).hexdigest()},
+    ]
+    callers.write_text(json.dumps({"callers": entries}))
+
+    def as_(token: str) -> dict[str, str]:
+        return {**A2A_HEADERS, "Authorization": f"Bearer {token}"}
+
+    async def call(http: aiohttp.ClientSession, url: str, token: str, body: Any) -> Any:
+        async with http.post(f"{url}/", json=body, headers=as_(token)) as r:
+            assert r.status == 200
+            return await r.json()
+
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "ListTasks", "params": {}}
+    async with ScriptedModel(default=brain) as model:
+        env = app_env(model, tmp_path)
+        args = ("--a2a", "--callers", str(callers))
+        async with serving(*args, env=env) as served, aiohttp.ClientSession() as http:
+            async with http.post(f"{served.url}/", json=listing, headers=as_("x" * 20)) as r:
+                assert r.status == 401
+            made = await call(http, served.url, alice, send_message("refund order D-1"))
+            task = made["result"]["task"]
+            assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+            theirs = await call(http, served.url, bob, listing)
+            assert theirs["result"]["tasks"] == []
+            getting = {"jsonrpc": "2.0", "id": 3, "method": "GetTask", "params": {"id": task["id"]}}
+            assert (await call(http, served.url, bob, getting))["error"]["code"] == -32001
+            mine = await call(http, served.url, alice, listing)
+            assert [t["id"] for t in mine["result"]["tasks"]] == [task["id"]]
+            yes = send_message("yes")
+            yes["params"]["message"]["taskId"] = task["id"]
+            done = await call(http, served.url, alice, yes)
+            assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        _, err = await served.proc.communicate()
+    assert alice.encode() not in err
+    assert Path(env["TN_LEDGER"]).read_text() == "refunded D-1\n"
+    async with resolve_store(env["TN_STORE"]) as runs:
+        [answered] = await runs.list_history()
+    assert answered.answered_by == "alice"

@@ -157,7 +157,9 @@ async def test_a_cancel_ends_the_run_and_a_later_answer_is_refused(
 async def test_bad_flags_get_a_message_and_a_code_not_a_traceback(
     tmp_path: Path, args: list[str], code: int, says: str
 ) -> None:
-    got, out, err = await cli(*args, "--store", f"sqlite:///{tmp_path / 'runs.db'}")
+    url = f"sqlite:///{tmp_path / 'runs.db'}"
+    (tmp_path / "runs.db").touch()  # an existing (empty) store: a missing one is refused first
+    got, out, err = await cli(*args, "--store", url)
     assert got == code, (out, err)
     assert says in err
     assert "Traceback" not in err
@@ -212,4 +214,4 @@ async def test_help_lists_every_command_and_a_missing_extra_is_named() -> None:
     )
     _, err = await proc.communicate()
     assert proc.returncode == 2
-    assert "pip install 'toolnexus[cli]'" in err.decode()
+    assert "pip install 'toolnexus-sdk[cli]'" in err.decode()

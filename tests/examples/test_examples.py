@@ -51,6 +51,14 @@ def test_approval_gate_asks_on_the_terminal(typed: str, expected: str) -> None:
     assert expected in out
 
 
+def test_approval_gate_with_stdin_closed_declines_instead_of_crashing() -> None:
+    out = run("approval_gate.py", stdin="")  # EOF at once, as from /dev/null
+    assert "(no input: declined)" in out
+    assert (
+        "status=done: Result: declined/expired: Refund order #4021?\nreason: no one to ask." in out
+    )
+
+
 def test_login_url_delivers_the_link_and_retries_after_login() -> None:
     out = run("login_url.py")
     assert "open https://bank.example/login?t=abc" in out

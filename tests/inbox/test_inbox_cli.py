@@ -44,10 +44,18 @@ def test_the_memory_store_is_refused(capsys: Any, users: Path) -> None:
         ('{"users": []}', "at least one user"),
         ('{"users": [{"name": "ana"}]}', "exactly one of token or token_sha256"),
         ('{"users": [{"name": "ana", "token": "a b"}]}', "without whitespace"),
-        ('{"users": [{"name": "a", "token": "t1"}, {"name": "a", "token": "t2"}]}', "share a name"),
+        (
+            '{"users": [{"name": "a", "token": "token-one-0123456"}, '
+            '{"name": "a", "token": "token-two-0123456"}]}',
+            "share a name",
+        ),
         ('{"users": [{"name": "ana", "token_sha256": "xyz"}]}', "64 hex digits"),
-        ('{"users": [{"name": "ana", "token": "t", "role": "admin"}]}', "unknown keys"),
-        ('{"users": [{"name": "ana", "token": "t", "kinds": "approval"}]}', "list of kind names"),
+        ('{"users": [{"name": "ana", "token": "token-0123456789", "role": "x"}]}', "unknown keys"),
+        (
+            '{"users": [{"name": "ana", "token": "token-0123456789", "kinds": "approval"}]}',
+            "list of kind names",
+        ),
+        ('{"users": [{"name": "ana", "token": "fifteen-chars-x"}]}', "at least 16"),
     ],
 )
 def test_a_bad_users_file_is_a_usage_error(

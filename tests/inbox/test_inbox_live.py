@@ -87,6 +87,54 @@ async def test_the_event_stream_tells_of_arrivals_and_answers_made_by_another_pr
         await theirs.aclose()
 
 
+class SlowFirstLook(SqliteStore):
+    """The real store, whose first look for arrivals waits until the test lets it go (a
+    store under load): what the stream promises must not depend on that look's timing."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, poll_interval=0.02)
+        self.looking = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def search_pending(self, **options: Any) -> list[PendingEntry]:
+        if not self.looking.is_set():
+            self.looking.set()
+            await self.go.wait()
+        return await super().search_pending(**options)
+
+
+async def test_hello_comes_after_the_first_look_so_no_arrival_after_it_is_missed(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "slow.db"
+    mine, theirs = SlowFirstLook(path), SqliteStore(path, poll_interval=0.02)
+    app = make_app(mine, poll_interval=0.05)
+    try:
+        async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=30) as http:
+            await login(http)
+            async with http.stream("GET", "/events") as response:
+                stream = events(response)
+                hello = asyncio.ensure_future(until(stream, "hello"))
+                await mine.looking.wait()  # the watcher's first look has begun, and waits
+                # While it waits, hello must not come (before the fix it came at once, and a
+                # request saved after it was then taken by the first look as already there).
+                # The fixed stream cannot say hello here, whatever the timing; the wait only
+                # gives the old one its chance to.
+                said, _ = await asyncio.wait({hello}, timeout=0.5)
+                if said:
+                    await theirs.save_halt(halted("late-1"))
+                mine.go.set()
+                await hello
+                if not said:
+                    await theirs.save_halt(halted("late-1"))  # right after hello
+                arrived = await until(stream, "arrived")
+                assert arrived["id"] == "late-1"
+    finally:
+        await app.aclose()
+        await mine.aclose()
+        await theirs.aclose()
+
+
 async def test_two_inboxes_on_one_store_notify_each_new_request_once(tmp_path: Path) -> None:
     path = tmp_path / "notify.db"
     stores = [SqliteStore(path, poll_interval=0.02) for _ in range(2)]
@@ -195,7 +243,7 @@ async def test_serve_co_mounts_the_inbox_beside_a_token_guarded_endpoint(tmp_pat
         toolkit,
         client=client,
         a2a={"name": "helper"},
-        token="s3cret-token",
+        token="s3cret-token-0123456789",
         inbox={"users": USERS, "path": "/approvals"},
         recover_every=None,
     )

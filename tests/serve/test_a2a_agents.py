@@ -52,7 +52,10 @@ async def test_a_teammates_question_reaches_the_caller_and_the_follow_up_resumes
     async with sdk_client(served.url) as client:
         async with httpx.AsyncClient() as http:
             card = (await http.get(served.url + "/.well-known/agent-card.json")).json()
-        assert [s["id"] for s in card["skills"]] == ["lead"]
+        assert [(s["id"], s["description"], s["tags"]) for s in card["skills"]] == [
+            ("lead", "handles customers", ["agent"]),
+            ("clerk", "refunds orders", ["team"]),  # the card tells the caller the team
+        ]
         task = await send(client, user_message("refund order 42"))
         assert task.status.state == pb.TASK_STATE_INPUT_REQUIRED
         request = MessageToDict(task.status.message.parts[1].data)

@@ -183,7 +183,7 @@ async def test_an_answer_that_fails_the_requests_schema_is_refused_and_the_task_
 
 
 async def test_a_missing_or_wrong_token_is_401_on_every_route(serve_refunds: Serve) -> None:
-    served = await serve_refunds(token="t0ken")
+    served = await serve_refunds(token="t0ken-0123456789ab")
     async with httpx.AsyncClient() as http:
         card = await http.get(served.url + "/.well-known/agent-card.json")
         assert card.status_code == 401
@@ -191,7 +191,8 @@ async def test_a_missing_or_wrong_token_is_401_on_every_route(serve_refunds: Ser
         wrong = await http.post(served.url + "/", json={}, headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401
         ok = await http.get(
-            served.url + "/.well-known/agent-card.json", headers={"Authorization": "Bearer t0ken"}
+            served.url + "/.well-known/agent-card.json",
+            headers={"Authorization": "Bearer t0ken-0123456789ab"},
         )
         assert ok.status_code == 200
         assert "t0ken" not in ok.text
@@ -200,7 +201,7 @@ async def test_a_missing_or_wrong_token_is_401_on_every_route(serve_refunds: Ser
             served.url,
             "SendMessage",
             ref_message("refund"),
-            headers={"Authorization": "Bearer t0ken"},
+            headers={"Authorization": "Bearer t0ken-0123456789ab"},
         )
         assert "t0ken" not in str(body)
 

@@ -23,7 +23,14 @@ async def test_the_card_names_the_endpoint_for_a2a_1_0_and_0_3(serve_refunds: Se
         assert card["name"] == "refunds"
         assert card["protocolVersion"] == "0.3.0"
         assert card["url"] == served.url + "/"
-        assert card["skills"] == []  # SKILL.md skills only, never raw tools
+        assert card["skills"] == [  # the toolkit's tool, by name and description only
+            {
+                "id": "refund",
+                "name": "refund",
+                "description": "Refund an order (needs approval).",
+                "tags": ["tool"],
+            }
+        ]
         versions = [i["protocolVersion"] for i in card["supportedInterfaces"]]
         assert versions == ["1.0", "0.3"]
         other = await http.get(served.url + "/other")
@@ -250,8 +257,8 @@ async def test_one_served_app_answers_a2a_and_mcp_behind_one_token(
     from mcp.client.client import Client
     from mcp.client.streamable_http import streamable_http_client
 
-    served = await serve_refunds(mcp={"name": "tools"}, token="s3cret")
-    http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret"})
+    served = await serve_refunds(mcp={"name": "tools"}, token="s3cret-0123456789")
+    http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-0123456789"})
     async with http:
         card = await http.get(f"{served.url}/.well-known/agent-card.json")
         assert card.status_code == 200

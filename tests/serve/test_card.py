@@ -1,5 +1,5 @@
-"""The agent card (pure): the contract's defaults, skills from SKILL.md only, the profile's
-checks."""
+"""The agent card (pure): the contract's defaults, the skills it is given (SKILL.md skills and,
+with their tags, tools or a team), the profile's checks."""
 
 from __future__ import annotations
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -85,7 +86,8 @@ async def test_a_task_without_a_string_id_is_refused(store: TaskStore) -> None:
 async def test_the_file_store_skips_unreadable_files_and_writes_atomically(tmp_path: Path) -> None:
     files = FileTaskStore(tmp_path / "t")
     await files.save(task("a/b", "working"))
-    assert [p.name for p in (tmp_path / "t").iterdir()] == ["a_b.json"]
+    shown = [p.name for p in (tmp_path / "t").iterdir() if not p.name.startswith(".")]
+    assert shown == ["a_b.json"]  # beside the index and the claims (.contexts)
     (tmp_path / "t" / "broken.json").write_text("{not json")
     (tmp_path / "t" / "list.json").write_text("[1, 2]")
     assert await files.get("broken") is None
@@ -148,3 +150,75 @@ async def test_a_host_store_with_only_get_and_save_serves_the_pause(
     assert own.rows[task.id]["status"]["state"] == "completed"
     assert len(ledger_lines(ledger)) == 1
     assert resolve_task_store_only(own) is own
+
+
+# -- the context claim and the caller filter, on every backend ------------------------------------
+
+
+def owned(id: str, state: str, owner: str | None, context: str = "c1") -> dict[str, Any]:
+    out = task(id, state, context)
+    if owner is not None:
+        out["_toolnexus"]["owner"] = owner
+    return out
+
+
+async def test_a_context_is_claimed_by_one_task_and_the_loser_writes_nothing(
+    store: TaskStore,
+) -> None:
+    assert await store.claim_context("c1", "t1", lease_s=300, task=task("t1", "submitted")) is None
+    assert await store.get("t1") == task("t1", "submitted")
+    lost = await store.claim_context("c1", "t2", lease_s=300, task=task("t2", "submitted"))
+    assert lost == "t1"
+    assert await store.get("t2") is None
+    assert [t["id"] for t in await store.list(context_id="c1")] == ["t1"]
+    assert await store.claim_context("c1", "t1", lease_s=300) is None  # its holder renews it
+    assert await store.claim_context("c2", "t3", lease_s=300) is None  # another context
+
+
+@pytest.mark.parametrize("state", ["completed", "failed", "canceled", "input-required"])
+async def test_saving_the_holder_out_of_working_frees_its_context(
+    store: TaskStore, state: str
+) -> None:
+    await store.claim_context("c1", "t1", lease_s=300, task=task("t1", "submitted"))
+    await store.save(task("t1", "working"))
+    assert await store.claim_context("c1", "t2", lease_s=300) == "t1"
+    await store.save(task("t1", state))
+    assert await store.claim_context("c1", "t2", lease_s=300, task=task("t2", "submitted")) is None
+    await store.save(task("t1", "completed"))  # a save of the old holder frees nothing now
+    assert await store.claim_context("c1", "t3", lease_s=300) == "t2"
+
+
+async def test_a_claim_whose_lease_ran_out_or_was_given_up_is_free(store: TaskStore) -> None:
+    await store.claim_context("c1", "t1", lease_s=0, task=task("t1", "working"))
+    assert await store.claim_context("c1", "t2", lease_s=300) is None  # t1's process died
+    assert await store.hold_context("c1", "t1", lease_s=300) is False  # t1 holds it no more
+    assert await store.hold_context("c1", "t2", lease_s=300) is True
+    assert await store.claim_context("c1", "t3", lease_s=300) == "t2"
+    assert await store.hold_context("c1", "t2", lease_s=0) is True  # given up (a stop)
+    assert await store.claim_context("c1", "t3", lease_s=300) is None
+
+
+async def test_twenty_racing_claims_on_one_context_have_one_winner(store: TaskStore) -> None:
+    racers = [task(f"t{i}", "submitted", "race") for i in range(20)]
+    results = await asyncio.gather(
+        *(store.claim_context("race", t["id"], lease_s=300, task=t) for t in racers)
+    )
+    winners = [t["id"] for t, held in zip(racers, results, strict=True) if held is None]
+    assert len(winners) == 1
+    assert set(results) == {None, winners[0]}
+    assert [t["id"] for t in await store.list(context_id="race")] == winners
+
+
+async def test_a_caller_lists_its_own_tasks_and_those_made_without_a_caller(
+    store: TaskStore,
+) -> None:
+    await store.save(owned("a1", "completed", "alice"))
+    await store.save(owned("b1", "completed", "bob"))
+    await store.save(owned("n1", "completed", None))
+    await store.save(owned("a2", "working", "alice", "c2"))
+    assert [t["id"] for t in await store.list(caller="alice")] == ["a2", "n1", "a1"]
+    assert [t["id"] for t in await store.list(caller="bob")] == ["n1", "b1"]
+    assert [t["id"] for t in await store.list(caller="alice", context_id="c1")] == ["n1", "a1"]
+    assert [t["id"] for t in await store.list(caller="alice", state="working")] == ["a2"]
+    assert len(await store.list()) == 4  # no caller: every task
+    assert await store.get("b1") == owned("b1", "completed", "bob")  # the owner is kept

@@ -64,7 +64,7 @@ def test_without_psycopg_creating_the_store_names_the_extra() -> None:
         "    print(exc)\n"
     )
     assert done.returncode == 0, done.stderr
-    assert "pip install 'toolnexus[postgres]'" in done.stdout
+    assert "pip install 'toolnexus-sdk[postgres]'" in done.stdout
 
 
 # -- construction -------------------------------------------------------------------------

@@ -8,7 +8,7 @@
     toolnexus tools    [--config mcp.json] [--skills DIR] [--json]
     toolnexus worker   --app module:factory
     toolnexus serve    --app module:factory [--a2a] [--mcp] [--inbox [--users FILE]]
-                       [--host H] [--port P] [--token T]
+                       [--host H] [--port P] [--token T | --callers FILE]
     toolnexus inbox    --store URL --users FILE [--host H] [--port P]   (the approvals page)
     toolnexus run      [--once PROMPT] ...   (a chat REPL with terminal approvals)
 
@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import sys
 
+from .._extras import extra_hint
+
 __all__ = ["main"]
 
 
@@ -32,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
         if exc.name not in ("typer", "rich", "click"):
             raise
         print(
-            "the toolnexus command line needs typer and rich: pip install 'toolnexus[cli]'",
+            f"the toolnexus command line needs typer and rich: {extra_hint('cli')}",
             file=sys.stderr,
         )
         return 2

@@ -3,6 +3,11 @@
 Every command returns an exit code (see `toolnexus.cli.codes`) instead of raising: a store
 URL with a typo, conflicting flags or an unknown request is a one-line message on stderr and a
 meaningful code, never a traceback. ``--json`` writes machine-readable output on stdout.
+
+What a person reads goes through `_say` (and the tables through `render.cell`): text made
+visible, so no control character or escape sequence from a prompt, a reply or an error reaches
+the terminal (see `toolnexus._visible`). ``--json`` goes through `_json`: exact JSON, with
+those characters as ``\\uXXXX`` escapes.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .._visible import escape_json, visible
 from ..errors import (
     AnswerConflict,
     InvalidAnswer,
@@ -48,12 +54,31 @@ AllowOriginOpt = Annotated[
         "https://ui.example.com.",
     ),
 ]
+TrustedProxyOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--trusted-proxy",
+        help="A proxy (address or network) whose X-Forwarded-For is believed; repeatable. "
+        "None by default, loopback included.",
+    ),
+]
+
+
+def _say(text: str, *, err: bool = False) -> None:
+    """One message for a person, made visible (newlines and tabs kept as layout)."""
+    typer.echo(visible(text, keep="\n\t"), err=err)
+
+
+def _json(value: Any) -> str:
+    """``value`` as one line of JSON: exactly the data, with nothing raw a terminal obeys or a
+    reader cannot see (``\\u202e``, ``\\u009b``), and other characters kept readable."""
+    return escape_json(json.dumps(value, ensure_ascii=False))
 
 
 def _fail(message: str, code: int) -> int:
     # Some library messages carry the prefix already (the pinned "toolnexus: the answer is
     # malformed: …"): say it once.
-    typer.echo(f"toolnexus: {message.removeprefix('toolnexus: ')}", err=True)
+    _say(f"toolnexus: {message.removeprefix('toolnexus: ')}", err=True)
     return code
 
 
@@ -125,7 +150,7 @@ def build() -> Callable[[list[str] | None], int]:
                 )
             if as_json:
                 for e in entries:
-                    typer.echo(json.dumps(_entry_json(e), ensure_ascii=False))
+                    typer.echo(_json(_entry_json(e)))
                 return codes.OK
             from .render import pending_table
 
@@ -192,12 +217,12 @@ def build() -> Callable[[list[str] | None], int]:
                 by = f" as {who}" if who else ""
                 if not wait:
                     if as_json:
-                        typer.echo(json.dumps(record_json(record), ensure_ascii=False))
+                        typer.echo(_json(record_json(record)))
                     else:
-                        typer.echo(f"{request_id}: {verdict}{by}; a worker resumes the run")
+                        _say(f"{request_id}: {verdict}{by}; a worker resumes the run")
                     return codes.OK
                 if not as_json:
-                    typer.echo(f"{request_id}: {verdict}{by}", err=True)
+                    _say(f"{request_id}: {verdict}{by}", err=True)
                 return await _follow(runs, request_id, timeout, as_json)
 
         return _guarded(work)
@@ -216,9 +241,9 @@ def build() -> Callable[[list[str] | None], int]:
             async with open_store(store) as runs:
                 record = await runs.cancel(request_id, reason=reason, answered_by=who)
             if as_json:
-                typer.echo(json.dumps(record_json(record), ensure_ascii=False))
+                typer.echo(_json(record_json(record)))
             else:
-                typer.echo(f"{request_id}: cancelled")
+                _say(f"{request_id}: cancelled")
             return codes.OK
 
         return _guarded(work)
@@ -269,7 +294,7 @@ def build() -> Callable[[list[str] | None], int]:
                 ]
                 status, errors = toolkit.mcp_status(), toolkit.mcp_errors()
             if as_json:
-                typer.echo(json.dumps({"tools": listed, "mcp": status, "mcp_errors": errors}))
+                typer.echo(_json({"tools": listed, "mcp": status, "mcp_errors": errors}))
             else:
                 from .render import tools_table
 
@@ -321,6 +346,15 @@ def build() -> Callable[[list[str] | None], int]:
                 help="Require this bearer token on every route (or TOOLNEXUS_SERVE_TOKEN).",
             ),
         ] = None,
+        callers: Annotated[
+            str | None,
+            typer.Option(
+                help='A callers file (JSON: {"callers": [{"name", "token" or '
+                '"token_sha256"}]}): several callers, each with its own bearer token, each '
+                "seeing only the A2A tasks it created (instead of --token; see docs/serving.md).",
+            ),
+        ] = None,
+        trusted_proxy: TrustedProxyOpt = None,
         allow_host: AllowHostOpt = None,
         allow_origin: AllowOriginOpt = None,
         insecure: Annotated[
@@ -344,6 +378,8 @@ def build() -> Callable[[list[str] | None], int]:
             host=host,
             port=port,
             token=token,
+            callers=callers,
+            trusted_proxies=tuple(trusted_proxy or ()),
             allow_hosts=tuple(allow_host or ()),
             allow_origins=tuple(allow_origin or ()),
             insecure=insecure,
@@ -361,7 +397,7 @@ def build() -> Callable[[list[str] | None], int]:
         webhook: Annotated[str | None, typer.Option(help="POSTed once per new request.")] = None,
         poll_interval: Annotated[float, typer.Option(help="Seconds between store polls.")] = 1.0,
         secret_file: Annotated[
-            str | None, typer.Option(help="A file holding the session-signing secret.")
+            str | None, typer.Option(help="No longer used (sessions are kept in the store).")
         ] = None,
         public_url: Annotated[
             str | None, typer.Option(help="The inbox's address, for links.")
@@ -372,6 +408,7 @@ def build() -> Callable[[list[str] | None], int]:
             int,
             typer.Option(help="Wrong tokens per client address per minute before 429 (0: off)."),
         ] = 10,
+        trusted_proxy: TrustedProxyOpt = None,
     ) -> int:
         """Serve the approvals inbox page over a run store (a worker resumes the runs)."""
         from .inbox import read_secret, run_inbox
@@ -393,6 +430,7 @@ def build() -> Callable[[list[str] | None], int]:
                 allowed_hosts=allow_host or [],
                 allowed_origins=allow_origin or [],
                 max_failed_sign_ins=max_failed_sign_ins,
+                trusted_proxies=tuple(trusted_proxy or ()),
             )
         )
 
@@ -478,14 +516,14 @@ async def _follow(runs: Any, request_id: str, timeout: float | None, as_json: bo
         )
     outcome = record.outcome or {}
     if as_json:
-        typer.echo(json.dumps({**record_json(record), "outcome": outcome}, ensure_ascii=False))
+        typer.echo(_json({**record_json(record), "outcome": outcome}))
     else:
         status = outcome.get("status", record.status)
-        typer.echo(f"{request_id}: {record.status} ({status})", err=True)
+        _say(f"{request_id}: {record.status} ({status})", err=True)
         if outcome.get("pending"):
-            typer.echo(f"the run asks again: request {outcome['pending']}", err=True)
+            _say(f"the run asks again: request {outcome['pending']}", err=True)
         if outcome.get("text"):
-            typer.echo(str(outcome["text"]))
+            _say(str(outcome["text"]))  # the model's reply
     return codes.EXPIRED if record.status == "expired" else codes.OK
 
 

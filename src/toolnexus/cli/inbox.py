@@ -14,7 +14,9 @@ __all__ = ["read_secret", "run_inbox"]
 
 
 def read_secret(path: str | None) -> bytes | None:
-    """The session-signing secret kept in ``path`` (surrounding whitespace dropped).
+    """The secret kept in ``path`` (surrounding whitespace dropped): no longer used by the
+    inbox, whose sessions are kept in the store, and still checked so that a deployment
+    that names one keeps starting the same way.
 
     Raises:
         UsageError: the file cannot be read or is empty.
@@ -47,6 +49,7 @@ async def run_inbox(
     allowed_hosts: list[str] | None = None,
     allowed_origins: list[str] | None = None,
     max_failed_sign_ins: int = 10,
+    trusted_proxies: tuple[str, ...] = (),
 ) -> int:
     """Serve the inbox over the store at ``store_url`` until SIGINT/SIGTERM.
 
@@ -54,13 +57,16 @@ async def run_inbox(
     and ``allowed_hosts``), unless it is a wildcard (``0.0.0.0``, ``::``).
     """
     from ..inbox import inbox_app
+    from ..security import check_proxies
     from ..serve.server import WILDCARDS, start
 
     hosts = list(allowed_hosts or ())
     if host not in WILDCARDS:
         hosts.append(host)
 
-    async with open_store(store_url) as store:
+    proxies = check_proxies(trusted_proxies)
+
+    async with open_store(store_url, create=True) as store:
         app = inbox_app(
             store,
             users=users,
@@ -77,7 +83,9 @@ async def run_inbox(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         host_part = f"[{host}]" if ":" in host else host
-        served = await start(app, f"{host_part}:{port}", on_stop=app.aclose)
+        served = await start(
+            app, f"{host_part}:{port}", on_stop=app.aclose, trusted_proxies=proxies
+        )
         typer.echo(f"inbox: {served.url}/", err=False)
         try:
             await app.start()

@@ -13,6 +13,12 @@ during a question is a decline, never a traceback.
 With no endpoint (``--base-url``, or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``) the REPL
 talks to a scripted local model: type a tool's name and its arguments (JSON, or
 ``key=value`` pairs) to have it call that tool.
+
+Everything the REPL writes — the model's streamed text, each call's arguments, each result,
+each prompt and option — goes through `_say` or `_read`, which make it visible
+(`toolnexus._visible`): the model or a tool cannot clear the screen, write the clipboard, hide
+a link target or reorder what the person reads; newlines and tabs stay (the output is lines),
+a carriage return does not.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
 from .._types import ToolResult
+from .._visible import escape_json, visible
 from ..errors import RunCancelled, ToolnexusError, UsageError
 from ..intake import (
     Accepts,
@@ -69,15 +76,25 @@ class Settings:
     builtins: bool = True
 
 
+_LAYOUT = "\n\t"
+"""What the REPL's output keeps raw: it is lines (a carriage return would overwrite one)."""
+
+
 def _say(text: str = "", end: str = "\n") -> None:
-    sys.stdout.write(text + end)
+    sys.stdout.write(visible(text, keep=_LAYOUT) + end)
     sys.stdout.flush()
 
 
+def _warn(text: str) -> None:
+    sys.stderr.write(visible(text, keep=_LAYOUT) + "\n")
+    sys.stderr.flush()
+
+
 def _read(prompt: str) -> str | None:
-    """One line from the terminal; ``None`` at end of input."""
+    """One line from the terminal (after ``prompt``, made visible); ``None`` at end of
+    input."""
     try:
-        return input(prompt)
+        return input(visible(prompt, keep=_LAYOUT))
     except EOFError:
         _say()
         return None
@@ -155,7 +172,7 @@ class Session:
                 if kind == "text":
                     _say(event["delta"], end="")
                 elif kind == "tool_call":
-                    _say(f"\n→ {event['name']} {json.dumps(event['args'], ensure_ascii=False)}")
+                    _say(f"\n→ {event['name']} {_json(event['args'])}")
                 elif kind == "tool_result":
                     mark = "✗" if event["is_error"] else "←"
                     _say(f"{mark} {_clip(str(event['output']))}")
@@ -166,8 +183,7 @@ class Session:
             return codes.INTERRUPTED
         except ToolnexusError as exc:  # the model is unreachable, refused the key, …
             _say()
-            sys.stderr.write(f"toolnexus: the turn failed: {exc}\n")
-            sys.stderr.flush()
+            _warn(f"toolnexus: the turn failed: {exc}")
             return codes.FAILED
         _say()
         if result is not None and result.status == "incomplete":
@@ -181,7 +197,7 @@ class Session:
         name = info["name"]
         if "answer" in info or name in self.allowed:
             return None
-        args = json.dumps(info["args"], ensure_ascii=False)
+        args = _json(info["args"])
         while True:
             choice = await _ask(f"\nrun {name} {_clip(args)}? [y]es [n]o [a]lways [e]dit: ")
             if choice is None or choice.strip().lower() in ("n", "no"):
@@ -339,6 +355,12 @@ def _typed(text: str, spec: dict[str, Any]) -> Any:
 
 async def _ask(prompt: str) -> str | None:
     return await asyncio.to_thread(_read, prompt)
+
+
+def _json(value: Any) -> str:
+    """Arguments as JSON that parses back to exactly them, invisible characters escaped
+    (``\\u202e``): what is shown can be typed back at ``[e]dit``."""
+    return escape_json(json.dumps(value, ensure_ascii=False))
 
 
 def _clip(text: str) -> str:

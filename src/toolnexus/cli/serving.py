@@ -4,6 +4,8 @@ The factory is the one ``toolnexus worker`` loads (``(client, toolkit)``, a list
 taken as a toolkit of those tools). ``--a2a`` and ``--mcp`` turn on each profile with its
 defaults; without them the toolkit's own ``a2a`` / ``mcpServer`` config keys decide.
 ``--inbox`` co-mounts the approvals inbox under ``/inbox``, over the client's run store.
+``--token`` guards every route with one bearer token; ``--callers FILE`` with one token per
+caller, each caller seeing only its own A2A tasks (`toolnexus.serve.callers`).
 
 Once listening it prints one line on stdout, ``serving http://host:port (a2a, mcp, inbox)``,
 so a script (or a test) reads the bound port when ``--port 0`` picked it. SIGINT and SIGTERM
@@ -47,6 +49,8 @@ class ServeOptions:
     host: str = "127.0.0.1"
     port: int = 8000
     token: str | None = None
+    callers: str | None = None
+    trusted_proxies: tuple[str, ...] = ()
     allow_hosts: tuple[str, ...] = ()
     allow_origins: tuple[str, ...] = ()
     insecure: bool = False
@@ -69,8 +73,11 @@ def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
     """The keyword arguments of `toolnexus.serve.serve` for ``options``.
 
     Raises:
-        UsageError: nothing would be served, or ``--users`` without ``--inbox``.
+        UsageError: nothing would be served, ``--users`` without ``--inbox``, or both
+            ``--token`` and ``--callers``.
     """
+    if options.token is not None and options.callers is not None:
+        raise UsageError("give --token (one caller) or --callers FILE (several), not both")
     if options.users is not None and not options.inbox:
         raise UsageError("--users applies only with --inbox")
     if options.inbox and options.users is None:
@@ -89,6 +96,10 @@ def serve_kwargs(options: ServeOptions, toolkit: Any) -> dict[str, Any]:
         "allowed_origins": list(options.allow_origins),
         "insecure": options.insecure,
     }
+    if options.callers is not None:
+        kwargs["callers"] = options.callers
+    if options.trusted_proxies:
+        kwargs["trusted_proxies"] = options.trusted_proxies
     if options.a2a:
         kwargs["a2a"] = True
     if options.mcp:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -19,11 +20,16 @@ __all__ = ["open_store", "parse_age", "record_json", "reply_from_flags"]
 
 
 @contextlib.asynccontextmanager
-async def open_store(url: str) -> AsyncGenerator[RunStore]:
+async def open_store(url: str, *, create: bool = False) -> AsyncGenerator[RunStore]:
     """The durable run store at ``url``, closed afterwards.
 
+    A SQLite file that does not exist is refused, not created, unless ``create``: the commands
+    that only read and answer would make an empty database of a mistyped path. (The inbox, a
+    server that waits for runs to halt, creates it.)
+
     Raises:
-        UsageError: ``url`` names no durable store (``memory`` would forget at once).
+        UsageError: ``url`` names no durable store (``memory`` would forget at once), or a
+            SQLite file that does not exist.
         ImportError: a Postgres URL without the ``postgres`` extra.
     """
     from ..stores.url import resolve_store
@@ -35,12 +41,25 @@ async def open_store(url: str) -> AsyncGenerator[RunStore]:
     store: Any = resolve_store(url)
     if not callable(getattr(store, "post_answer", None)):
         raise UsageError(f"the store at {url!r} keeps no halted runs")
+    path = getattr(store, "path", None)
+    if not create and isinstance(path, str) and path != ":memory:" and not _is_file(path):
+        # Opening would create an empty database: a typo in --store would list nothing,
+        # call every request unknown and leave a stray file behind.
+        raise UsageError(
+            f"no store at {url!r}: the SQLite file {path!r} does not exist (check the path; "
+            "the app that halts the runs creates it)"
+        )
     try:
         yield store
     finally:
         close = getattr(store, "aclose", None)
         if close is not None:
             await close()
+
+
+def _is_file(path: str) -> bool:
+    """One stat at a command's start, before the store is opened (nothing else to wait for)."""
+    return os.path.isfile(path)
 
 
 def reply_from_flags(

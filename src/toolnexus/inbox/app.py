@@ -15,7 +15,7 @@ import importlib.resources
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import CheckpointError, UsageError
+from ..errors import CheckpointError, StoreError, UsageError
 from ..security import (
     DEFAULT_MAX_BODY,
     BodyLimit,
@@ -28,10 +28,14 @@ from ..security import (
 )
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
+from ..stores.sessions import SessionStore
 from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
 from .html import CSP, Markup, esc, href, page, quote_id
-from .live import OnRequest, Watcher
-from .views import Views
+from .live import OnRequest, Watcher, log
+from .pages import unreadable_body
+from .paths import Action, request_target
+from .sessions import Sessions, check_csrf, csrf_token
+from .views import Views, unreadable_message
 
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
@@ -58,6 +62,7 @@ class InboxApp:
     Attributes:
         store: the run store answers are recorded in.
         users: who may sign in.
+        sessions: the signed-in people (kept in the store).
         watcher: the poller behind live events and notifications.
     """
 
@@ -88,8 +93,15 @@ class InboxApp:
                 f"{type(store).__name__} has no search_pending / count_pending / list_history "
                 "/ take_unannounced"
             )
+        kept = getattr(store, "sessions", None)
+        if not isinstance(kept, SessionStore):
+            raise UsageError(
+                "the inbox keeps its sessions in the store (memory, sqlite or postgres): "
+                f"{type(store).__name__} has no sessions"
+            )
         self.store = store
         self.users = users
+        self.sessions = Sessions(kept, users)
         self._owns_store = owns_store
         self._public = public_url.rstrip("/") if public_url else None
         self._secure = secure_cookies
@@ -104,16 +116,27 @@ class InboxApp:
         )
         self.views = Views(store, store, per_page=per_page)
         self.title = title
+        pages: _Targets = {
+            ("GET", None): self._guard(self._detail),
+            ("GET", "status"): self._guard(self._status),
+            ("POST", "answer"): self._guard(self._answer),
+            ("POST", "cancel"): self._guard(self._cancel),
+            # A refused post leaves the browser on its action URL: a GET there (a reload, a
+            # bookmark) goes to the request's page.
+            ("GET", "answer"): self._to_detail,
+            ("GET", "cancel"): self._to_detail,
+        }
+        api: _Targets = {
+            ("GET", None): self._guard(self._api_detail, api=True),
+            ("POST", "answer"): self._guard(self._api_answer, api=True),
+            ("POST", "cancel"): self._guard(self._api_cancel, api=True),
+        }
+        either = ["GET", "POST"]
         routes = [
             Route("/", self._guard(self._list)),
-            Route("/requests/{rid:path}/answer", self._guard(self._answer), methods=["POST"]),
-            Route("/requests/{rid:path}/cancel", self._guard(self._cancel), methods=["POST"]),
-            Route("/requests/{rid:path}/status", self._guard(self._status)),
-            # A refused post leaves the browser on its action URL: a GET there (a reload, a
-            # bookmark) goes to the request's page instead of reading "x/answer" as an id.
-            Route("/requests/{rid:path}/answer", self._to_detail, methods=["GET"]),
-            Route("/requests/{rid:path}/cancel", self._to_detail, methods=["GET"]),
-            Route("/requests/{rid:path}", self._guard(self._detail)),
+            # The id is read from the raw path (`toolnexus.inbox.paths`): any id is routable.
+            Route("/requests/{rest:path}", _by_target(pages), methods=either),
+            Route("/api/requests/{rest:path}", _by_target(api), methods=either),
             Route("/history", self._guard(self._history)),
             Route("/history.jsonl", self._guard(self._export_jsonl)),
             Route("/history.csv", self._guard(self._export_csv)),
@@ -123,17 +146,6 @@ class InboxApp:
             Route("/logout", self._guard(self._logout), methods=["POST"]),
             Route("/static/{name}", self._static),
             Route("/api/pending", self._guard(self._api_pending, api=True)),
-            Route(
-                "/api/requests/{rid:path}/answer",
-                self._guard(self._api_answer, api=True),
-                methods=["POST"],
-            ),
-            Route(
-                "/api/requests/{rid:path}/cancel",
-                self._guard(self._api_cancel, api=True),
-                methods=["POST"],
-            ),
-            Route("/api/requests/{rid:path}", self._guard(self._api_detail, api=True)),
         ]
         self._app = SiteGuard(
             JsonOnly(BodyLimit(Starlette(routes=routes), max_body), prefix="/api/"),
@@ -154,8 +166,7 @@ class InboxApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
-                if self.watcher.notifying:
-                    self.watcher.ensure_running()
+                await self.start()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.aclose()
@@ -163,7 +174,12 @@ class InboxApp:
                 return
 
     async def start(self) -> None:
-        """Start the notifications now (they start with the first request otherwise)."""
+        """Start the notifications and end the sessions the users no longer match, now (they
+        happen at the first request otherwise)."""
+        try:
+            await self.sessions.prune_once()
+        except StoreError as exc:  # the first look-up tries again
+            log.warning("inbox: the stale sessions could not be ended at start: %s", exc)
         if self.watcher.notifying:
             self.watcher.ensure_running()
 
@@ -187,16 +203,20 @@ class InboxApp:
 
     # -- who is asking ---------------------------------------------------------------------
 
-    def _session(self, request: HttpRequest) -> Session | bool | None:
-        """The signed-in user; ``None`` for nobody; ``False`` for a wrong bearer token."""
-        header = request.headers.get("authorization")
-        if header is not None:
-            scheme, _, token = header.partition(" ")
-            user = self.users.by_token(token.strip()) if scheme.lower() == "bearer" else None
+    async def _session(self, request: HttpRequest) -> Session | bool | None:
+        """The signed-in user; ``None`` for nobody; ``False`` for a wrong bearer token.
+
+        An ``Authorization`` header of another scheme (``Basic``, ``Digest``, ``Negotiate``:
+        what a proxy or a tool may add) is not a token at all: it is ignored, never counted as
+        a wrong one, and the session cookie decides.
+        """
+        token = _bearer(request)
+        if token is not None:
+            user = self.users.by_token(token)
             return False if user is None else Session(user, None)
         cookie = request.cookies.get(SESSION_COOKIE)
         if cookie:
-            user = self.users.from_cookie(cookie)
+            user = await self.sessions.user_of(cookie)
             if user is not None:
                 return Session(user, cookie)
         return None
@@ -211,11 +231,11 @@ class InboxApp:
             from starlette.responses import JSONResponse, RedirectResponse
 
             address = _address(request)
-            if "authorization" in request.headers:
+            if _bearer(request) is not None:
                 wait = self.sign_ins.retry_after(address)
                 if wait is not None:  # refused before the token is even looked at
                     return _too_many(wait)
-            session = self._session(request)
+            session = await self._session(request)
             if session is False:
                 self.sign_ins.failed(address)
             elif isinstance(session, Session) and session.bearer:
@@ -251,7 +271,7 @@ class InboxApp:
             return True
         form = await _form(request)
         given = (form.get("csrf") or [""])[0]
-        return self.users.check_csrf(session, given)
+        return check_csrf(session, given)
 
     def _page(
         self,
@@ -264,7 +284,7 @@ class InboxApp:
     ) -> Response:
         from starlette.responses import HTMLResponse
 
-        csrf = self.users.csrf_token(session) if session is not None else ""
+        csrf = csrf_token(session) if session is not None else ""
         text = page(
             title,
             Markup(body),  # built here or by the page modules, outside text escaped
@@ -306,10 +326,16 @@ class InboxApp:
     ) -> Response:
         try:
             view = await self.views.request_view(rid)
-        except CheckpointError as exc:
-            return self._page(
-                request, session, "Unreadable", f'<p class="error" id="error">{esc(exc)}</p>', 500
+        except CheckpointError as exc:  # a refused post says why; a page, that it is unreadable
+            body = unreadable_body(
+                rid,
+                message or _unreadable(rid, exc),
+                base=_base(request),
+                csrf=csrf_token(session),
+                allowed=session.user.kinds is None,
             )
+            failed = status if status != 200 else 500
+            return self._page(request, session, "Unreadable request", body, failed)
         if view is None:
             return self._page(
                 request,
@@ -321,7 +347,7 @@ class InboxApp:
         body = self.views.detail(
             view,
             base=_base(request),
-            csrf=self.users.csrf_token(session),
+            csrf=csrf_token(session),
             allowed=session.user.may_answer(view.request.kind),
             values=values,
             errors=errors,
@@ -363,7 +389,11 @@ class InboxApp:
     async def _status(self, request: HttpRequest, session: Session) -> Response:
         from starlette.responses import JSONResponse
 
-        found = await self.views.status(request.path_params["rid"])
+        rid = request.path_params["rid"]
+        try:
+            found = await self.views.status(rid)
+        except CheckpointError as exc:
+            return _unreadable_json(rid, exc, _HEADERS)
         if found is None:
             return JSONResponse({"error": "no such request"}, status_code=404, headers=_HEADERS)
         return JSONResponse(found, headers=_HEADERS)
@@ -404,6 +434,7 @@ class InboxApp:
 
         async def stream() -> AsyncIterator[dict[str, str]]:
             try:
+                await self.watcher.primed()  # hello promises that nothing from now is missed
                 yield {"event": "hello", "data": "{}"}
                 while True:
                     event = await queue.get()
@@ -465,7 +496,7 @@ class InboxApp:
         response = RedirectResponse(href(base), status_code=303)
         response.set_cookie(
             SESSION_COOKIE,
-            self.users.session_cookie(user),
+            await self.sessions.sign_in(user),
             max_age=int(SESSION_S),
             path=base or "/",
             httponly=True,
@@ -478,6 +509,8 @@ class InboxApp:
     async def _logout(self, request: HttpRequest, session: Session) -> Response:
         from starlette.responses import RedirectResponse
 
+        if session.cookie is not None:
+            await self.sessions.sign_out(session.cookie)
         base = _base(request)
         response = RedirectResponse(href(base, "login"), status_code=303)
         response.delete_cookie(SESSION_COOKIE, path=base or "/")
@@ -508,7 +541,11 @@ class InboxApp:
     async def _api_detail(self, request: HttpRequest, session: Session) -> Response:
         from starlette.responses import JSONResponse
 
-        found = await self.views.api_detail(request.path_params["rid"])
+        rid = request.path_params["rid"]
+        try:
+            found = await self.views.api_detail(rid)
+        except CheckpointError as exc:
+            return _unreadable_json(rid, exc)
         if found is None:
             return JSONResponse({"error": "no such request"}, status_code=404)
         return JSONResponse(found)
@@ -545,10 +582,63 @@ class InboxApp:
         return JSONResponse({"error": outcome.message}, status_code=outcome.status)
 
 
+Endpoint = Callable[["HttpRequest"], Awaitable["Response"]]
+_Targets = dict[tuple[str, Action | None], Endpoint]
+
+
+def _by_target(handlers: _Targets) -> Endpoint:
+    """One endpoint for the paths that name a request: the handler of the method and the
+    action the raw path names, with the id as the ``rid`` path parameter."""
+
+    async def endpoint(request: HttpRequest) -> Response:
+        from starlette.responses import PlainTextResponse
+
+        target = request_target(request.scope)
+        if target is None:
+            return PlainTextResponse("not found", status_code=404, headers=_HEADERS)
+        rid, action = target
+        method = "GET" if request.method == "HEAD" else request.method
+        handler = handlers.get((method, action))
+        if handler is None:
+            allowed = sorted({m for m, a in handlers if a == action})
+            if not allowed:
+                return PlainTextResponse("not found", status_code=404, headers=_HEADERS)
+            headers = {**_HEADERS, "allow": ", ".join(allowed)}
+            return PlainTextResponse("method not allowed", status_code=405, headers=headers)
+        request.scope["path_params"] = {"rid": rid}
+        return await handler(request)
+
+    return endpoint
+
+
 def _address(request: HttpRequest) -> str:
-    """The client's address, as the server saw it (uvicorn applies ``X-Forwarded-For`` from
-    the proxies it trusts, 127.0.0.1 by default)."""
+    """The client's address, as the server saw it: the peer, or the address a trusted proxy
+    forwarded (`toolnexus.serve.server.start` trusts only the ``trusted_proxies`` it is
+    given, none by default; a host running the app in its own server configures that)."""
     return request.client.host if request.client is not None else ""
+
+
+def _unreadable(rid: str, exc: CheckpointError) -> str:
+    """What the pages say of an unreadable checkpoint; the log keeps the store's own words
+    (which name the database)."""
+    log.warning("inbox: %s", exc)
+    return unreadable_message(rid, exc)
+
+
+def _unreadable_json(
+    rid: str, exc: CheckpointError, headers: Mapping[str, str] | None = None
+) -> Response:
+    from starlette.responses import JSONResponse
+
+    body = {"error": _unreadable(rid, exc), "id": rid, "unreadable": True}
+    return JSONResponse(body, status_code=500, headers=headers)
+
+
+def _bearer(request: HttpRequest) -> str | None:
+    """The token of an ``Authorization: Bearer`` header; ``None`` without one (no header, or
+    another scheme)."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
 
 
 def _too_many(seconds: int) -> Response:
@@ -626,8 +716,8 @@ def inbox_app(
         max_body: the request body cap in bytes.
         per_page: rows per page of the list and the history.
         title: the list page's title.
-        secret: the key that signs session cookies; give every process of one inbox the same
-            one so a session works on all of them (random per process by default).
+        secret: no longer used (sessions are kept in the store, and every process on the
+            store shares them); accepted so that existing hosts keep working.
         public_url: the inbox's address, for the link in a webhook's document; its host is
             one the inbox answers to, and its origin the one its forms post from.
         allowed_hosts: the ``Host`` names the inbox answers to besides loopback's and
@@ -641,7 +731,7 @@ def inbox_app(
             (0: no limit).
 
     Example:
-        >>> app = inbox_app("sqlite:///state.db", users={"ana": "a-long-token"})  # doctest: +SKIP
+        >>> app = inbox_app("sqlite:///s.db", users={"ana": "long-random-secret"})  # doctest: +SKIP
     """
     if isinstance(poll_interval, bool) or not poll_interval > 0:
         raise UsageError(
@@ -649,7 +739,7 @@ def inbox_app(
         )
     if isinstance(per_page, bool) or not isinstance(per_page, int) or not 1 <= per_page <= 500:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UsageError(f"per_page must be an int from 1 to 500, got {per_page!r}")
-    known = load_users(users).with_secret(secret)
+    known = load_users(users)
     owns = isinstance(store, str)
     if isinstance(store, str):
         from ..stores.url import resolve_store

@@ -1,13 +1,11 @@
-"""Who is answering: users identified by a token, session cookies, CSRF tokens.
+"""Who is answering: users identified by a token.
 
 A user is a name, a token (kept as its sha256 only) and optionally the kinds they may
-answer.
-API clients send ``Authorization: Bearer <token>``; people log in with the token once and get a
-session cookie ``name.expiry.mac`` where the MAC is keyed by the inbox's ``secret`` and the
-sha256 of the user's token. Processes given the same secret accept each other's cookies (a
-random secret per process otherwise), and changing a token ends that user's sessions. The
-CSRF token of a session is another MAC over the same cookie, so a form is tied to the
-session that rendered it. Every comparison is constant-time (`hmac.compare_digest`).
+answer. API clients send ``Authorization: Bearer <token>``; people sign in with the token once
+and get a session (`toolnexus.inbox.sessions`), kept in the store so that signing out ends it
+everywhere. Every token comparison is constant-time (`hmac.compare_digest`), and a token must
+be at least 16 characters (`toolnexus.security.check_token`; a ``token_sha256`` in a users
+file cannot be measured: the host answers for its length).
 
 Wrong tokens are counted per client address (`toolnexus.security.SignInLimit`): past a
 few in a minute, that address is refused with 429 until the oldest ages out — the sign-in form
@@ -21,7 +19,6 @@ import hashlib
 import hmac
 import json
 import secrets
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +42,7 @@ LOGIN_COOKIE = "toolnexus_inbox_login"
 """The login form's double-submit CSRF cookie."""
 
 SESSION_S = 12 * 3600.0
-"""How long a session lasts."""
+"""How long a session lasts (from signing in; it is not extended by use)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,7 +111,10 @@ def _user(entry: object) -> InboxUser:
     if (token is None) == (digest is None):
         raise UsageError(f"user {name!r}: give exactly one of token or token_sha256")
     if token is not None:
-        return InboxUser.with_token(name, cast(str, token), kinds)
+        try:
+            return InboxUser.with_token(name, cast(str, token), kinds)
+        except UsageError as exc:
+            raise UsageError(f"user {name!r}: {exc}") from None
     if not isinstance(digest, str) or len(digest) != 64 or not _is_hex(digest):
         raise UsageError(f"user {name!r}: token_sha256 must be 64 hex digits")
     return InboxUser(name, digest.lower(), kinds)
@@ -147,7 +147,7 @@ def load_users(users: object) -> Users:
         entries = [_user(e) for e in cast(list[Any], listed)]
     elif isinstance(users, Mapping):
         pairs = cast(Mapping[Any, Any], users).items()
-        entries = [InboxUser.with_token(_name(k), cast(str, v)) for k, v in pairs]
+        entries = [_user({"name": k, "token": v}) for k, v in pairs]
     elif isinstance(users, list | tuple):
         for e in cast(list[Any], users):
             entries.append(e if isinstance(e, InboxUser) else _user(e))
@@ -162,9 +162,9 @@ def load_users(users: object) -> Users:
 class Users:
     """The users an inbox knows, looked up by token in constant time per user."""
 
-    __slots__ = ("_by_name", "_secret", "_users")
+    __slots__ = ("_by_name", "_users")
 
-    def __init__(self, users: Iterable[InboxUser], *, secret: bytes | None = None) -> None:
+    def __init__(self, users: Iterable[InboxUser]) -> None:
         listed = list(users)
         if not listed:
             raise UsageError("the inbox needs at least one user")
@@ -174,12 +174,6 @@ class Users:
             raise UsageError("two users share a name or a token")
         self._users = tuple(listed)
         self._by_name = {u.name: u for u in listed}
-        self._secret = secret if secret else secrets.token_bytes(32)
-
-    def with_secret(self, secret: bytes | str | None) -> Users:
-        """The same users, signing sessions with ``secret`` (random when ``None``)."""
-        key = secret.encode() if isinstance(secret, str) else secret
-        return Users(self._users, secret=key)
 
     def __len__(self) -> int:
         return len(self._users)
@@ -193,45 +187,21 @@ class Users:
                 found = user
         return found
 
-    def session_cookie(self, user: InboxUser, *, now: float | None = None) -> str:
-        """A new session cookie value for ``user``."""
-        until = int((time.time() if now is None else now) + SESSION_S)
-        body = f"{user.name}.{until}"
-        return f"{body}.{self._mac(user, 'session', body)}"
+    def by_name(self, name: str) -> InboxUser | None:
+        """The user of that name."""
+        return self._by_name.get(name)
 
-    def from_cookie(self, value: str, *, now: float | None = None) -> InboxUser | None:
-        """The user a session cookie names, if its MAC holds and it has not run out."""
-        name, _, rest = value.partition(".")
-        until_text, _, mac = rest.partition(".")
-        user = self._by_name.get(name)
-        if user is None or not until_text.isdigit() or not mac:
-            return None
-        body = f"{name}.{until_text}"
-        if not hmac.compare_digest(mac.encode(), self._mac(user, "session", body).encode()):
-            return None
-        if int(until_text) < (time.time() if now is None else now):
-            return None
-        return user
+    @staticmethod
+    def tag(user: InboxUser) -> str:
+        """Which token ``user`` has, as a stored session records it: a new token, a new tag
+        (so the sessions signed in with the old one end). Derived from the token's sha256,
+        never the sha256 itself."""
+        seed = b"toolnexus inbox session tag\n" + bytes.fromhex(user.token_sha256)
+        return hashlib.sha256(seed).hexdigest()[:32]
 
-    def _mac(self, user: InboxUser, purpose: str, body: str) -> str:
-        """A MAC keyed by the inbox's secret and the user's token digest (so a new token
-        ends the user's sessions)."""
-        key = hmac.new(self._secret, bytes.fromhex(user.token_sha256), hashlib.sha256).digest()
-        return hmac.new(key, f"{purpose}\n{body}".encode(), hashlib.sha256).hexdigest()
-
-    def csrf_token(self, session: Session) -> str:
-        """The CSRF token of a cookie session (empty for a bearer request)."""
-        if session.cookie is None:
-            return ""
-        return self._mac(session.user, "csrf", session.cookie)
-
-    def check_csrf(self, session: Session, given: str | None) -> bool:
-        """Whether a posted form's CSRF token belongs to its session (bearer: always)."""
-        if session.cookie is None:
-            return True
-        if not given:
-            return False
-        return hmac.compare_digest(given.encode(), self.csrf_token(session).encode())
+    def tags(self) -> dict[str, str]:
+        """``{name: tag}`` of every user (what `SessionStore.prune` keeps)."""
+        return {u.name: self.tag(u) for u in self._users}
 
 
 def login_nonce() -> str:

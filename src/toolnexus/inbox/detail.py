@@ -26,6 +26,7 @@ from .html import (
     expiry_markup,
     href,
     iso,
+    json_text,
     pretty_json,
     quote_id,
     void,
@@ -170,7 +171,7 @@ def _approval_form(
         edit = Markup(
             '<fieldset id="edit"><legend>Approve with edited arguments</legend>'
             f'<textarea name="arguments" id="edit-arguments" rows="8"{attrs(disabled=off)}>'
-            f"{esc(edited)}</textarea>{_err(errors, 'arguments')}{schema}"
+            f"{json_text(edited)}</textarea>{_err(errors, 'arguments')}{schema}"
             f"{_button('approve_edited', 'Approve with edits', disabled=off)}</fieldset>"
         )
     return Markup(

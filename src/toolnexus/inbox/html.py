@@ -4,6 +4,14 @@ Every piece of outside text (prompts, arguments, names, ids) goes through `esc` 
 at the point where it is put into markup; nothing else builds markup from data. The pages
 carry a Content-Security-Policy that allows only the inbox's own script and style, so even a
 mistake could not run an injected script.
+
+Text shown as text is also marked (`toolnexus._visible`): each control character, bidi
+control and invisible character becomes ``<span class="invisible" title="U+202E
+RIGHT-TO-LEFT OVERRIDE">⟨U+202E⟩</span>``, so ``refund 5000`` cannot read as ``refund 0005``
+and nothing hides in a prompt or an argument. Tab, newline and carriage return are white space
+to a browser and stay. What is not shown as text stays exact: attribute values (a form's
+values are posted back as they are), and the JSON a ``<textarea>`` is filled with carries
+those characters as ``\\u`` escapes instead (`json_text`: the same data when posted).
 """
 
 from __future__ import annotations
@@ -14,7 +22,10 @@ import json
 import time
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
+
+from .._visible import describe, escape_json, shown, split_marked, visible
+from .paths import quote_id as quote_id  # (the pages build their links with it)
 
 __all__ = [
     "CSP",
@@ -26,6 +37,7 @@ __all__ = [
     "href",
     "iso",
     "join",
+    "json_text",
     "page",
     "pretty_json",
     "truncate",
@@ -46,20 +58,65 @@ class Markup(str):
 
 
 _escape = html.escape
+_LAYOUT = "\t\n\r"
+"""White space to a browser: never marked."""
+
+
+def _mark(char: str) -> str:
+    return f'<span class="invisible" title="{describe(char)}">{_escape(shown(char))}</span>'
+
+
+def _marked(text: str) -> str:
+    """``text`` escaped, each control or invisible character in it a visible mark."""
+    if text.isascii() and text.isprintable():  # most of a page: one C pass, no call
+        return _escape(text, quote=True)
+    parts = split_marked(text, keep=_LAYOUT)
+    if len(parts) == 1:
+        return _escape(text, quote=True)
+    out: list[str] = []
+    for i, part in enumerate(parts):  # the odd parts are the marked characters
+        if i % 2:
+            out.append(_mark(part))
+        elif part:
+            out.append(_escape(part, quote=True))
+    return "".join(out)
 
 
 def esc(value: object) -> Markup:
-    """``value`` as text safe inside markup and inside quoted attributes."""
+    """``value`` as text safe inside markup, its invisible characters marked visibly."""
     if isinstance(value, Markup):
         return value
-    return Markup(_escape("" if value is None else str(value), quote=True))
+    return Markup(_marked("" if value is None else str(value)))
 
 
 def _text(value: object) -> str:
     """`esc` without the `Markup` wrapper, for the builders below."""
     if isinstance(value, Markup):
         return value
+    return _marked("" if value is None else str(value))
+
+
+def _exact(value: object) -> str:
+    """``value`` escaped for a quoted attribute or a ``<textarea>``, character for character:
+    what the browser posts back is what was put there."""
+    if isinstance(value, Markup):
+        return value
     return _escape("" if value is None else str(value), quote=True)
+
+
+def _plain(value: object) -> str:
+    """``value`` for an element that can hold no markup (``<title>``, ``<option>``): escaped,
+    its invisible characters shown as in the terminal (``⟨U+202E⟩``, without the span)."""
+    if isinstance(value, Markup):
+        return value
+    return _escape(visible("" if value is None else str(value), keep=_LAYOUT), quote=True)
+
+
+def json_text(raw: str) -> Markup:
+    """JSON text for a ``<textarea>``: escaped, and its control and invisible characters
+    written as JSON escapes (``\\u202e``), so what is shown is visible and, posted back
+    unchanged, parses to exactly the same value."""
+    return Markup(_exact(escape_json(raw)))
 
 
 def join(parts: Iterable[object]) -> Markup:
@@ -82,13 +139,20 @@ def attrs(**values: object) -> Markup:
         if value is True:
             out.append(" " + _attr_name(key))
         else:
-            out.append(f' {_attr_name(key)}="{_text(value)}"')
+            out.append(f' {_attr_name(key)}="{_exact(value)}"')
     return Markup("".join(out))
 
 
+_NO_MARKUP = {"textarea": _exact, "title": _plain, "option": _plain}
+"""How the text of an element that can hold no markup is written: a ``<textarea>`` holds what
+is posted back (exactly), the others text only (marks without their span)."""
+
+
 def el(tag: str, *children: object, **attributes: object) -> Markup:
-    """``<tag attrs>children</tag>``, the children escaped unless they are `Markup`."""
-    inner = "".join([_text(c) for c in children])
+    """``<tag attrs>children</tag>``, the children escaped (and marked, see above) unless
+    they are `Markup`."""
+    write = _NO_MARKUP.get(tag, _text)
+    inner = "".join([write(c) for c in children])
     return Markup(f"<{tag}{attrs(**attributes)}>{inner}</{tag}>")
 
 
@@ -102,11 +166,6 @@ def href(base: str, path: str = "", **query: object) -> str:
     url = base.rstrip("/") + "/" + path.lstrip("/")
     params = {k: str(v) for k, v in query.items() if v not in (None, "")}
     return url + ("?" + urlencode(params) if params else "")
-
-
-def quote_id(request_id: str) -> str:
-    """A request id as one path segment."""
-    return quote(request_id, safe="")
 
 
 def truncate(text: str, limit: int) -> tuple[str, bool]:
@@ -200,7 +259,7 @@ def page(
         "<!doctype html>\n"
         f'<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)} · toolnexus inbox</title>"
+        f"<title>{_plain(title)} · toolnexus inbox</title>"
         f"{_refresh(refresh)}"
         f'<link rel="stylesheet"{attrs(href=href(base, "static/inbox.css"))}>'
         f"<script defer{attrs(src=href(base, 'static/inbox.js'))}></script>"

@@ -80,6 +80,7 @@ class Watcher:
     _seen: set[str] = field(default_factory=lambda: set())
     _resolved_after: float = 0.0
     _primed: bool = False
+    _ready: asyncio.Event = field(default_factory=asyncio.Event)
     _closed: bool = False
     polls: int = 0
     """How many polls ran (for tests and the bench)."""
@@ -99,6 +100,17 @@ class Watcher:
         self._subscribers.discard(queue)
         if not self._subscribers:
             self._primed = False  # the next listener starts from what is there then
+            self._ready.clear()
+
+    async def primed(self, timeout: float = 10.0) -> None:
+        """Wait until the watcher has taken its first look for the current listeners: from then
+        on every arrival and every answer is an event, so a listener that waits for this
+        before it says hello misses none (one that arrives between subscribing and that
+        first look would otherwise be taken as already there). Gives up after ``timeout``
+        (a store that does not answer): the stream then starts without the guarantee."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._ready.wait()
 
     def ensure_running(self) -> None:
         """Start the poll loop (idempotent); it stops by itself when nothing needs it."""
@@ -183,6 +195,7 @@ class Watcher:
         elif not self._primed:
             self._resolved_after = now - 5.0
         self._primed = True
+        self._ready.set()
         if events:
             events.append(Event("counts", await self.index.count_pending()))
         for event in events:

@@ -23,10 +23,11 @@ from .html import (
     void,
 )
 
-__all__ = ["ListRow", "history_body", "list_body", "login_body"]
+__all__ = ["ListRow", "history_body", "list_body", "login_body", "unreadable_body"]
 
 PROMPT_LIMIT = 200
 ARGS_LIMIT = 160
+UNREADABLE_NOTE = "Its stored state cannot be read: open it to cancel its run."
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class ListRow:
     entry: PendingEntry
     arguments: str = ""
     path: tuple[str, ...] = ()
+    unreadable: bool = False
+    """Its stored checkpoint cannot be read (it can only be cancelled)."""
 
 
 def _record(h: HistoryEntry) -> AnswerRecord:
@@ -130,6 +133,8 @@ def _list_row(row: ListRow, base: str, now: float) -> str:
     args, cut = truncate(row.arguments, ARGS_LIMIT)
     link = href(base, f"requests/{quote_id(e.request_id)}")
     flag = el("p", "Needs an operator: ", e.problem, class_="problem") if e.problem else Markup("")
+    if row.unreadable:
+        flag = Markup(flag + el("p", UNREADABLE_NOTE, class_="problem unreadable"))
     cells = [
         el("td", e.kind, class_="kind"),
         el(
@@ -153,7 +158,8 @@ def _list_row(row: ListRow, base: str, now: float) -> str:
         data_request_id=e.request_id,
         data_kind=e.kind,
         data_status=e.status,
-        class_="flagged" if e.problem else None,
+        data_unreadable="true" if row.unreadable else None,
+        class_="flagged" if e.problem or row.unreadable else None,
     )
 
 
@@ -276,4 +282,28 @@ def login_body(*, base: str, csrf: str, error: str = "") -> Markup:
         '<label for="token">Token</label>'
         '<input type="password" name="token" id="token" autocomplete="current-password" required>'
         '<button type="submit">Sign in</button></form></main>'
+    )
+
+
+def unreadable_body(rid: str, message: str, *, base: str, csrf: str, allowed: bool) -> Markup:
+    """The page of a waiting request whose checkpoint cannot be read: why, and the form that
+    cancels its run (the one thing left to do with it) when ``allowed``."""
+    action = href(base, f"requests/{quote_id(rid)}/cancel")
+    if allowed:
+        form = (
+            f'<form method="post" id="cancel-form"{attrs(action=action)}>'
+            f'<input type="hidden" name="csrf"{attrs(value=csrf)}>'
+            '<label for="cancel-reason">Reason (optional)</label>'
+            '<input type="text" name="reason" id="cancel-reason">'
+            '<button type="submit" name="action" value="cancel" class="danger">Cancel run'
+            "</button></form>"
+        )
+    else:
+        form = (
+            '<p class="notice" id="not-allowed">Only a user who may answer every kind may '
+            "cancel a request whose kind cannot be read.</p>"
+        )
+    return Markup(
+        f'<main id="request"{attrs(data_request_id=rid, data_status="unreadable")}>'
+        f'<p class="error" id="error">{esc(message)}</p>{form}</main>'
     )

@@ -42,7 +42,7 @@ from .pages import ListRow, history_body, list_body
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
 
-__all__ = ["Outcome", "Views"]
+__all__ = ["Outcome", "Views", "unreadable_message"]
 
 MAX_PER_PAGE = 200
 EXPORT_MAX = 100_000
@@ -101,6 +101,19 @@ def _params(request: HttpRequest) -> dict[str, str]:
     return {k: v for k, v in request.query_params.items() if v != ""}
 
 
+def unreadable_message(rid: str, exc: CheckpointError) -> str:
+    """What the inbox says of a request whose stored checkpoint cannot be read: why, without
+    where (the store's error names the database file or server; the log keeps it)."""
+    cause = exc.__cause__
+    reason = str(cause) if cause is not None else "it is not a checkpoint this toolnexus reads"
+    if len(reason) > 200:
+        reason = reason[:199] + "…"
+    return (
+        f"The stored state of request {rid} cannot be read ({reason}): it cannot be answered. "
+        "Its run can still be cancelled."
+    )
+
+
 def _outcome_summary(outcome: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if outcome is None:
         return None
@@ -125,9 +138,15 @@ class Views:
         """The detail page's data for ``rid``; ``None`` when the store knows no such request.
 
         Raises:
-            CheckpointError: the stored checkpoint cannot be read.
+            CheckpointError: the stored checkpoint of a request still waiting cannot be read
+                (one answered or settled is shown from its audit row).
         """
-        checkpoint = await self.store.load_halt(rid)
+        try:
+            checkpoint = await self.store.load_halt(rid)
+        except CheckpointError:
+            if await self.store.answer_record(rid) is None:
+                raise
+            checkpoint = None
         record = await self.store.answer_record(rid)
         if checkpoint is None:
             if record is None:
@@ -190,13 +209,21 @@ class Views:
             return {"id": rid, "status": "expired" if expired else "pending"}
         return _record_json(record)
 
+    async def _unreadable(self, rid: str) -> bool:
+        """Whether ``rid``'s checkpoint cannot be read (else it was answered since)."""
+        try:
+            await self.store.load_halt(rid)
+        except CheckpointError:
+            return True
+        return False
+
     async def _rows(self, entries: list[PendingEntry]) -> list[ListRow]:
         loaded = await self.index.load_halts([e.request_id for e in entries])
         rows: list[ListRow] = []
         for e in entries:
             checkpoint = loaded.get(e.request_id)
-            if checkpoint is None:  # answered since, or unreadable (its page says why)
-                rows.append(ListRow(e))
+            if checkpoint is None:  # answered since, or unreadable (marked; its page says why)
+                rows.append(ListRow(e, unreadable=await self._unreadable(e.request_id)))
                 continue
             _, arguments = halted_call(checkpoint)
             path_raw: Any = (checkpoint.pending.data or {}).get("path")
@@ -321,7 +348,7 @@ class Views:
         try:
             checkpoint = await self.store.load_halt(rid)
         except CheckpointError as exc:
-            return None, Outcome(500, str(exc))
+            return None, Outcome(500, unreadable_message(rid, exc))
         except UsageError:
             return None, Outcome(404, "That is not a request id.")
         if checkpoint is None:
@@ -347,10 +374,26 @@ class Views:
             checkpoint = await self.store.load_halt(rid)
         except CheckpointError:
             checkpoint = None  # (an unreadable checkpoint is one reason to hold it)
-        kind = checkpoint.pending.kind if checkpoint is not None else ""
-        if kind and not user.may_answer(kind):
-            return Outcome(403, f"{user.name} may not answer {kind} requests.")
-        return True
+        refused = _may_cancel(user, checkpoint.pending.kind if checkpoint is not None else None)
+        return refused if refused is not None else True
+
+    async def _cancellable(self, rid: str, user: InboxUser) -> Outcome | None:
+        """Why ``user`` may not cancel the waiting request ``rid`` (``None``: they may) — an
+        unreadable checkpoint does not stop a cancel (it is the way out for such a run)."""
+        try:
+            checkpoint = await self.store.load_halt(rid)
+        except CheckpointError:
+            if await self.store.answer_record(rid) is not None:
+                return await self._refusal(rid)
+            return _may_cancel(user, None)
+        except UsageError:
+            return Outcome(404, "That is not a request id.")
+        if checkpoint is None:
+            return await self._refusal(rid)
+        refused = _may_cancel(user, checkpoint.pending.kind)
+        if refused is None and await self.store.answer_record(rid) is not None:
+            return await self._refusal(rid)
+        return refused
 
     async def answer(self, rid: str, form: Mapping[str, list[str]], user: InboxUser) -> Outcome:
         """Record the answer a posted form means, as ``user`` (through the intake)."""
@@ -401,9 +444,10 @@ class Views:
         flagged = await self._flagged(rid, user)
         if isinstance(flagged, Outcome):
             return flagged
-        checkpoint, refused = (None, None) if flagged else await self._halted(rid, user)
-        if not flagged and checkpoint is None:
-            return refused or Outcome(404)
+        if not flagged:
+            refused = await self._cancellable(rid, user)
+            if refused is not None:
+                return refused
         try:
             await self.store.cancel(rid, reason=reason, answered_by=user.name)
         except AnswerConflict as exc:
@@ -413,6 +457,16 @@ class Views:
         except UsageError as exc:
             return Outcome(400, str(exc))
         return Outcome(303)
+
+
+def _may_cancel(user: InboxUser, kind: str | None) -> Outcome | None:
+    """Refused (403) when ``user`` may not act on a request of ``kind``; a request whose kind
+    cannot be read (its checkpoint is unreadable) only by a user who may answer every kind."""
+    if kind is None and user.kinds is not None:
+        return Outcome(403, f"{user.name} may not cancel a request whose kind cannot be read.")
+    if kind is not None and not user.may_answer(kind):
+        return Outcome(403, f"{user.name} may not answer {kind} requests.")
+    return None
 
 
 def _record_json(record: AnswerRecord) -> dict[str, Any]:

@@ -26,7 +26,8 @@ import json
 import math
 import sys
 from collections import deque
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import BadResponse, ProviderError, ToolnexusError, TransportError, UsageError
@@ -41,6 +42,7 @@ __all__ = [
     "DEFAULT_TIMEOUT_S",
     "AiohttpTransport",
     "LegacyTransport",
+    "RawReply",
     "as_transport",
     "attempt_timeout",
     "attempt_within",
@@ -104,6 +106,21 @@ def with_content_type(headers: dict[str, str]) -> dict[str, str]:
 def _where(url: str) -> str:
     # Never echo a query string: some gateways carry credentials there.
     return url.split("?", 1)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class RawReply:
+    """An HTTP reply as it came, whatever its status (`AiohttpTransport.exchange`).
+
+    Attributes:
+        status: the HTTP status.
+        body: the body's bytes.
+        retry_after: the raw ``Retry-After`` header, or ``None``.
+    """
+
+    status: int
+    body: bytes
+    retry_after: str | None = None
 
 
 class AiohttpTransport:
@@ -264,6 +281,36 @@ class AiohttpTransport:
         if not 200 <= response.status < 300:
             raise _status_error(response.status, _text(data), response.headers.get("Retry-After"))
         return _decode(data)
+
+    async def exchange(
+        self, url: str, headers: Mapping[str, str], data: bytes, *, timeout: float | None
+    ) -> RawReply:
+        """POST ``data`` as given and return the reply, whatever its status: one attempt.
+
+        For a caller that owns the bytes it sends and reads every reply itself (the
+        classifier posts canonical JSON and words its own errors). ``headers`` go as given.
+
+        Raises:
+            TransportError: the connection failed, was reset, or ``timeout`` passed.
+            UsageError: the URL is malformed.
+        """
+        session = self._live_session()
+        if session is None:
+            session = await self._fresh_session()
+        options: dict[str, Any] = {"data": data, "headers": dict(headers), "allow_redirects": False}
+        if timeout is not None:
+            options["timeout"] = _attempt_limit(timeout)
+        try:
+            response = await session.post(url, **options)
+            try:
+                body = await response.read()
+            finally:
+                response.release()
+        except ToolnexusError:
+            raise
+        except Exception as exc:
+            raise _translate(exc, url, timeout) from exc
+        return RawReply(response.status, body, response.headers.get("Retry-After"))
 
     async def stream(
         self, url: str, headers: dict[str, str], body: dict[str, Any], *, timeout: float | None

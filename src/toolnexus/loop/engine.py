@@ -73,6 +73,7 @@ from ..suspension import (
     format_timestamp,
     is_expired,
     is_relay_request,
+    with_note,
 )
 from ..tools.execute import coerce_result, invoke_tool, unknown_tool_result
 from ..tools.validation import parse_arguments, validate_arguments
@@ -320,7 +321,7 @@ class Engine(ModelCalls):
         result: ToolResult | None = None
         for rounds in range(tx.MAX_FOLLOW_UPS + 1):
             if not answer.ok and (tool is None or not tool.handles_declines):
-                result = ToolResult(f"declined/expired: {request.prompt}", True)
+                result = ToolResult(with_note(f"declined/expired: {request.prompt}", answer), True)
                 break
             edit = edits.proposed_edit(request, answer) if edits.editable(tool) else None
             if edit is not None:  # approved with edited arguments: they are what runs
@@ -330,7 +331,7 @@ class Engine(ModelCalls):
             retry = await self._run(state, slot, answer)
             follow = pending_of(retry)
             if follow is None:
-                result = retry
+                result = retry if tool is None or tool.handles_declines else _noted(retry, answer)
                 break
             if rounds == tx.MAX_FOLLOW_UPS or tx.same_question(follow, request):
                 result = ToolResult(f"unresolved: {request.prompt}", True)
@@ -771,6 +772,12 @@ class Engine(ModelCalls):
             pending=pending,
             expired=state.expired,
         )
+
+
+def _noted(result: ToolResult, answer: Answer) -> ToolResult:
+    """An approved call's result with the approver's note after its text (`with_note`)."""
+    output = with_note(result.output, answer)
+    return result if output == result.output else replace(result, output=output)
 
 
 def _edit_schema(state: RunState, slot: Slot) -> Any:

@@ -21,6 +21,7 @@ from ..suspension import (
     answer_problem,
     is_relay_request,
     relay_output_for,
+    with_note,
 )
 from ..tools.validation import parse_arguments
 from .state import RunState, Slot
@@ -207,7 +208,9 @@ def balance_last_turn(messages: list[Message]) -> None:
 def relay_splice(name: str, call_id: str, answer: Answer, *, first: bool) -> ToolResult:
     """The result of a relayed call from the host's answer (durable path)."""
     if not answer.ok:
-        return ToolResult(f"relay declined for {name}: {answer.reason or 'declined'}", True)
+        return ToolResult(
+            with_note(f"relay declined for {name}: {answer.reason or 'declined'}", answer), True
+        )
     found = relay_output_for(answer, call_id, first=first)
     if found is None:
         return ToolResult(f"no result supplied on resume for {name}", True)

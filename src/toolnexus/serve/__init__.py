@@ -28,7 +28,8 @@ if TYPE_CHECKING:
         mcp_app,
     )
     from .server import ServeHandle
-    from .tasks import FileTaskStore, InMemoryTaskStore, TaskStore
+    from .tasks import InMemoryTaskStore, TaskStore
+    from .tasks_file import FileTaskStore
     from .tasks_url import resolve_store, resolve_task_store
 
 _LAZY: dict[str, str] = {
@@ -46,7 +47,7 @@ _LAZY: dict[str, str] = {
     "build_agent_card": ".card",
     "resolve_store": ".tasks_url",
     "ServeHandle": ".server",
-    "FileTaskStore": ".tasks",
+    "FileTaskStore": ".tasks_file",
     "InMemoryTaskStore": ".tasks",
     "TaskStore": ".tasks",
     "resolve_task_store": ".tasks_url",

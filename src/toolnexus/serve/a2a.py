@@ -11,7 +11,16 @@
 The context is the conversation: every task's run continues the transcript of its
 ``contextId`` (the caller's, or one made for the task), so a later message naming it goes on
 from there (`_route`). A fulfiller that cannot resume (a host's ``run_task``) takes a follow-up
-as the next turn of the context instead, on the same task, once (`_next_turn`).
+as the next turn of the context instead, on the same task, once (`_next_turn`). One message
+at a time per context: a new task is saved only in the conditional write that claims its
+context in the task store (`TaskStore.claim_context`), so racing messages — to this process or
+to others sharing the store — start one task and the others are refused as busy.
+
+Each task belongs to the caller that created it (the name `toolnexus.security.BearerAuth`
+puts in the scope, kept in the task's private key): another caller's ListTasks, GetTask,
+SubscribeToTask, CancelTask and follow-ups do not find it — the error of a missing task — and
+its answer is recorded as ``answered_by`` the caller's name. Without callers every task is
+everyone's, as before.
 
 A run that halts on a `Request` makes its task ``input-required`` (``auth-required`` for
 ``kind:"authorization"``), with ``status.message`` carrying the prompt as a text part and the
@@ -42,11 +51,12 @@ from typing import Any, cast
 
 from ..errors import AnswerConflict, RequestExpired, ResumeError, UsageError
 from ..intake import AnswerRefused, intake
+from ..security import CALLER
 from ..stores.requests import DEFAULT_LEASE_S
 from ..suspension import Answer, Request
 from .a2a_life import Live, OnTask, TaskLife
 from .fulfil import Fulfiller
-from .tasks import PRIVATE, TERMINAL, WAITING, TaskStore, task_state
+from .tasks import PRIVATE, TERMINAL, WAITING, TaskStore, task_state, visible
 from .wire import (
     ANSWER_REFUSED,
     INVALID_PARAMS,
@@ -163,6 +173,8 @@ class A2AService:
         from ..tracing import rpc_failed, rpc_method
 
         rpc_id: Any = None
+        found: Any = request.scope.get(CALLER)
+        caller = found if isinstance(found, str) else None
         try:
             body: Any = parse_body(await request.body())
             if not isinstance(body, dict):
@@ -185,9 +197,9 @@ class A2AService:
             wire = wire_of(op[1], request.headers.get("a2a-version"), params)
             if op[0] in ("stream", "subscribe"):
                 events = (
-                    await self._send_stream(params, wire)
+                    await self._send_stream(params, wire, caller)
                     if op[0] == "stream"
-                    else await self._subscribe(params, wire)
+                    else await self._subscribe(params, wire, caller)
                 )
                 response = StreamingResponse(
                     _sse(events, rpc_id, wire, span),
@@ -195,7 +207,7 @@ class A2AService:
                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
                 )
                 return response, span is not None
-            result = await self._call(op[0], params, wire)
+            result = await self._call(op[0], params, wire, caller)
             return JSONResponse({"jsonrpc": "2.0", "id": rpc_id, "result": result}), False
         except RpcError as exc:
             if span is not None:
@@ -207,39 +219,48 @@ class A2AService:
                 rpc_failed(span, -32603)
             return JSONResponse(RpcError(-32603, "Internal error").body(rpc_id)), False
 
-    async def _call(self, op: str, params: Any, wire: Wire) -> Any:
+    async def _call(self, op: str, params: Any, wire: Wire, caller: str | None) -> Any:
         if op == "send":
-            return await self._send(params, wire)
+            return await self._send(params, wire, caller)
         if op == "get":
-            return render_task(await self._task(params), wire)
+            return render_task(await self._task(params, caller), wire)
         if op == "cancel":
-            return render_task(await self._cancel(await self._task(params, sync=False)), wire)
-        return await self._list(params, wire)
+            task = await self._task(params, caller, sync=False)
+            return render_task(await self._cancel(task, caller), wire)
+        return await self._list(params, wire, caller)
 
-    async def _task(self, params: Any, *, sync: bool = True) -> dict[str, Any]:
+    async def _task(self, params: Any, caller: str | None, *, sync: bool = True) -> dict[str, Any]:
         """The task ``params.id`` names, as its request says it is (`TaskLife.sync`)."""
         tid: Any = cast(dict[str, Any], params).get("id") if isinstance(params, dict) else None
         if not isinstance(tid, str) or not tid:
             raise RpcError(INVALID_PARAMS, "Invalid params: id must be a non-empty string")
-        task = await self.tasks.get(tid)
-        if task is None:
-            raise RpcError(TASK_NOT_FOUND, f"Task not found: {tid}")
+        task = await self._owned(tid, caller)
         return await self.life.sync(task) if sync else task
+
+    async def _owned(self, tid: str, caller: str | None) -> dict[str, Any]:
+        """The task ``tid`` when ``caller`` may see it; another caller's task is not found,
+        exactly as a missing one (`toolnexus.serve.tasks.visible`)."""
+        task = await self.tasks.get(tid)
+        if task is None or not visible(task, caller):
+            raise RpcError(TASK_NOT_FOUND, f"Task not found: {tid}")
+        return task
 
     # -- send ------------------------------------------------------------------------------------
 
-    async def _send(self, params: Any, wire: Wire) -> dict[str, Any]:
+    async def _send(self, params: Any, wire: Wire, caller: str | None) -> dict[str, Any]:
         incoming = parse_message(params, wire, stream=False)
-        task, live = await self._route(incoming, wire)
+        task, live = await self._route(incoming, wire, caller)
         if incoming.blocking:
             await live.settled.wait()
             task = await self.tasks.get(task["id"]) or task
         return render_send_result(task, wire)
 
-    async def _send_stream(self, params: Any, wire: Wire) -> AsyncIterator[dict[str, Any]]:
+    async def _send_stream(
+        self, params: Any, wire: Wire, caller: str | None
+    ) -> AsyncIterator[dict[str, Any]]:
         incoming = parse_message(params, wire, stream=True)
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        task, _ = await self._route(incoming, wire, queue)
+        task, _ = await self._route(incoming, wire, caller, queue)
         snapshot = cast(dict[str, Any], json.loads(json.dumps(task)))  # the run mutates `task`
         return self._drain(snapshot, queue)
 
@@ -255,8 +276,10 @@ class A2AService:
             if live is not None and queue in live.queues:
                 live.queues.remove(queue)
 
-    async def _subscribe(self, params: Any, wire: Wire) -> AsyncIterator[dict[str, Any]]:
-        task = await self._task(params)  # synced: answered elsewhere, it is working now
+    async def _subscribe(
+        self, params: Any, wire: Wire, caller: str | None
+    ) -> AsyncIterator[dict[str, Any]]:
+        task = await self._task(params, caller)  # synced: answered elsewhere, it works now
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         live = self.life.live.get(task["id"])
         if live is not None and task_state(task) not in TERMINAL | WAITING:
@@ -270,28 +293,30 @@ class A2AService:
         self,
         incoming: Incoming,
         wire: Wire,
+        caller: str | None,
         queue: asyncio.Queue[dict[str, Any] | None] | None = None,
     ) -> tuple[dict[str, Any], Live]:
         """A new task, or the follow-up of the waiting task the message names.
 
         A message naming a context (and no task) that has no task waiting for input is a new
-        task *in that conversation*: its run continues the context's transcript.
+        task *in that conversation*: its run continues the context's transcript. A context
+        whose tasks another caller made is not this caller's to continue.
         """
         context = incoming.context_id
         if incoming.task_id is not None:
-            task = await self.tasks.get(incoming.task_id)
-            if task is None:
-                raise RpcError(TASK_NOT_FOUND, f"Task not found: {incoming.task_id}")
+            task = await self._owned(incoming.task_id, caller)
             if context is not None and task.get("contextId") != context:
                 raise RpcError(
                     INVALID_PARAMS,
                     f"Invalid params: task {task['id']} belongs to another context than {context}",
                     {"reason": "context"},
                 )
-            return await self._follow_up(task, incoming, queue)
+            return await self._follow_up(task, incoming, queue, caller)
         earlier: list[dict[str, Any]] = []
         if context is not None:
             earlier = await self.tasks.list(context_id=context, limit=50)
+            if any(not visible(t, caller) for t in earlier):
+                raise _foreign(context)
             for t in earlier:
                 if task_state(t) in WAITING:
                     await self.life.sync(t)
@@ -304,38 +329,46 @@ class A2AService:
                     {"reason": "ambiguous"},
                 )
             if waiting:
-                return await self._follow_up(waiting[0], incoming, queue)
+                return await self._follow_up(waiting[0], incoming, queue, caller)
             for t in earlier:
                 live = self.life.live.get(t["id"])
                 if live is not None and live.runner is not None and not live.runner.done():
-                    raise RpcError(
-                        INVALID_PARAMS,
-                        f"Invalid params: context {context} has task {t['id']} in progress; "
-                        "send the next message when it has finished",
-                        {"reason": "busy", "taskId": t["id"]},
-                    )
-        return await self._start(incoming, wire, queue, earlier)
+                    raise _busy(context, t["id"])
+        return await self._start(incoming, wire, caller, queue, earlier)
 
     async def _start(
         self,
         incoming: Incoming,
         wire: Wire,
+        caller: str | None,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
         earlier: list[dict[str, Any]],
     ) -> tuple[dict[str, Any], Live]:
         """A new task. Its context — the caller's, else a new one — names the conversation
-        its run continues (and the one a later message with that contextId continues)."""
+        its run continues (and the one a later message with that contextId continues).
+
+        The task is saved in the one conditional write that claims its context
+        (`TaskStore.claim_context`): of messages racing on one context — in this process or
+        in others sharing the store — one starts, the others are refused as busy."""
         tid = uuid.uuid4().hex
         context = incoming.context_id or uuid.uuid4().hex
+        private: dict[str, Any] = {"wire": wire}
+        if caller is not None:
+            private["owner"] = caller
         task: dict[str, Any] = {
             "id": tid,
             "contextId": context,
             "kind": "task",
             "status": {"state": "submitted", "timestamp": now()},
-            PRIVATE: {"wire": wire},
+            PRIVATE: private,
         }
         handle = _handle_of(earlier)
-        await self.tasks.save(task)
+        holder = await self.tasks.claim_context(context, tid, lease_s=self.lease_s, task=task)
+        if holder is not None:
+            held = await self.tasks.get(holder)
+            if held is not None and not visible(held, caller):
+                raise _foreign(context)  # a new context another caller took first
+            raise _busy(context, holder)
         live = self.life.watch(tid, queue)
         live.runner = self.life.spawn(self.life.run(task, incoming.text, handle, queue is not None))
         return task, live
@@ -345,6 +378,7 @@ class A2AService:
         task: dict[str, Any],
         incoming: Incoming,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
+        caller: str | None,
     ) -> tuple[dict[str, Any], Live]:
         """A caller's follow-up on a waiting task: its reply, through the intake, answers the
         request the task shows — exactly once.
@@ -353,7 +387,8 @@ class A2AService:
         applied again (to a later request least of all); a reply naming another request than
         the one shown is refused; so is one the request does not take (the error names the
         accepted forms) and one that comes after another surface answered (it names who).
-        A refused follow-up leaves the task as it was.
+        A refused follow-up leaves the task as it was. The answer is recorded as given by
+        the caller (its name; ``a2a:<task id>`` when the server names no caller).
         """
         tid = task["id"]
         private = cast(dict[str, Any], task.get(PRIVATE) or {})
@@ -413,7 +448,8 @@ class A2AService:
             )
         answering[tid] = incoming.message_id  # `TaskLife.sync` leaves the task to us
         try:
-            return await self._record_follow_up(task, request, answer, incoming, queue)
+            by = caller if caller is not None else f"a2a:{tid}"
+            return await self._record_follow_up(task, request, answer, incoming, queue, by)
         finally:
             answering.pop(tid, None)
 
@@ -424,12 +460,12 @@ class A2AService:
         answer: Answer,
         incoming: Incoming,
         queue: asyncio.Queue[dict[str, Any] | None] | None,
+        by: str,
     ) -> tuple[dict[str, Any], Live]:
-        """Record the follow-up's answer (exactly once), remember its message, and resume the
-        run here (or follow the resumer that took it)."""
+        """Record the follow-up's answer (exactly once) as given ``by`` the caller, remember
+        its message, and resume the run here (or follow the resumer that took it)."""
         tid = task["id"]
         private = cast(dict[str, Any], task.setdefault(PRIVATE, {}))
-        by = f"a2a:{tid}"
         expired: RequestExpired | None = None
         try:
             await self.fulfiller.answer(request.id, answer, answered_by=by)
@@ -515,7 +551,7 @@ class A2AService:
 
     # -- cancel, list ----------------------------------------------------------------------------
 
-    async def _cancel(self, task: dict[str, Any]) -> dict[str, Any]:
+    async def _cancel(self, task: dict[str, Any], caller: str | None) -> dict[str, Any]:
         tid, state = task["id"], task_state(task)
         if state in TERMINAL:
             raise RpcError(NOT_CANCELABLE, f"Task cannot be canceled: {tid} is {state}")
@@ -523,8 +559,9 @@ class A2AService:
             rid = cast(dict[str, Any], task.get(PRIVATE) or {}).get("request")
             if isinstance(rid, str):
                 try:
+                    by = caller if caller is not None else f"a2a:{tid}"
                     await self.fulfiller.cancel(
-                        rid, reason="canceled by the A2A caller", answered_by=f"a2a:{tid}"
+                        rid, reason="canceled by the A2A caller", answered_by=by
                     )
                 except AnswerConflict as exc:
                     await self.life.sync(task)  # the view follows whoever answered
@@ -544,7 +581,7 @@ class A2AService:
         await self.life.notify(task, None)
         return task
 
-    async def _list(self, params: Any, wire: Wire) -> dict[str, Any]:
+    async def _list(self, params: Any, wire: Wire, caller: str | None) -> dict[str, Any]:
         p = cast(dict[str, Any], params) if isinstance(params, dict) else {}
         context: Any = p.get("contextId")
         state: Any = p.get("status")
@@ -557,10 +594,12 @@ class A2AService:
             raise RpcError(INVALID_PARAMS, "Invalid params: status must be a string")
         if isinstance(size, bool) or not isinstance(size, int) or not 1 <= size <= 100:
             raise RpcError(INVALID_PARAMS, "Invalid params: pageSize must be an int in 1..100")
-        found = [
-            await self.life.sync(t)
-            for t in await self.tasks.list(context_id=context, state=state, limit=size)
-        ]
+        # ``caller`` only when there is one: a host's store written before callers serves on
+        query: dict[str, Any] = {"context_id": context, "state": state, "limit": size}
+        if caller is not None:
+            query["caller"] = caller
+        listed = await self.tasks.list(**query)
+        found = [await self.life.sync(t) for t in listed if visible(t, caller)]
         shown = [render_task(t, wire) for t in found if state is None or task_state(t) == state]
         return {"tasks": shown, "nextPageToken": "", "pageSize": size, "totalSize": len(shown)}
 
@@ -578,6 +617,25 @@ class A2AService:
     async def aclose(self) -> None:
         """Cancel the runs in flight (their halts and answers stay in the stores)."""
         await self.life.aclose()
+
+
+def _busy(context: str, holder: str) -> RpcError:
+    return RpcError(
+        INVALID_PARAMS,
+        f"Invalid params: context {context} has task {holder} in progress; "
+        "send the next message when it has finished",
+        {"reason": "busy", "taskId": holder},
+    )
+
+
+def _foreign(context: str) -> RpcError:
+    """A context another caller's tasks continue: not this caller's (its tasks stay unseen)."""
+    return RpcError(
+        INVALID_PARAMS,
+        f"Invalid params: context {context} is not available; start a new conversation "
+        "(send no contextId)",
+        {"reason": "context"},
+    )
 
 
 def _handle_of(tasks: list[dict[str, Any]]) -> str | None:

@@ -17,11 +17,12 @@ the store says an answer was queued.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any, cast
 
 from ..intake import accepts
@@ -121,12 +122,13 @@ class TaskLife:
         chunks = _Chunks(self, task)
         try:
             await self.set(task, "working")
-            outcome = await self.fulfiller.start(
-                text,
-                context_id=task["contextId"],
-                handle=handle,
-                on_text=chunks.on_text if stream else None,
-            )
+            async with self.holding(task):
+                outcome = await self.fulfiller.start(
+                    text,
+                    context_id=task["contextId"],
+                    handle=handle,
+                    on_text=chunks.on_text if stream else None,
+                )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -139,9 +141,10 @@ class TaskLife:
         run's text goes to the task's subscribers as artifact chunks as it is produced."""
         chunks = _Chunks(self, task)
         try:
-            outcome = await self.fulfiller.resume_claim(
-                claim, lease_s=self.lease_s, on_text=chunks.on_text if stream else None
-            )
+            async with self.holding(task):
+                outcome = await self.fulfiller.resume_claim(
+                    claim, lease_s=self.lease_s, on_text=chunks.on_text if stream else None
+                )
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -150,6 +153,32 @@ class TaskLife:
             )
             outcome = Outcome(status="error", text=str(exc) or type(exc).__name__)
         await self.finish(task, outcome, chunks.artifact, streamed=chunks.count > 0)
+
+    @contextlib.asynccontextmanager
+    async def holding(self, task: dict[str, Any]) -> AsyncGenerator[None]:
+        """The task's claim on its context, held while its run goes on: taken (when free: a
+        new task took it already; a resumed one takes it unless another task did), renewed
+        every third of ``lease_s``, and given up when the run is cancelled (a server that
+        stops). Its run's end gives it up by saving the task out of ``working``."""
+        context, tid = task["contextId"], task["id"]
+        await self.tasks.claim_context(context, tid, lease_s=self.lease_s)
+        beat = asyncio.ensure_future(self._hold(context, tid))
+        try:
+            yield
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                await self.tasks.hold_context(context, tid, lease_s=0)
+            raise
+        finally:
+            beat.cancel()
+
+    async def _hold(self, context: str, tid: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                await self.tasks.hold_context(context, tid, lease_s=self.lease_s)
+            except Exception:
+                log.warning("toolnexus: renewing the claim of A2A task %s failed", tid)
 
     def follow_elsewhere(self, task: dict[str, Any], request_id: str) -> None:
         """Another resumer (a worker, another server) holds the task's request: settle the

@@ -2,7 +2,7 @@
 
 ::
 
-    app = serve_app(toolkit, client=client, a2a={"name": "helper"}, token="s3cret")
+    app = serve_app(toolkit, client=client, a2a={"name": "helper"}, token=os.environ["A2A_TOKEN"])
     served = await serve(toolkit, "127.0.0.1:0", client=client, a2a={...})   # or toolkit.serve
     served = await serve_agent(lead, "127.0.0.1:0", llm=..., store="sqlite:///state.db")
 
@@ -12,7 +12,9 @@ Routes (with the A2A profile): ``GET /.well-known/agent-card.json`` → the card
 profile every non-``/mcp`` request is a 404. The site checks (``Host``, ``Origin``), the bearer
 token (when given), JSON-only bodies and the body cap guard every route (`toolnexus.security`);
 served without a token, the app listens on loopback only unless the host says ``insecure=True``
-(`toolnexus.serve.server.check_exposure`).
+(`toolnexus.serve.server.check_exposure`). With ``callers=`` (a callers file, or ``{name:
+token}``) each caller has a token of its own and sees only the A2A tasks it created
+(`toolnexus.serve.callers`).
 
 A host that mounts the app in its own server gets the same routes below its mount point; the
 card's ``url`` is then derived from each request (or pinned with ``url=``).
@@ -35,11 +37,12 @@ from ..security import (
     Scope,
     Send,
     SiteGuard,
+    check_proxies,
     check_site,
     secure,
 )
 from ..stores.requests import DEFAULT_LEASE_S
-from .card import CARD_PATH, build_agent_card, check_a2a_config
+from .card import CARD_PATH, CardSkill, build_agent_card, card_skills, check_a2a_config
 from .server import (
     WILDCARDS,
     ServeHandle,
@@ -168,6 +171,7 @@ def _build(
     on_task: Any,
     runs: Any,
     token: str | None,
+    callers: object,
     max_body: int,
     url: str | None,
     mcp: ASGIApp | None,
@@ -183,6 +187,7 @@ def _build(
     from .a2a import A2AService
     from .tasks_url import resolve_task_store
 
+    names = _callers(token, callers)
     service: A2AService | None = None
     a2a_app: ASGIApp | None = None
     if a2a is not None and a2a is not False:
@@ -206,10 +211,10 @@ def _build(
         "origins": allowed_origins,
         "public_url": url,
     }
-    routes = _router(a2a_app, mcp)
     app = secure(
-        routes,
-        token=token,
+        _router(a2a_app, mcp),
+        token=token if names is None else None,
+        callers=names,
         max_body=max_body,
         allowed_hosts=allowed_hosts,
         allowed_origins=allowed_origins,
@@ -222,8 +227,19 @@ def _build(
         closers.append(close_inbox)
         # One site check for both (the inbox's own guard then defers to it).
         app = SiteGuard(mount_inbox(app, inbox_app, path), **site)
-    tokenless = token is None and (a2a_app is not None or mcp is not None)
+    tokenless = token is None and names is None and (a2a_app is not None or mcp is not None)
     return ServedApp(app, service, closers, tokenless)
+
+
+def _callers(token: str | None, callers: object) -> dict[str, str] | None:
+    """The callers' names by token digest (``callers=``), checked before anything starts."""
+    if callers is None:
+        return None
+    if token is not None:
+        raise UsageError("serve: give token= (one caller) or callers= (several), not both")
+    from .callers import load_callers
+
+    return load_callers(callers)
 
 
 def serve_app(
@@ -236,6 +252,7 @@ def serve_app(
     on_call: Callable[[dict[str, Any]], Any] | None = None,
     token: str | None = None,
     auth: str | None = None,
+    callers: object = None,
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
     allowed_hosts: Names = None,
@@ -249,7 +266,8 @@ def serve_app(
     approvals inbox).
 
     Args:
-        toolkit: the tools (and SKILL.md skills, which become the card's skills).
+        toolkit: the tools (its SKILL.md skills and its tools become the card's skills:
+            `toolnexus.serve.card.card_skills`).
         client: runs the A2A tasks (required with ``a2a``).
         a2a: the A2A profile (`toolnexus.serve.card.A2AConfig`, ``True`` for defaults);
             ``None`` falls back to the toolkit's top-level ``a2a`` config key.
@@ -257,7 +275,13 @@ def serve_app(
         mcp: the MCP inbound profile (``None``: the toolkit's ``mcpServer`` key).
         on_call: ``{name, source, ms, is_error}`` per MCP call.
         token: require ``Authorization: Bearer <token>`` on every route (``auth`` is an
-            alias).
+            alias): one caller.
+        callers: instead of ``token``, several callers, each with a token of its own: the
+            path of a callers file (``{"callers": [{"name", "token" | "token_sha256"}]}``),
+            or a ``{name: token}`` mapping (`toolnexus.serve.callers.load_callers`). Each
+            A2A task belongs to the caller that created it: another caller's ListTasks,
+            GetTask, SubscribeToTask, CancelTask and follow-ups do not find it, and a
+            follow-up's answer is recorded as ``answered_by`` the caller's name.
         max_body: the request body cap in bytes (default 1 MiB).
         url: the base URL the card names (default: each request's own); its host is one the
             app answers to, and its origin one whose pages may call it.
@@ -295,11 +319,12 @@ def serve_app(
     tracer = _tracer(tracing, client)
     return _build(
         fulfiller,
-        skills=list(toolkit.skill_infos()) if hasattr(toolkit, "skill_infos") else [],
+        skills=_toolkit_skills(toolkit, a2a),
         a2a=a2a,
         on_task=on_task,
         runs=runs,
         token=token or auth,
+        callers=callers,
         max_body=max_body,
         url=url,
         mcp=mcp_app,
@@ -325,23 +350,31 @@ def _tracer(option: Any, client: Any) -> Any:
 
 
 async def serve(
-    toolkit: Toolkit, addr: str, *, insecure: bool = False, **options: Any
+    toolkit: Toolkit,
+    addr: str,
+    *,
+    insecure: bool = False,
+    trusted_proxies: Iterable[str] = (),
+    **options: Any,
 ) -> ServeHandle:
     """Serve ``toolkit`` on ``addr`` (``host:port``; port 0 picks one) → `ServeHandle`.
 
     ``options`` are those of `serve_app`; the address served on is one of its allowed hosts.
     Tasks a stopped process left answered but unfinished are resumed at start.
+    ``trusted_proxies``: the proxies (addresses or networks) whose ``X-Forwarded-For`` is
+    believed; none by default (see docs/serving.md).
 
-    Without a token (``token=``) the A2A and MCP routes run tools for whoever can reach
-    them: it serves on a loopback address only, and logs a warning saying so. ``insecure``
-    serves on another address all the same — for a host whose proxy or firewall does the
-    guarding.
+    Without a token (``token=`` or ``callers=``) the A2A and MCP routes run tools for whoever
+    can reach them: it serves on a loopback address only, and logs a warning saying so.
+    ``insecure`` serves on another address all the same — for a host whose proxy or firewall
+    does the guarding.
 
     Raises:
         UsageError: a non-loopback ``addr`` without a token and without ``insecure``.
     """
+    proxies = check_proxies(trusted_proxies)
     served = serve_app(toolkit, **_bound_host(addr, options))
-    return await _started(served, addr, insecure)
+    return await _started(served, addr, insecure, proxies)
 
 
 def _bound_host(addr: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -355,10 +388,12 @@ def _bound_host(addr: str, options: dict[str, Any]) -> dict[str, Any]:
     return {**options, "allowed_hosts": [*names, host]}
 
 
-async def _started(served: ServedApp, addr: str, insecure: bool) -> ServeHandle:
+async def _started(
+    served: ServedApp, addr: str, insecure: bool, proxies: tuple[str, ...] = ()
+) -> ServeHandle:
     try:
         warn = check_exposure(addr, tokenless=served.tokenless, insecure=insecure)
-        handle = await start(served, addr, on_stop=served.aclose)
+        handle = await start(served, addr, on_stop=served.aclose, trusted_proxies=proxies)
     except BaseException:
         await served.aclose()
         raise
@@ -377,6 +412,7 @@ async def serve_agent_app(
     on_task: Callable[[dict[str, Any]], Any] | None = None,
     token: str | None = None,
     auth: str | None = None,
+    callers: object = None,
     max_body: int = DEFAULT_MAX_BODY,
     url: str | None = None,
     allowed_hosts: Names = None,
@@ -397,7 +433,9 @@ async def serve_agent_app(
             holds one, so a restarted server finishes the tasks it left waiting), or an
             `AgentRuntime` (with ``entry``, the agent each task runs).
         entry: the agent to run (default: the `Agent` itself).
-        token, max_body, url, allowed_hosts, allowed_origins: as for `serve_app`.
+        token: require this bearer token on every route (one caller).
+        callers: several callers, each with a token of its own (see `serve_app`).
+        max_body, url, allowed_hosts, allowed_origins: as for `serve_app`.
         tracing: the A2A SERVER spans: ``None`` (the ``llm`` option's ``tracing``, else the
             global provider's when the API is installed), ``True``, ``False`` or a
             ``TracerProvider``.
@@ -409,6 +447,7 @@ async def serve_agent_app(
     from .fulfil import AgentFulfiller
 
     check_site(allowed_hosts, allowed_origins, url)
+    _callers(token or auth, callers)  # a bad callers file stops the start before the runtime
     closers: list[Callable[[], Any]] = []
     if tracing is None:
         llm: Any = runtime_options.get("llm")
@@ -432,15 +471,15 @@ async def serve_agent_app(
             raise UsageError("serve_agent: name the entry agent of the runtime (entry=)")
         name = entry
         description = runtime.registry[name].description if name in runtime.registry else ""
-    skill = _Skill(name=name, description=description)
     profile: Any = {"name": name, "description": description} if a2a is True else a2a
     return _build(
         AgentFulfiller(runtime, name),
-        skills=[skill],
+        skills=_team_skills(runtime.registry, name, description),
         a2a=profile,
         on_task=on_task,
         runs=runtime.run_store,
         token=token or auth,
+        callers=callers,
         max_body=max_body,
         url=url,
         mcp=None,
@@ -456,25 +495,42 @@ async def serve_agent_app(
 
 
 async def serve_agent(
-    target: Agent | AgentRuntime, addr: str, *, insecure: bool = False, **options: Any
+    target: Agent | AgentRuntime,
+    addr: str,
+    *,
+    insecure: bool = False,
+    trusted_proxies: Iterable[str] = (),
+    **options: Any,
 ) -> ServeHandle:
     """Serve an agent tree on ``addr`` → `ServeHandle` (options of `serve_agent_app`;
-    ``insecure`` and the loopback rule as for `serve`).
+    ``trusted_proxies``, ``insecure`` and the loopback rule as for `serve`).
 
     Raises:
         UsageError: a non-loopback ``addr`` without a token and without ``insecure``.
     """
-    check_exposure(
-        addr, tokenless=not (options.get("token") or options.get("auth")), insecure=insecure
-    )
+    proxies = check_proxies(trusted_proxies)
+    token = options.get("token") or options.get("auth") or options.get("callers")
+    check_exposure(addr, tokenless=not token, insecure=insecure)
     served = await serve_agent_app(target, **_bound_host(addr, options))
-    return await _started(served, addr, insecure)
+    return await _started(served, addr, insecure, proxies)
 
 
-@dataclass(frozen=True, slots=True)
-class _Skill:
-    name: str
-    description: str
+def _toolkit_skills(toolkit: Any, a2a: Any) -> list[Any]:
+    infos = list(toolkit.skill_infos()) if hasattr(toolkit, "skill_infos") else []
+    tools = list(toolkit.tools()) if hasattr(toolkit, "tools") else []
+    return card_skills(check_a2a_config(a2a) if a2a else {}, infos, tools)
+
+
+def _team_skills(registry: Mapping[str, Any], name: str, description: str) -> list[CardSkill]:
+    """A served agent's card: the agent itself (``agent``), then each agent of its team
+    (``team``, with what it does) — the agents its ``task`` tool may delegate to."""
+    skills = [CardSkill(name, description, ("agent",))]
+    entry = registry.get(name)
+    for member in getattr(entry, "task_targets", None) or ():
+        found = registry.get(member)
+        does = str(getattr(found, "description", "") or "") if found is not None else ""
+        skills.append(CardSkill(str(member), does, ("team",)))
+    return skills
 
 
 async def start_a2a_server(
@@ -536,6 +592,7 @@ async def start_a2a_server(
         on_task=on_task,
         runs=None,
         token=token,
+        callers=None,
         max_body=DEFAULT_MAX_BODY,
         url=None,
         mcp=mcp_app,

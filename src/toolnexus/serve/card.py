@@ -1,7 +1,10 @@
 """The agent card a served toolkit or agent publishes at ``/.well-known/agent-card.json``.
 
 The contract's card (``name``, ``description``, ``version``, ``protocolVersion: "0.3.0"``,
-``url``, ``defaultInputModes``/``defaultOutputModes``, skills from SKILL.md — never raw tools)
+``url``, ``defaultInputModes``/``defaultOutputModes``, skills from SKILL.md) plus, beyond the
+contract, the toolkit's tools as skills (`card_skills`: names and descriptions, tagged ``tool``;
+``a2a={"tools": False}`` keeps only SKILL.md skills, as the 0.21 card did), and for a served agent
+the agent and its team (tagged ``agent`` and ``team``),
 plus what an A2A 1.0 client reads to pick its transport: ``supportedInterfaces`` naming the
 JSON-RPC endpoint for protocol 1.0 and 0.3, and ``preferredTransport``. ``capabilities.streaming``
 is true: the endpoint serves ``SendStreamingMessage`` / ``message/stream``.
@@ -12,6 +15,7 @@ A card never carries a secret: the bearer token, headers and tool configuration 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from ..errors import UsageError
@@ -21,7 +25,9 @@ __all__ = [
     "DEFAULT_VERSION",
     "PROTOCOL_VERSION",
     "A2AConfig",
+    "CardSkill",
     "build_agent_card",
+    "card_skills",
     "check_a2a_config",
 ]
 
@@ -33,9 +39,46 @@ DEFAULT_VERSION = "0.1.0"
 """The card's ``version`` when the profile gives none."""
 
 A2AConfig = Mapping[str, Any]
-"""``{name?, description?, version?, provider?: {organization, url}, skills?: [str], store?}``."""
+"""``{name?, description?, version?, provider?: {organization, url}, skills?: [str], tools?:
+bool, store?}``."""
 
-_KEYS = frozenset({"name", "description", "version", "provider", "skills", "store"})
+_KEYS = frozenset({"name", "description", "version", "provider", "skills", "tools", "store"})
+
+
+_WORKBENCH = frozenset({"builtin", "skill"})
+"""The tool sources a card does not list (`card_skills`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CardSkill:
+    """One skill the card lists (what a `toolnexus.SkillInfo` offers, plus tags)."""
+
+    name: str
+    description: str
+    tags: tuple[str, ...] = ()
+
+
+def card_skills(
+    cfg: Mapping[str, Any], skill_infos: Sequence[Any], tools: Sequence[Any]
+) -> list[Any]:
+    """What a served toolkit's card lists: its SKILL.md skills, then each of its own tools (name
+    and description, tagged ``tool``) whose name no skill took — unless ``cfg["tools"]`` is
+    ``False``. Its own tools are those it was given (native, HTTP, MCP, relay, sub-agents,
+    remote agents); the built-ins and the ``skill`` loader are the agent's workbench, not
+    what it offers, and stay off. Nothing else of a tool (schema, source, configuration)
+    reaches the card."""
+    listed: list[Any] = list(skill_infos)
+    if cfg.get("tools") is False:
+        return listed
+    taken = {str(getattr(s, "name", "")) for s in listed}
+    for tool in tools:
+        name = str(getattr(tool, "name", ""))
+        if getattr(tool, "source", None) in _WORKBENCH:
+            continue
+        if name and name not in taken:
+            taken.add(name)
+            listed.append(CardSkill(name, str(getattr(tool, "description", "") or ""), ("tool",)))
+    return listed
 
 
 def check_a2a_config(cfg: Any) -> dict[str, Any]:
@@ -55,6 +98,8 @@ def check_a2a_config(cfg: Any) -> dict[str, Any]:
     for key in ("name", "description", "version"):
         if out.get(key) is not None and not isinstance(out[key], str):
             raise UsageError(f"a2a.{key} must be a string")
+    if out.get("tools") is not None and not isinstance(out["tools"], bool):
+        raise UsageError("a2a.tools must be true or false")
     skills = out.get("skills")
     if skills is not None and (
         not isinstance(skills, list | tuple)
@@ -67,8 +112,9 @@ def check_a2a_config(cfg: Any) -> dict[str, Any]:
 def build_agent_card(cfg: Mapping[str, Any], skills: Sequence[Any], url: str) -> dict[str, Any]:
     """The card for ``cfg`` (the ``a2a`` profile), the loaded skills and the base ``url``.
 
-    ``skills`` are `toolnexus.SkillInfo`-like objects (``name``, ``description``), filtered by
-    ``cfg["skills"]`` whenever that is not ``None`` (an empty list yields no skills).
+    ``skills`` are `toolnexus.SkillInfo`-like objects (``name``, ``description``, optionally
+    ``tags``), filtered by ``cfg["skills"]`` whenever that is not ``None`` (an empty list yields
+    no skills).
     """
     wanted: Any = cfg.get("skills")
     entries: list[dict[str, Any]] = []
@@ -77,7 +123,8 @@ def build_agent_card(cfg: Mapping[str, Any], skills: Sequence[Any], url: str) ->
         if not name or (wanted is not None and name not in wanted):
             continue
         description = getattr(skill, "description", "") or ""
-        entries.append({"id": name, "name": name, "description": str(description), "tags": []})
+        tags = [str(t) for t in getattr(skill, "tags", ()) or ()]
+        entries.append({"id": name, "name": name, "description": str(description), "tags": tags})
     endpoint = url.rstrip("/") + "/"
     card: dict[str, Any] = {
         "name": cfg.get("name") if cfg.get("name") is not None else "toolnexus-agent",

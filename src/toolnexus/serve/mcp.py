@@ -47,22 +47,30 @@ from datetime import UTC, datetime
 from typing import Any, TypeAlias, cast
 
 import anyio
-from mcp.server.lowlevel.server import Server
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.shared.exceptions import MCPError
-from mcp.shared.message import ServerMessageMetadata
-from mcp_types import (
-    INVALID_PARAMS,
-    CallToolRequestParams,
-    CallToolResult,
-    ElicitResult,
-    InputRequiredResult,
-    ListToolsResult,
-    PaginatedRequestParams,
-    TextContent,
-)
-from mcp_types import Tool as WireTool
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._extras import missing_extra
+
+try:  # the MCP SDK is the mcp extra: without it, say so
+    from mcp.server.lowlevel.server import Server
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.shared.exceptions import MCPError
+    from mcp.shared.message import ServerMessageMetadata
+    from mcp_types import (
+        INVALID_PARAMS,
+        CallToolRequestParams,
+        CallToolResult,
+        ElicitResult,
+        InputRequiredResult,
+        ListToolsResult,
+        PaginatedRequestParams,
+        TextContent,
+    )
+    from mcp_types import Tool as WireTool
+    from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+except ModuleNotFoundError as exc:
+    if exc.name is None or exc.name.partition(".")[0] not in ("mcp", "mcp_types"):
+        raise
+    raise missing_extra("serving over MCP needs the mcp SDK", "mcp") from exc
 from pydantic import ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 

@@ -11,12 +11,13 @@ import asyncio
 import contextlib
 import ipaddress
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from types import TracebackType
 from typing import Any
 
+from .._extras import missing_extra
 from ..errors import UsageError
-from ..security import ASGIApp
+from ..security import ASGIApp, check_proxies
 
 __all__ = [
     "WILDCARDS",
@@ -162,13 +163,20 @@ async def start(
     addr: str,
     *,
     on_stop: Callable[[], Awaitable[None]] | None = None,
+    trusted_proxies: Iterable[str] = (),
 ) -> ServeHandle:
-    """Serve ``app`` on ``addr`` with uvicorn in this event loop."""
+    """Serve ``app`` on ``addr`` with uvicorn in this event loop.
+
+    ``trusted_proxies`` (addresses or networks, see `toolnexus.security.check_proxies`) are
+    the peers whose ``X-Forwarded-For`` and ``X-Forwarded-Proto`` are applied; none by
+    default, loopback included (uvicorn's own default believes 127.0.0.1).
+    """
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover - the extra is missing
-        raise ImportError("serving needs uvicorn: pip install 'toolnexus[serve]'") from exc
+        raise missing_extra("serving needs uvicorn", "serve") from exc
     host, port = parse_addr(addr)
+    proxies = check_proxies(trusted_proxies)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -190,6 +198,8 @@ async def start(
         access_log=False,
         timeout_graceful_shutdown=2,
         server_header=False,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=list(proxies) or None,
     )
     server = uvicorn.Server(config)
     task = asyncio.ensure_future(server.serve(sockets=[sock]))

@@ -1,7 +1,8 @@
 """Which task store a served agent keeps its A2A tasks in: `resolve_task_store`.
 
-It chooses among every backend — the in-memory and file stores of `toolnexus.serve.tasks`, the
-SQLite and Postgres ones of `toolnexus.serve.tasks_sql` — so it stands above both (as
+It chooses among every backend — the in-memory store of `toolnexus.serve.tasks`, the file
+store of `toolnexus.serve.tasks_file`, the SQLite and Postgres ones of
+`toolnexus.serve.tasks_sql` — so it stands above them all (as
 `toolnexus.stores.url` stands above the run stores):
 
 - ``None`` — the client's own store when it is durable (SQLite or Postgres: the tasks live in
@@ -9,7 +10,9 @@ SQLite and Postgres ones of `toolnexus.serve.tasks_sql` — so it stands above b
 - ``"memory"`` — `InMemoryTaskStore` (process lifetime);
 - ``"file:<dir>"`` — `FileTaskStore`, one ``<sanitized id>.json`` per task, written atomically;
 - ``"sqlite:///path.db"`` / ``"postgresql://…"`` — a store opened from the URL;
-- any object with the `TaskStore` methods — used as it is.
+- a `TaskStore` — used as it is; any other object with its ``get`` / ``save`` / ``list``
+  methods — used through `TaskStore`'s defaults for the rest (no context claims: the server's
+  in-process check alone refuses a second message on a busy context).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 from typing import Any, cast
 
 from ..errors import UsageError
-from .tasks import FileTaskStore, InMemoryTaskStore, TaskStore
+from .tasks import InMemoryTaskStore, TaskStore, visible
+from .tasks_file import FileTaskStore
 from .tasks_sql import sql_task_store
 
 __all__ = ["resolve_store", "resolve_task_store"]
@@ -64,4 +68,32 @@ def resolve_task_store(store: Any = None, *, runs: Any = None) -> tuple[TaskStor
     for name in ("get", "save", "list"):
         if not callable(getattr(store, name, None)):
             raise UsageError(f"an A2A task store needs async get/save/list; {store!r} lacks {name}")
-    return cast(TaskStore, store), False
+    return _Adapted(store), False
+
+
+class _Adapted(TaskStore):
+    """A host's object with ``get`` / ``save`` / ``list`` as a `TaskStore` (the server does
+    not close it): its ``list`` is asked without ``caller``, whose filter is applied here."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def get(self, id: str) -> dict[str, Any] | None:
+        return cast(dict[str, Any] | None, await self.inner.get(id))
+
+    async def save(self, task: dict[str, Any]) -> None:
+        await self.inner.save(task)
+
+    async def list(
+        self,
+        *,
+        context_id: str | None = None,
+        state: str | None = None,
+        limit: int = 100,
+        caller: str | None = None,
+    ) -> list[dict[str, Any]]:
+        found = cast(
+            list[dict[str, Any]],
+            await self.inner.list(context_id=context_id, state=state, limit=limit),
+        )
+        return [t for t in found if visible(t, caller)]

@@ -59,6 +59,7 @@ from .requests import (
     PendingEntry,
     RequestStatus,
 )
+from .sessions import MemorySessions
 
 __all__ = ["Clock", "InMemoryRunStore", "InMemoryStore"]
 
@@ -103,6 +104,8 @@ class InMemoryRunStore:
         self._now = clock or time.time
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._queued: asyncio.Event | None = None
+        self.sessions = MemorySessions(self._now)
+        """The approvals inbox's sessions (`toolnexus.stores.sessions`)."""
 
     # -- T1 and reads --------------------------------------------------------------------
 

@@ -76,6 +76,7 @@ from .postgres_listen import CHANNEL, Listener
 from .postgres_schema import from_bytea as _s
 from .postgres_schema import row_key as _key
 from .postgres_schema import to_bytea as _b
+from .postgres_sessions import PostgresSessions
 from .requests import DEFAULT_LEASE_S, AnswerRecord, Claim, PendingEntry
 
 __all__ = ["CHANNEL", "PostgresStore"]
@@ -190,6 +191,11 @@ class PostgresStore(PostgresInboxIndex):
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._where!r})"
+
+    @property
+    def sessions(self) -> PostgresSessions:
+        """The approvals inbox's sessions (`toolnexus.stores.sessions`)."""
+        return PostgresSessions(self._connection, self._now)
 
     # -- conversations --------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .._extras import missing_extra
 from ..errors import StoreError
 from .postgres_schema import migrate
 
@@ -64,8 +65,8 @@ def import_driver() -> tuple[Any, Any]:
         import psycopg
         import psycopg_pool
     except ImportError as exc:
-        raise ImportError(
-            "the postgres store needs psycopg 3 and psycopg_pool: pip install 'toolnexus[postgres]'"
+        raise missing_extra(
+            "the postgres store needs psycopg 3 and psycopg_pool", "postgres"
         ) from exc
     return psycopg, psycopg_pool
 

@@ -68,6 +68,15 @@ Versions:
       pending index is rebuilt to hold the unsettled flagged rows too (what ``list_pending``
       shows). Rows saved before have no hash (the reading path answers them), no original and
       no problem.
+    10 ``a2a_callers``: ``toolnexus_a2a_tasks.owner`` (``BYTEA``), the caller that created
+      the task (NULL: made without one; rows saved before have none), indexed with
+      ``updated_at`` for ListTasks; and ``toolnexus_a2a_contexts``, each context's claim
+      keyed by the sha256 of the context id — the task that holds it (its key and id) and
+      until when — which one conditional ``INSERT … ON CONFLICT`` takes.
+    11 ``inbox_sessions``: ``toolnexus_inbox_sessions``, the approvals inbox's sessions
+      (`toolnexus.stores.sessions`), keyed by the sha256 of the session cookie (the digest's
+      bytes), with the user's name (``BYTEA``), the tag of the token they signed in with, and
+      when it began and ends (indexed: expired rows are deleted by that index).
 """
 
 from __future__ import annotations
@@ -283,6 +292,34 @@ MIGRATIONS: tuple[Migration, ...] = (
             " OR (status = 'claimed' AND NOT recorded AND checkpoint IS NOT NULL)"
             " OR (problem IS NOT NULL AND status IN ('answered', 'claimed')"
             " AND checkpoint IS NOT NULL)",
+        ),
+    ),
+    Migration(
+        version=10,
+        name="a2a_callers",
+        statements=(
+            "ALTER TABLE toolnexus_a2a_tasks ADD COLUMN owner BYTEA",
+            "CREATE INDEX toolnexus_a2a_tasks_owner ON toolnexus_a2a_tasks (owner, updated_at)",
+            "CREATE TABLE toolnexus_a2a_contexts ("
+            " context_key BYTEA PRIMARY KEY,"
+            " task_key BYTEA NOT NULL,"
+            " task_id BYTEA NOT NULL,"
+            " until DOUBLE PRECISION NOT NULL"
+            ")",
+        ),
+    ),
+    Migration(
+        version=11,
+        name="inbox_sessions",
+        statements=(
+            "CREATE TABLE toolnexus_inbox_sessions ("
+            " key BYTEA PRIMARY KEY,"
+            " user_name BYTEA NOT NULL,"
+            " tag TEXT NOT NULL,"
+            " created_at DOUBLE PRECISION NOT NULL,"
+            " expires_at DOUBLE PRECISION NOT NULL"
+            ")",
+            "CREATE INDEX toolnexus_inbox_sessions_expiry ON toolnexus_inbox_sessions (expires_at)",
         ),
     ),
 )

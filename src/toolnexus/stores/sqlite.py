@@ -73,6 +73,7 @@ from .checks import check_seconds
 from .sqlite_inbox import SqliteInboxIndex
 from .sqlite_runstore import SqliteRunStore
 from .sqlite_schema import MIGRATIONS, immediate, migrate, wal_pages
+from .sqlite_sessions import SqliteSessions
 from .sqlite_watch import AnswerWatch
 
 __all__ = ["CHECKPOINT_PAGES", "INLINE_PAGES_MAX", "SqliteStore"]
@@ -207,6 +208,11 @@ class SqliteStore(SqliteRunStore, SqliteInboxIndex):
     def path(self) -> str:
         """The database path as given."""
         return self._path
+
+    @property
+    def sessions(self) -> SqliteSessions:
+        """The approvals inbox's sessions (`toolnexus.stores.sessions`)."""
+        return SqliteSessions(self._fast, self._call, self._now)
 
     def __repr__(self) -> str:
         return f"SqliteStore({self._path!r})"

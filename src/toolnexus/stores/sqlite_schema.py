@@ -53,6 +53,14 @@ Versions:
       `list_pending` shows since: the waiting rows and the unsettled flagged ones (an
       infinite hold is the REAL ``Inf`` in ``lease_until``). Rows of version 6 have no
       original, no problem, and keep their status.
+    8 ``a2a_callers``: ``a2a_tasks.owner``, the caller that created the task (NULL: made
+      without one; rows saved before have none), indexed with ``updated_at`` for ListTasks;
+      and ``a2a_contexts``, each context's claim — the task that holds it and until when —
+      which one conditional write takes (one message at a time per context).
+    9 ``inbox_sessions``: the approvals inbox's sessions (`toolnexus.stores.sessions`), one
+      row per session keyed by the sha256 of its cookie, with the user's name, the tag of the
+      token they signed in with, and when it began and ends (indexed: expired rows are
+      deleted by that index).
 """
 
 from __future__ import annotations
@@ -285,6 +293,35 @@ MIGRATIONS: tuple[Migration, ...] = (
             " (created_at, request_id, kind, tool, conversation_id, status, lease_until, problem)"
             " WHERE checkpoint IS NOT NULL AND status IN ('pending', 'answered', 'claimed')"
             " AND (recorded = 0 OR problem IS NOT NULL)",
+        ),
+    ),
+    Migration(
+        version=8,
+        name="a2a_callers",
+        statements=(
+            "ALTER TABLE a2a_tasks ADD COLUMN owner TEXT",
+            "CREATE INDEX a2a_tasks_owner ON a2a_tasks (owner, updated_at)",
+            # One row per context that a task claimed: taken, renewed and given up by
+            # conditional writes on this row alone (`toolnexus.serve.tasks_sql`).
+            "CREATE TABLE a2a_contexts ("
+            " context_id TEXT PRIMARY KEY,"
+            " task_id TEXT NOT NULL,"
+            " until REAL NOT NULL"
+            ")",
+        ),
+    ),
+    Migration(
+        version=9,
+        name="inbox_sessions",
+        statements=(
+            "CREATE TABLE inbox_sessions ("
+            " key TEXT PRIMARY KEY,"
+            " user_name TEXT NOT NULL,"
+            " tag TEXT NOT NULL,"
+            " created_at REAL NOT NULL,"
+            " expires_at REAL NOT NULL"
+            ")",
+            "CREATE INDEX inbox_sessions_expiry ON inbox_sessions (expires_at)",
         ),
     ),
 )

@@ -19,6 +19,7 @@ import logging
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
+from .._extras import extra_hint
 from ..suspension import (
     Answer,
     Request,
@@ -36,7 +37,7 @@ __all__ = ["answer_to_elicit_result", "ask_inline", "elicitation_to_request", "s
 
 log = logging.getLogger("toolnexus")
 
-MCP_EXTRA_HINT = "the MCP source needs the mcp extra: pip install 'toolnexus[mcp]'"
+MCP_EXTRA_HINT = f"the MCP source needs the mcp extra: {extra_hint('mcp')}"
 
 
 def elicitation_to_request(params: Any, *, id: str | None = None) -> Request:

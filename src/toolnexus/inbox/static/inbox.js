@@ -35,12 +35,19 @@
     });
   }
 
+  // A request id as one path segment, as the server writes it (toolnexus.inbox.paths):
+  // "." and ".." cannot be segments, so they are "~." and "~.."; any other "~" is escaped.
+  function segment(id) {
+    if (id === "." || id === "..") { return "~" + id; }
+    return encodeURIComponent(id).replace(/~/g, "%7E");
+  }
+
   function follow() {
     var section = document.getElementById("run-status");
     var main = document.getElementById("request");
     if (!section || !main || !section.hasAttribute("data-follow")) { return; }
     var id = main.getAttribute("data-request-id");
-    var page = base + "requests/" + encodeURIComponent(id);
+    var page = base + "requests/" + segment(id);
     var url = page + "/status";
     var timer = setInterval(function () {
       fetch(url, { headers: { accept: "application/json" }, credentials: "same-origin" })
