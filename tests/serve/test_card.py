@@ -52,3 +52,11 @@ def test_a_malformed_a2a_profile_is_a_usage_error(bad: object) -> None:
     with pytest.raises(UsageError):
         check_a2a_config(bad)
     assert check_a2a_config(True) == {}
+
+
+def test_the_card_streams_unless_the_profile_says_it_does_not() -> None:
+    assert build_agent_card({}, [], "http://h")["capabilities"]["streaming"] is True
+    off = build_agent_card(check_a2a_config({"streaming": False}), [], "http://h")
+    assert off["capabilities"] == {"streaming": False, "pushNotifications": False}
+    with pytest.raises(UsageError, match=r"a2a\.streaming must be true or false"):
+        check_a2a_config({"streaming": "no"})

@@ -7,7 +7,9 @@ contract, the toolkit's tools as skills (`card_skills`: names and descriptions, 
 the agent and its team (tagged ``agent`` and ``team``),
 plus what an A2A 1.0 client reads to pick its transport: ``supportedInterfaces`` naming the
 JSON-RPC endpoint for protocol 1.0 and 0.3, and ``preferredTransport``. ``capabilities.streaming``
-is true: the endpoint serves ``SendStreamingMessage`` / ``message/stream``.
+is true — the endpoint serves ``SendStreamingMessage`` / ``message/stream``, with the model's text
+as it comes — unless the profile says ``streaming: false`` (the 0.21 card: callers poll, and the
+model is asked for whole replies).
 
 A card never carries a secret: the bearer token, headers and tool configuration stay out.
 """
@@ -40,9 +42,11 @@ DEFAULT_VERSION = "0.1.0"
 
 A2AConfig = Mapping[str, Any]
 """``{name?, description?, version?, provider?: {organization, url}, skills?: [str], tools?:
-bool, store?}``."""
+bool, streaming?: bool, store?}``."""
 
-_KEYS = frozenset({"name", "description", "version", "provider", "skills", "tools", "store"})
+_KEYS = frozenset(
+    {"name", "description", "version", "provider", "skills", "tools", "streaming", "store"}
+)
 
 
 _WORKBENCH = frozenset({"builtin", "skill"})
@@ -98,8 +102,9 @@ def check_a2a_config(cfg: Any) -> dict[str, Any]:
     for key in ("name", "description", "version"):
         if out.get(key) is not None and not isinstance(out[key], str):
             raise UsageError(f"a2a.{key} must be a string")
-    if out.get("tools") is not None and not isinstance(out["tools"], bool):
-        raise UsageError("a2a.tools must be true or false")
+    for switch in ("tools", "streaming"):
+        if out.get(switch) is not None and not isinstance(out[switch], bool):
+            raise UsageError(f"a2a.{switch} must be true or false")
     skills = out.get("skills")
     if skills is not None and (
         not isinstance(skills, list | tuple)
@@ -114,7 +119,7 @@ def build_agent_card(cfg: Mapping[str, Any], skills: Sequence[Any], url: str) ->
 
     ``skills`` are `toolnexus.SkillInfo`-like objects (``name``, ``description``, optionally
     ``tags``), filtered by ``cfg["skills"]`` whenever that is not ``None`` (an empty list yields
-    no skills).
+    no skills). ``capabilities.streaming`` is true unless ``cfg["streaming"]`` is ``False``.
     """
     wanted: Any = cfg.get("skills")
     entries: list[dict[str, Any]] = []
@@ -137,7 +142,10 @@ def build_agent_card(cfg: Mapping[str, Any], skills: Sequence[Any], url: str) ->
             {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ],
-        "capabilities": {"streaming": True, "pushNotifications": False},
+        "capabilities": {
+            "streaming": cfg.get("streaming") is not False,
+            "pushNotifications": False,
+        },
         "defaultInputModes": ["text"],
         "defaultOutputModes": ["text"],
         "skills": entries,

@@ -9,7 +9,8 @@ SQLite and Postgres ones of `toolnexus.serve.tasks_sql` — so it stands above b
 - ``"memory"`` — `InMemoryTaskStore` (process lifetime);
 - ``"file:<dir>"`` — `FileTaskStore`, one ``<sanitized id>.json`` per task, written atomically;
 - ``"sqlite:///path.db"`` / ``"postgresql://…"`` — a store opened from the URL;
-- any object with the `TaskStore` methods — used as it is.
+- any object with the `TaskStore` methods — used as it is; one with only ``get`` and ``save`` (the
+  reference's seam) lists nothing, as `TaskStore.list` by default.
 """
 
 from __future__ import annotations
@@ -61,7 +62,22 @@ def resolve_task_store(store: Any = None, *, runs: Any = None) -> tuple[TaskStor
     found = sql_task_store(store)
     if found is not None:
         return found, False
-    for name in ("get", "save", "list"):
+    for name in ("get", "save"):
         if not callable(getattr(store, name, None)):
-            raise UsageError(f"an A2A task store needs async get/save/list; {store!r} lacks {name}")
+            raise UsageError(f"an A2A task store needs async get/save; {store!r} lacks {name}")
+    if not callable(getattr(store, "list", None)):
+        return _GetSave(store), False  # the reference's seam: lists nothing (`TaskStore.list`)
     return cast(TaskStore, store), False
+
+
+class _GetSave(TaskStore):
+    """A host's store with only ``get`` and ``save``, as a `TaskStore`."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    async def get(self, id: str) -> dict[str, Any] | None:
+        return await self.inner.get(id)
+
+    async def save(self, task: dict[str, Any]) -> None:
+        await self.inner.save(task)
