@@ -541,12 +541,12 @@ async def test_an_explicit_api_key_wins_over_the_environment(
 
 
 async def test_no_api_key_anywhere_is_a_usage_error_naming_the_variables(
-    scripted: ScriptedModel, client_for: ClientFor, style: str, monkeypatch: pytest.MonkeyPatch
+    style: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name in KEY_VARS:
         monkeypatch.delenv(name, raising=False)
     with pytest.raises(UsageError, match="OPENROUTER_API_KEY") as caught:
-        client_for(scripted, style, api_key=None)
+        create_client(base_url="https://models.example.com/v1", style=style, model=MODEL)
     assert "OPENAI_API_KEY" in str(caught.value)
     assert "ANTHROPIC_API_KEY" in str(caught.value)
 

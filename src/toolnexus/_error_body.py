@@ -5,8 +5,8 @@ rules), and the delay its ``Retry-After`` header asks for.
   and ``organization`` (JSON string or number values) with `REDACTED`;
 * ``safe_error_body(status, text)`` is ``""`` for 401/403 (an auth failure's body may echo the
   key), else the redacted text;
-* ``capped_error_body(text)`` keeps the first `MAX_ERROR_BODY` characters, adding ``…`` when
-  it cut;
+* ``capped_error_body(status, text)`` is ``safe_error_body`` cut to `MAX_ERROR_BODY`
+  characters, with ``…`` when it cut (the message form; a typed error's ``body`` keeps it all);
 * ``parse_retry_after(value)`` reads the header's delay-seconds form.
 
 Below `toolnexus.errors` (whose `ProviderError` is built from a status, a body and the header)
@@ -55,11 +55,12 @@ def safe_error_body(status: int | None, text: str) -> str:
     return redact_identifiers(text)
 
 
-def capped_error_body(text: str) -> str:
-    """At most `MAX_ERROR_BODY` characters, with ``…`` when cut."""
-    if len(text) <= MAX_ERROR_BODY:
-        return text
-    return text[:MAX_ERROR_BODY] + "…"
+def capped_error_body(status: int | None, text: str) -> str:
+    """`safe_error_body` in at most `MAX_ERROR_BODY` characters, with ``…`` when cut."""
+    body = safe_error_body(status, text)
+    if len(body) <= MAX_ERROR_BODY:
+        return body
+    return body[:MAX_ERROR_BODY] + "…"
 
 
 def parse_retry_after(value: str | None) -> float | None:

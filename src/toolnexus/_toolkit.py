@@ -359,18 +359,11 @@ class Toolkit:
 
 def _is_local(endpoint: str) -> bool:
     """True for an in-process model or an endpoint on a loopback address."""
-    import ipaddress  # only when a run first meets a toolkit with unconfined built-ins
+    from .llm.dialects import is_loopback_url  # only when a run meets unconfined built-ins
 
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https"):
+    if urlsplit(endpoint).scheme not in ("http", "https"):
         return True
-    host = (parts.hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return is_loopback_url(endpoint)
 
 
 def check_tool(t: object) -> None:

@@ -97,7 +97,7 @@ class ProviderError(ToolnexusError):
 
             status = message
             body = safe_error_body(status, text or "")
-            shown = capped_error_body(body)
+            shown = capped_error_body(status, text or "")
             super().__init__(f"LLM {status}: {shown}" if shown else f"LLM {status}")
             self.status: int | None = status
             self.body = body

@@ -13,7 +13,7 @@ from typing import Any, Literal, TypedDict
 from ._compat import UsageTypeError
 from .errors import UsageError
 from .llm.base import Dialect, Style
-from .llm.dialects import api_key_from_env, dialect_for, env_key_names
+from .llm.dialects import api_key_from_env, dialect_for, env_key_names, is_loopback_url
 from .llm.inprocess import Generate, InProcessTransport
 from .llm.openai import OpenAIDialect
 from .llm.parts_wire import PartPolicy
@@ -32,6 +32,7 @@ __all__ = [
     "ClientSetup",
     "client_secrets",
     "known_options",
+    "resolve_api_key",
     "setup_client",
 ]
 
@@ -82,10 +83,21 @@ NO_WIRE = ("base_url", "api_key", "style", "http_transport")
 """The options an in-process model refuses: it has no wire to configure."""
 
 
-def _resolve_api_key(style: Style, api_key: str | None) -> str:
+def resolve_api_key(
+    style: Style, api_key: str | None, base_url: object, *, injected: bool
+) -> str | None:
+    """The key a client sends: ``api_key``, else the environment's (`api_key_from_env`).
+
+    Without either, no key is sent — no ``Authorization`` header at all — when the host injected
+    the transport (it owns the wire) or ``base_url`` is a loopback address (a local model);
+    anywhere else a missing key fails here, at construction.
+
+    Raises:
+        UsageError: no key, for a network endpoint reached through our own transport.
+    """
     key = api_key or api_key_from_env(style)
-    if key:
-        return key
+    if key or injected or is_loopback_url(base_url):
+        return key or None
     _, own, other = env_key_names(style)
     raise UsageError(f"no API key: pass api_key= or set OPENROUTER_API_KEY or {own} (or {other})")
 
@@ -174,7 +186,7 @@ def setup_client(
         secrets = Redactor()
     else:
         dialect = dialect_for(style, PartPolicy(on_unsupported_part, max_part_bytes))
-        key = _resolve_api_key(dialect.style, api_key)
+        key = resolve_api_key(dialect.style, api_key, base_url, injected=http_transport is not None)
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise UsageError(f"base_url must be an http(s) URL, got {base_url!r}")
         wire_headers = {**dialect.auth_headers(key), **dict(headers or {})}

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from agent_support import llm_of
 
+from toolnexus import Tool, ToolResult
 from toolnexus.agents import (
     AgentDef,
     AgentRuntime,
@@ -17,7 +18,15 @@ from toolnexus.agents import (
     PostResult,
     VirtualClock,
 )
-from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, garbage, text
+from toolnexus.testing import (
+    RecordedRequest,
+    Reply,
+    ScriptedModel,
+    call,
+    garbage,
+    text,
+    tool_calls,
+)
 
 
 class Valve:
@@ -157,6 +166,58 @@ async def test_a_shared_token_pool_admits_a_sibling_then_refuses_the_next_wake()
     assert refused.status == "incomplete"
     assert refused.limit == "maxTokens"
     assert "budget exhausted" in refused.text
+
+
+USAGE = {"prompt_tokens": 30, "completion_tokens": 10, "total_tokens": 40}
+
+
+def seed_budgets_brain(request: RecordedRequest) -> Reply:
+    """The seeds' subagent-budgets model: ``m-explore`` looks up once then answers (two calls,
+    40 tokens each); ``m-loop`` never stops looking up."""
+    results = [m for m in request.body["messages"] if m.get("role") == "tool"]
+    if request.body["model"] == "m-explore" and results:
+        return text(f"found:{results[0]['content']}", usage=USAGE)
+    q = "x" if request.body["model"] == "m-explore" else "again"
+    return tool_calls(call("lookup", {"q": q}), usage=USAGE)
+
+
+async def test_the_seed_budgets_fixture_s7_admits_a_turn_on_what_its_pool_had_at_the_wake() -> None:
+    async def lookup(args: dict[str, Any], ctx: Any = None) -> ToolResult:
+        return ToolResult(f"data({args['q']})")
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    tool = Tool("lookup", "look up", schema, "native", lookup)
+    registry = {
+        "coordinator": AgentDef(
+            name="coordinator", model="m-coordinator", task_targets=["explore"]
+        ),
+        "explore": AgentDef(name="explore", model="m-explore", tools=[tool]),
+        "looper": AgentDef(name="looper", model="m-loop", tools=[tool]),
+    }
+    async with ScriptedModel(default=seed_budgets_brain) as model:
+        async with AgentRuntime(registry=registry, llm=llm_of(model)) as rt:
+            coordinator = spawn(rt, rt.root, "coordinator", Budget(max_tokens=100, max_children=2))
+            first = spawn(rt, coordinator, "explore", Budget(max_tokens=500))
+            assert first.pool.tokens == 100  # carve: min(500, the parent's 100)
+            second = spawn(rt, coordinator, "explore")
+            third = rt.spawn(coordinator, "explore")
+            assert "maxChildren" in getattr(third, "error", "")
+            rt.wake(first, "go")
+            assert (await rt.wait(first)).status == "done"
+            assert coordinator.pool.tokens == 20  # two calls × 40 rolled up
+            rt.wake(second, "go")
+            admitted = await rt.wait(second)  # 20 > 0 at admission: the whole wake runs
+            assert (admitted.status, admitted.text) == ("done", "found:data(x)")
+            assert admitted.turns == 2
+            rt.wake(second, "again")
+            refused = await rt.wait(second)  # the pool went below zero: the live walk refuses
+            assert refused.status == "incomplete"
+            assert "budget exhausted" in refused.text
+            looper = spawn(rt, rt.root, "looper", Budget(max_turns=3))
+            rt.wake(looper, "loop forever")
+            capped = await rt.wait(looper)
+    assert (capped.status, capped.limit) == ("incomplete", "maxTurns")
+    assert capped.turns == 3
 
 
 async def test_the_lifetime_turn_cap_stops_loudly() -> None:

@@ -338,7 +338,7 @@ async def test_a_beat_is_due_from_the_start_agent_call_even_before_the_loop_runs
     from toolnexus.agents import VirtualClock
 
     clock = VirtualClock()
-    reports: list[TaskResult] = []
+    reports: list[str] = []
     started = start_agent(
         agent("bot", does="x"),
         every_ms=60_000,
@@ -350,4 +350,4 @@ async def test_a_beat_is_due_from_the_start_agent_call_even_before_the_loop_runs
     await clock.advance(60)  # no await in between: the beat task had not started yet
     assert await asyncio.wait_for(beat, 5) == 1
     await started.stop()
-    assert [r.text for r in reports] == ["disk at 93%"]
+    assert reports == ["disk at 93%"]

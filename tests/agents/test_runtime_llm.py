@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from toolnexus import UsageError, create_client
+from toolnexus import UrllibTransport, UsageError, create_client
 from toolnexus.agents import AgentDef, AgentRuntime, Handle
 from toolnexus.testing import RecordedRequest, Reply, ScriptedModel, call, text, tool_calls
 
@@ -30,18 +30,60 @@ def registry(**agent: Any) -> dict[str, AgentDef]:
     return {"a": AgentDef(name="a", description="d", model="m-a", **agent)}
 
 
-async def test_a_missing_api_key_is_the_create_client_error(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def no_key_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENROUTER_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+
+
+class Gateway:
+    """A host's own wire (a blocking ``post``) to the model behind it, whatever the URL."""
+
+    def __init__(self, model: ScriptedModel) -> None:
+        self.inner = UrllibTransport()
+        self.target = model.openai_base_url + "/chat/completions"
+        self.urls: list[str] = []
+
+    def post(
+        self, url: str, headers: dict[str, str], payload: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        self.urls.append(url)
+        return self.inner.post(self.target, headers, payload, timeout)
+
+
+@pytest.mark.usefixtures("no_key_anywhere")
+async def test_a_missing_api_key_for_a_network_model_is_the_create_client_error() -> None:
+    rt = AgentRuntime(registry=registry(), llm={"base_url": "https://models.example.com/v1"})
+    result = await run_once(rt)
+    await rt.aclose()
+    assert result.status == "error"
+    assert "no API key" in result.text
+
+
+@pytest.mark.usefixtures("no_key_anywhere")
+async def test_agents_on_an_injected_transport_start_without_a_key() -> None:
+    async with ScriptedModel(default=lambda r: text("hi")) as model:
+        gateway = Gateway(model)
+        rt = AgentRuntime(
+            registry=registry(),
+            transport=gateway,
+            llm={"base_url": "https://models.example.com/v1"},
+        )
+        result = await run_once(rt)
+        await rt.aclose()
+    assert (result.status, result.text) == ("done", "hi")
+    assert gateway.urls == ["https://models.example.com/v1/chat/completions"]
+    assert "authorization" not in model.requests[0].headers
+
+
+@pytest.mark.usefixtures("no_key_anywhere")
+async def test_agents_on_a_loopback_model_start_without_a_key() -> None:
     async with ScriptedModel(default=lambda r: text("hi")) as model:
         rt = AgentRuntime(registry=registry(), llm={"base_url": model.openai_base_url})
         result = await run_once(rt)
         await rt.aclose()
-    assert result.status == "error"
-    assert "no API key" in result.text
-    assert model.requests == []  # nothing was sent without a key
+    assert (result.status, result.text) == ("done", "hi")
+    assert "authorization" not in model.requests[0].headers
 
 
 async def test_a_bad_option_is_refused_as_create_client_refuses_it() -> None:

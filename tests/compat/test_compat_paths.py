@@ -510,8 +510,11 @@ def test_the_error_body_helpers() -> None:
         '{"error": "x", "user_id": "«redacted»", "org_id": "«redacted»", '
         '"organization": "«redacted»"}'
     )
-    assert client.capped_error_body("a" * 200) == "a" * 200
-    assert client.capped_error_body("a" * 201) == "a" * 200 + "…"
+    assert client.capped_error_body(500, "a" * 200) == "a" * 200
+    assert client.capped_error_body(500, "a" * 201) == "a" * 200 + "…"
+    assert client.capped_error_body(401, "key sk-123 is bad" * 20) == ""
+    long = '{"user_id": "u-9", "pad": "' + "x" * 300 + '"}'
+    assert client.capped_error_body(500, long).startswith('{"user_id": "«redacted»"')
 
 
 def test_the_translate_helpers_convert_openai_shapes() -> None:

@@ -4,7 +4,8 @@
 
 - a message containing ``ask`` → the task turns ``input-required`` ("Which color?");
   the follow-up on that task completes it with ``painted <answer text>``;
-- ``auth`` → ``auth-required``; ``fail`` → ``failed``; ``slow`` → working forever;
+- ``auth`` → ``auth-required``; ``fail`` → ``failed``; ``slow`` → working until cancelled
+  (`Work` records which tasks are at it, for the tests that cancel them);
 - anything else completes at once with ``echo: <text>``.
 
 Tasks are kept by the SDK's request handler in a `FileTaskStore` (one JSON file per task), so
@@ -53,7 +54,29 @@ class FileTaskStore(TaskStore):
         (self.folder / f"{task_id}.json").unlink(missing_ok=True)
 
 
+class Work:
+    """The slow tasks the painter is working on: ``started`` is set when one begins, ``stopped``
+    when one stops working (its execution was cancelled)."""
+
+    def __init__(self) -> None:
+        self.running: set[str] = set()
+        self.started = asyncio.Event()
+        self.stopped = asyncio.Event()
+
+    async def forever(self, task_id: str) -> None:
+        self.running.add(task_id)
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            self.running.discard(task_id)
+            self.stopped.set()
+
+
 class Painter(AgentExecutor):
+    def __init__(self, work: Work | None = None) -> None:
+        self.work = work or Work()
+
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         text = context.get_user_input()
         task = context.current_task
@@ -82,7 +105,7 @@ class Painter(AgentExecutor):
             await updater.failed(updater.new_agent_message([pb.Part(text="no paint left")]))
         elif "slow" in text:
             await updater.start_work()
-            await asyncio.Event().wait()
+            await self.work.forever(task.id)
         else:
             await updater.add_artifact([pb.Part(text=f"echo: {text}")])
             await updater.complete()
@@ -109,10 +132,14 @@ def card(url: str, *, streaming: bool) -> pb.AgentCard:
     )
 
 
-def app(url: str, store: Any = None, *, streaming: bool = False) -> Starlette:
+def app(
+    url: str, store: Any = None, *, streaming: bool = False, work: Work | None = None
+) -> Starlette:
     agent_card = card(url, streaming=streaming)
     handler = DefaultRequestHandler(
-        agent_executor=Painter(), task_store=store or InMemoryTaskStore(), agent_card=agent_card
+        agent_executor=Painter(work),
+        task_store=store or InMemoryTaskStore(),
+        agent_card=agent_card,
     )
     routes = create_agent_card_routes(agent_card) + create_jsonrpc_routes(
         handler, "/", enable_v0_3_compat=True

@@ -7,10 +7,12 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 from a2a.types import a2a_pb2 as pb
 from a2a_support import Serve, ledger_lines, sdk_client, user_message
 
 from toolnexus.testing import ScriptedModel, text
+from toolnexus.tools.a2a import agent, agent_tools
 
 
 async def events_of(client: object, request: object) -> list[pb.StreamResponse]:
@@ -247,3 +249,19 @@ def _t(value: str) -> dict[str, str]:
 
 def _get(tid: str) -> dict[str, object]:
     return {"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {"id": tid}}
+
+
+@pytest.mark.parametrize("streaming", [True, False])
+async def test_the_profile_says_whether_the_card_streams_and_callers_follow_it(
+    serve_refunds: Serve, model: ScriptedModel, streaming: bool
+) -> None:
+    served = await serve_refunds(a2a={"name": "refunds", "streaming": streaming})
+    async with httpx.AsyncClient() as http:
+        card = (await http.get(served.url + "/.well-known/agent-card.json")).json()
+    assert card["capabilities"]["streaming"] is streaming
+    model.when(lambda r: "hello" in str(r.body["messages"]), text("Hello there, caller"))
+    (tool,) = await agent_tools(agent(served.url, poll_every=10))
+    result = await tool.execute({"task": "hello"}, None)
+    assert (result.output, result.is_error) == ("Hello there, caller", False)
+    # without streaming (the 0.21 card) the caller polls and the model is asked for whole replies
+    assert bool(model.requests[-1].body.get("stream")) is streaming

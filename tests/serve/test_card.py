@@ -51,4 +51,15 @@ def test_skills_are_filtered_and_the_provider_shown_when_given() -> None:
 def test_a_malformed_a2a_profile_is_a_usage_error(bad: object) -> None:
     with pytest.raises(UsageError):
         check_a2a_config(bad)
-    assert check_a2a_config(True) == {}
+    assert check_a2a_config(True) == {"streaming": True}
+
+
+def test_a_served_card_streams_unless_the_profile_says_it_does_not() -> None:
+    served = build_agent_card(check_a2a_config({"name": "x"}), [], "http://h")
+    assert served["capabilities"]["streaming"] is True
+    # the package's builder on its own: a host's endpoint streams only when it says so
+    assert build_agent_card({}, [], "http://h")["capabilities"]["streaming"] is False
+    off = build_agent_card(check_a2a_config({"streaming": False}), [], "http://h")
+    assert off["capabilities"] == {"streaming": False, "pushNotifications": False}
+    with pytest.raises(UsageError, match=r"a2a\.streaming must be true or false"):
+        check_a2a_config({"streaming": "no"})

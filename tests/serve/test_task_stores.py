@@ -117,7 +117,7 @@ def test_resolve_rules(tmp_path: Path) -> None:
     assert resolve_task_store(own) == (own, False)
     with pytest.raises(UsageError, match=r'Unknown A2A store: "redis://x" \(expected "memory"'):
         resolve_task_store("redis://x")
-    with pytest.raises(UsageError, match="needs async get/save/list"):
+    with pytest.raises(UsageError, match=r"needs async get/save; .* lacks get"):
         resolve_task_store(object())
 
 
@@ -222,3 +222,37 @@ async def test_a_caller_lists_its_own_tasks_and_those_made_without_a_caller(
     assert [t["id"] for t in await store.list(caller="alice", state="working")] == ["a2"]
     assert len(await store.list()) == 4  # no caller: every task
     assert await store.get("b1") == owned("b1", "completed", "bob")  # the owner is kept
+
+
+class PlainGetSave:
+    """A host's store as the reference's tests write one: no base class, no ``list``."""
+
+    def __init__(self) -> None:
+        self.saved: list[str] = []
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    async def get(self, id: str) -> dict[str, Any] | None:
+        return self.rows.get(id)
+
+    async def save(self, task: dict[str, Any]) -> None:
+        self.saved.append(task["status"]["state"])
+        self.rows[task["id"]] = json.loads(json.dumps(task))
+
+
+async def test_a_host_store_without_list_or_base_class_serves_the_pause(
+    serve_refunds: Any, ledger: Path
+) -> None:
+    from a2a.types import a2a_pb2 as pb
+    from a2a_support import ledger_lines, sdk_client, send, user_message
+
+    own = PlainGetSave()
+    served = await serve_refunds(a2a={"name": "refunds", "store": own})
+    async with sdk_client(served.url) as client:
+        task = await send(client, user_message("refund"))
+        assert own.rows[task.id]["status"]["state"] == "input-required"
+        done = await send(client, user_message("yes", task_id=task.id))
+        assert done.status.state == pb.TASK_STATE_COMPLETED
+    assert own.saved[0] == "submitted"
+    assert own.saved[-1] == "completed"
+    assert len(ledger_lines(ledger)) == 1
+    assert await resolve_task_store_only(own).list() == []  # the reference's seam lists nothing

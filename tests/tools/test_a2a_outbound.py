@@ -36,10 +36,14 @@ def free_port() -> int:
 
 
 @asynccontextmanager
-async def peer(*, streaming: bool = False, store: Any = None) -> AsyncIterator[str]:
+async def peer(
+    *, streaming: bool = False, store: Any = None, work: a2a_peer.Work | None = None
+) -> AsyncIterator[str]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    served = await start(a2a_peer.app(url, store, streaming=streaming), f"127.0.0.1:{port}")
+    served = await start(
+        a2a_peer.app(url, store, streaming=streaming, work=work), f"127.0.0.1:{port}"
+    )
     try:
         yield url
     finally:
@@ -110,6 +114,65 @@ async def test_a_cancelled_run_stops_following_the_task() -> None:
     assert result.output == f"A2A task {tid} canceled"
     assert result.is_error
     assert result.metadata["polls"] == 0
+
+
+async def remote_state(url: str, task_id: str) -> str:
+    """The task's state as the remote agent itself reports it (GetTask, A2A 1.0)."""
+    import aiohttp
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(url, json=body, headers={"A2A-Version": "1.0"}) as r,
+    ):
+        return (await r.json())["result"]["status"]["state"]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["polling", "streaming"])
+async def test_cancelling_the_run_cancels_the_remote_task_and_its_work_stops(
+    streaming: bool,
+) -> None:
+    from toolnexus import ToolContext
+
+    work = a2a_peer.Work()
+    async with peer(streaming=streaming, work=work) as url:
+        paint = (await agent_tools(agent(url, poll_every=60_000)))[0]
+        signal = asyncio.Event()
+        call = asyncio.create_task(paint.execute({"task": "slow"}, ToolContext(signal=signal)))
+        await asyncio.wait_for(work.started.wait(), 10)
+        signal.set()  # the submit, a poll pause or the stream in flight: torn down
+        result = await asyncio.wait_for(call, 10)
+        tid = result.metadata["taskId"]
+        await asyncio.wait_for(work.stopped.wait(), 10)
+        assert work.running == set()
+        assert await remote_state(url, tid) == "TASK_STATE_CANCELED"
+    assert (result.output, result.is_error) == (f"A2A task {tid} canceled", True)
+    assert result.metadata["state"] == "canceled"
+    assert tid
+
+
+def slow_painter_brain(request: RecordedRequest) -> Reply:
+    return tool_calls(call("painter_paint", {"task": "slow"}))
+
+
+async def test_an_interrupted_agent_cancels_the_remote_task_of_its_call() -> None:
+    from toolnexus.agents import AgentDef, AgentRuntime, Handle
+
+    work = a2a_peer.Work()
+    async with peer(work=work) as url, ScriptedModel(default=slow_painter_brain) as model:
+        tools = await agent_tools(agent(url, poll_every=60_000))
+        registry = {"boss": AgentDef(name="boss", model="m", tools=tools)}
+        llm = {"base_url": model.openai_base_url, "api_key": "k"}
+        async with AgentRuntime(registry=registry, llm=llm) as rt:
+            h = rt.spawn(rt.root, "boss")
+            assert isinstance(h, Handle)
+            rt.wake(h, "paint slowly")
+            await asyncio.wait_for(work.started.wait(), 10)
+            (tid,) = work.running
+            await asyncio.wait_for(rt.interrupt(h), 10)  # the call's task is cancelled
+            await asyncio.wait_for(work.stopped.wait(), 10)
+            assert await remote_state(url, tid) == "TASK_STATE_CANCELED"
+            assert rt.inspect(h).state == "idle"
 
 
 def painter_brain(request: RecordedRequest) -> Reply:

@@ -1,4 +1,10 @@
-"""Hierarchical budgets: carve at spawn, walk the live ancestor chain before every call."""
+"""Hierarchical budgets: carve at spawn; walk the live ancestor chain at each turn's admission
+(a wake) and each spawn; cap the model calls of one wake before each call.
+
+CONTRACT §3.5's "before each turn" is an agent turn — a wake — as the seeds' budgets fixture
+(S7) shows: a child admitted with 20 tokens left in its parent's pool finishes its wake, even if
+the pool goes below zero on the way; the next wake is refused. ``maxTurns`` stays per model call.
+"""
 
 from __future__ import annotations
 
@@ -32,14 +38,13 @@ def carve(own: Budget, parent: Handle) -> Budget:
     return Budget(**values)
 
 
-def exhausted(handle: Handle, now: float, extra_tool_calls: int = 0) -> str | None:
+def exhausted(handle: Handle, now: float) -> str | None:
     """The first pooled limit spent along ``handle``'s live ancestor chain, or ``None``."""
     for node in handle.ancestors():
         b = node.budget
         if b.max_tokens is not None and node.tokens >= b.max_tokens:
             return "maxTokens"
-        calls = node.tool_calls + (extra_tool_calls if node is handle else 0)
-        if b.max_tool_calls is not None and calls >= b.max_tool_calls:
+        if b.max_tool_calls is not None and node.tool_calls >= b.max_tool_calls:
             return "maxToolCalls"
         if (
             b.max_wall_ms is not None
@@ -83,11 +88,15 @@ class BudgetGuard:
             return 0
         return len(self.state.records) - self._records_at_start
 
+    def admit(self) -> str | None:
+        """At a turn's admission: the first pooled limit (tokens, tool calls, wall time) spent
+        along the live ancestor chain, else what `before_call` says."""
+        return exhausted(self.handle, self.now()) or self.before_call()
+
     def before_call(self) -> str | None:
+        """Before each model call of the turn: ``maxTurns`` (the calls of one wake) only."""
         h = self.handle
-        if h.run_turns >= max_turns_of(h.budget):
-            return "maxTurns"
-        return exhausted(h, self.now(), self._live_tool_calls())
+        return "maxTurns" if h.run_turns >= max_turns_of(h.budget) else None
 
     def after_call(self, usage: Usage) -> None:
         h = self.handle

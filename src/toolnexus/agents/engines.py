@@ -3,9 +3,10 @@
 Each agent runs the same loop engine as `Client`, built from a client made by the same validated
 constructor as ``create_client`` — from the runtime's ``llm`` settings (any `create_client`
 option), or by the host's client factory — so a missing API key or a bad option fails the same
-way. On top of that client the agent gets its soul, model, ``wait_for`` and the runtime's turn
-gate; ``hooks`` / ``on_metric`` resolve per field (definition, then runtime, then the client's
-own, never merged); everything else the client was built with (``request_params``,
+way (and, as there, no key is needed on a transport the host injected or a loopback endpoint).
+On top of that client the agent gets its soul, model, ``wait_for`` and the runtime's turn gate;
+``hooks`` / ``on_metric`` resolve per field (definition, then runtime, then the client's own,
+never merged); everything else the client was built with (``request_params``,
 ``body_transform``, retries, timeouts, ``max_turns``) is kept.
 """
 
@@ -17,6 +18,7 @@ from typing import Any
 
 from ..client import Client, create_client
 from ..errors import UsageError
+from ..factory import resolve_api_key
 from ..llm.base import SSEEvent, Transport
 from ..llm.dialects import dialect_for
 from ..llm.retry import OnError
@@ -126,6 +128,7 @@ class EngineFactory:
                 raise UsageError(f"unknown llm option(s): {', '.join(unknown)}")
             self.llm = LlmConfig(**dict(llm))
         self.dialect = dialect_for(self.llm.style)
+        self._injected = transport is not None
         self._inner = as_transport(transport)
         self.transport = GatedTransport(self._inner, gate)
         self._emit = emit
@@ -163,19 +166,20 @@ class EngineFactory:
         """The client of ``agent`` from the runtime's settings, through `create_client`.
 
         Raises:
-            UsageError: no model for the agent, no API key, or a bad option — what
-                `create_client` says.
+            UsageError: no model for the agent, no API key (for a network endpoint on our own
+                transport), or a bad option — what `create_client` says.
         """
         llm = self.llm
         model = agent.model if agent.model and agent.model != "inherit" else llm.model
         if not model:
             raise UsageError(f"agent {agent.name!r} has no model: set AgentDef.model or llm.model")
         style: Any = llm.style
+        key = resolve_api_key(style, llm.api_key, llm.base_url, injected=self._injected)
         return create_client(
             base_url=llm.base_url,
             style=style,
             model=model,
-            api_key=llm.api_key,
+            api_key=key,
             headers=llm.headers,
             retries=llm.retries,
             retry_base_ms=llm.retry_base_ms,

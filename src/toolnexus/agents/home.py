@@ -56,6 +56,8 @@ def agent_from_dir(
 class StartedAgent:
     """A running agent with its heartbeat. ``stop()`` ends the beat and closes the runtime.
 
+    ``beats`` counts the intervals that have fired.
+
     It is also awaitable (``await start_agent(...)`` gives the same object), for code written
     when `start_agent` was a coroutine.
     """
@@ -65,27 +67,37 @@ class StartedAgent:
     beats: int = 0
     _beat: asyncio.Task[None] | None = field(default=None, repr=False)
     _done: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _collecting: set[asyncio.Task[None]] = field(default_factory=lambda: set(), repr=False)
 
     def __await__(self) -> Generator[Any, None, StartedAgent]:
         yield from asyncio.sleep(0).__await__()  # let the beat start waiting on the clock
         return self
 
     async def next_beat(self) -> int:
-        """Wait until the next heartbeat has finished; return the number of beats so far."""
+        """Wait until the next heartbeat has finished — its tick posted and, when it woke the
+        agent, that turn's result reported — and return the number of beats so far."""
         self._done.clear()
         await self._done.wait()
         return self.beats
 
     async def stop(self) -> None:
-        if self._beat is not None:
-            self._beat.cancel()
-            await asyncio.gather(self._beat, return_exceptions=True)
-            self._beat = None
+        """End the beat (a report still being collected is dropped) and close the runtime."""
+        pending = [t for t in (self._beat, *self._collecting) if t is not None]
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        self._beat = None
         await self.rt.close(self.rt.root)
         await self.rt.aclose()
 
 
-Report = Callable[[TaskResult], Any]
+Report = Callable[[str], Any]
+Beat = Callable[[TaskResult], Any]
+
+
+def silent(result: TaskResult) -> bool:
+    """A beat that says nothing: a reply carrying `HEARTBEAT_OK` (an error never is)."""
+    return not result.is_error and HEARTBEAT_OK in result.text
 
 
 def start_agent(
@@ -93,15 +105,17 @@ def start_agent(
     *,
     every_ms: int | None = None,
     on_report: Report | None = None,
-    on_beat: Report | None = None,
+    on_beat: Beat | None = None,
     **rt_opts: Any,
 ) -> StartedAgent:
     """Spawn ``spec`` on a fresh runtime and, with ``every_ms``, beat it on the runtime clock.
 
     Synchronous, but it needs a running event loop (the beat is a task on it). Every interval
-    a timer tick is posted to the agent's own inbox (ticks coalesce) and, only when the agent
-    is idle, it is woken with `HEARTBEAT_PROMPT`. Replies of exactly ``HEARTBEAT_OK`` are
-    silent; anything else reaches ``on_beat`` / ``on_report``. Channels are the host's: use
+    a timer tick is posted to the agent's own inbox and, only when the agent is idle, it is
+    woken with `HEARTBEAT_PROMPT`. The beat never waits for that turn: ticks that come while it
+    runs pile up, and the next idle wake drains them as one coalesced turn. A reply carrying
+    ``HEARTBEAT_OK`` is silent; any other result — an error too — reaches ``on_report`` as its
+    text and ``on_beat`` as the `TaskResult` (each sync or async). Channels are the host's: use
     ``started.rt.post`` / ``wake`` to talk to it.
 
     Raises:
@@ -121,16 +135,18 @@ def start_agent(
     if every_ms is None:
         return started
 
-    async def report(result: TaskResult) -> None:
-        if result.text.strip() == HEARTBEAT_OK:
-            return
-        for callback in (on_beat, on_report):
-            if callback is not None:
-                value = callback(result)
-                if inspect.isawaitable(value):
-                    await value
+    async def collect() -> None:
+        """The woken turn's result, reported; then the beat is over."""
+        result = await rt.wait(h)
+        if not silent(result):
+            if on_beat is not None:
+                await _settled(on_beat(result))
+            if on_report is not None:
+                await _settled(on_report(result.text))
+        started._done.set()  # pyright: ignore[reportPrivateUsage]
 
     first_at = rt.clock.now() + every_ms / 1000  # due from now, even before the task starts
+    collecting = started._collecting  # pyright: ignore[reportPrivateUsage]
 
     async def beat() -> None:
         due: float | None = first_at
@@ -140,11 +156,19 @@ def start_agent(
             tick = InboxItem(from_="clock", channel="timer", text="tick")
             if len(h.inbox) < rt.inbox_cap:
                 rt.post(h, tick)
-            if h.state == "idle":
-                rt.wake(h, HEARTBEAT_PROMPT)
-                await report(await rt.wait(h))
             started.beats += 1
-            started._done.set()  # pyright: ignore[reportPrivateUsage]
+            if h.state == "idle" and rt.wake(h, HEARTBEAT_PROMPT).ok:
+                task = loop.create_task(collect())  # detached: the next interval comes on time
+                collecting.add(task)
+                task.add_done_callback(collecting.discard)
+            else:
+                started._done.set()  # pyright: ignore[reportPrivateUsage]
 
     started._beat = loop.create_task(beat())  # pyright: ignore[reportPrivateUsage]
     return started
+
+
+async def _settled(value: Any) -> None:
+    """A host callback's return value, awaited when it is awaitable."""
+    if inspect.isawaitable(value):
+        await value

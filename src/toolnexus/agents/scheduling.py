@@ -148,7 +148,7 @@ class TurnScheduler:
         try:
             await self._on_spawn(h)
             guard = BudgetGuard(h, self._clock.now)
-            stop = guard.before_call()
+            stop = guard.admit()
             if stop is not None:
                 result = TaskResult(text=limit_text(stop), status="incomplete", limit=stop)
                 h.inbox[:0] = h.drained

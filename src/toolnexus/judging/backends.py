@@ -113,7 +113,7 @@ class Llm:
         except (ValueError, RecursionError):
             payload = None
         if not isinstance(payload, dict):
-            shown = capped_error_body(text if isinstance(text, str) else repr(text))
+            shown = capped_error_body(None, text if isinstance(text, str) else repr(text))
             raise ClassifierError(f"classifier: llm: the reply holds no JSON object: {shown!r}")
         reply = cast("dict[str, Any]", payload)
         if "model" not in reply:

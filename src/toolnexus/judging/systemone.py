@@ -212,7 +212,7 @@ class SystemOne:
             payload: object = json.loads(reply.body)
         except (ValueError, RecursionError):
             shown = capped_error_body(
-                self._secrets.text(reply.body.decode("utf-8", errors="replace"))
+                None, self._secrets.text(reply.body.decode("utf-8", errors="replace"))
             )
             raise ClassifierError(
                 f"classifier: POST {_where(self.endpoint)}: HTTP {reply.status}: "
@@ -233,7 +233,7 @@ class SystemOne:
         try:
             return await call_with_retries(lambda: self._attempt(data), self._policy)
         except ProviderError as exc:
-            shown = capped_error_body(exc.body)
+            shown = capped_error_body(exc.status, exc.body)
             detail = f"HTTP {exc.status}: {shown}" if shown else f"HTTP {exc.status}"
             raise ClassifierError(
                 f"classifier: POST {_where(self.endpoint)}: {detail}", status=exc.status

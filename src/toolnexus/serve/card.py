@@ -6,8 +6,11 @@ contract, the toolkit's tools as skills (`card_skills`: names and descriptions, 
 ``a2a={"tools": False}`` keeps only SKILL.md skills, as the 0.21 card did), and for a served agent
 the agent and its team (tagged ``agent`` and ``team``),
 plus what an A2A 1.0 client reads to pick its transport: ``supportedInterfaces`` naming the
-JSON-RPC endpoint for protocol 1.0 and 0.3, and ``preferredTransport``. ``capabilities.streaming``
-is true: the endpoint serves ``SendStreamingMessage`` / ``message/stream``.
+JSON-RPC endpoint for protocol 1.0 and 0.3, and ``preferredTransport``. A served profile's
+``capabilities.streaming`` is true — the endpoint serves ``SendStreamingMessage`` /
+``message/stream``, with the model's text as it comes — unless it says ``streaming: false`` (the
+0.21 card: callers poll, and the model is asked for whole replies). `build_agent_card` called on
+its own keeps the 0.21 default, ``false``: a host's own endpoint streams only if it says so.
 
 A card never carries a secret: the bearer token, headers and tool configuration stay out.
 """
@@ -40,9 +43,11 @@ DEFAULT_VERSION = "0.1.0"
 
 A2AConfig = Mapping[str, Any]
 """``{name?, description?, version?, provider?: {organization, url}, skills?: [str], tools?:
-bool, store?}``."""
+bool, streaming?: bool, store?}``."""
 
-_KEYS = frozenset({"name", "description", "version", "provider", "skills", "tools", "store"})
+_KEYS = frozenset(
+    {"name", "description", "version", "provider", "skills", "tools", "streaming", "store"}
+)
 
 
 _WORKBENCH = frozenset({"builtin", "skill"})
@@ -82,13 +87,14 @@ def card_skills(
 
 
 def check_a2a_config(cfg: Any) -> dict[str, Any]:
-    """The ``a2a`` profile as a dict (``True`` means all defaults).
+    """The ``a2a`` profile of a served agent as a dict (``True`` means all defaults;
+    ``streaming`` defaults to true).
 
     Raises:
         UsageError: not a mapping, an unknown key, or a value of the wrong type.
     """
     if cfg is True:
-        return {}
+        cfg = {}
     if not isinstance(cfg, Mapping):
         raise UsageError(f"a2a must be a dict (or True), got {type(cfg).__name__}")
     out: dict[str, Any] = {str(k): v for k, v in cast(Mapping[Any, Any], cfg).items()}
@@ -98,14 +104,16 @@ def check_a2a_config(cfg: Any) -> dict[str, Any]:
     for key in ("name", "description", "version"):
         if out.get(key) is not None and not isinstance(out[key], str):
             raise UsageError(f"a2a.{key} must be a string")
-    if out.get("tools") is not None and not isinstance(out["tools"], bool):
-        raise UsageError("a2a.tools must be true or false")
+    for switch in ("tools", "streaming"):
+        if out.get(switch) is not None and not isinstance(out[switch], bool):
+            raise UsageError(f"a2a.{switch} must be true or false")
     skills = out.get("skills")
     if skills is not None and (
         not isinstance(skills, list | tuple)
         or not all(isinstance(s, str) for s in cast(list[Any], skills))
     ):
         raise UsageError("a2a.skills must be a list of skill names")
+    out.setdefault("streaming", True)  # a served endpoint streams (see the module docs)
     return out
 
 
@@ -114,7 +122,8 @@ def build_agent_card(cfg: Mapping[str, Any], skills: Sequence[Any], url: str) ->
 
     ``skills`` are `toolnexus.SkillInfo`-like objects (``name``, ``description``, optionally
     ``tags``), filtered by ``cfg["skills"]`` whenever that is not ``None`` (an empty list yields
-    no skills).
+    no skills). ``capabilities.streaming`` is ``cfg["streaming"] is True`` (the 0.21 default,
+    false; a served profile, `check_a2a_config`, sets it true).
     """
     wanted: Any = cfg.get("skills")
     entries: list[dict[str, Any]] = []
@@ -137,7 +146,10 @@ def build_agent_card(cfg: Mapping[str, Any], skills: Sequence[Any], url: str) ->
             {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
             {"url": endpoint, "protocolBinding": "JSONRPC", "protocolVersion": "0.3"},
         ],
-        "capabilities": {"streaming": True, "pushNotifications": False},
+        "capabilities": {
+            "streaming": cfg.get("streaming") is True,
+            "pushNotifications": False,
+        },
         "defaultInputModes": ["text"],
         "defaultOutputModes": ["text"],
         "skills": entries,

@@ -10,9 +10,10 @@ store of `toolnexus.serve.tasks_file`, the SQLite and Postgres ones of
 - ``"memory"`` — `InMemoryTaskStore` (process lifetime);
 - ``"file:<dir>"`` — `FileTaskStore`, one ``<sanitized id>.json`` per task, written atomically;
 - ``"sqlite:///path.db"`` / ``"postgresql://…"`` — a store opened from the URL;
-- a `TaskStore` — used as it is; any other object with its ``get`` / ``save`` / ``list``
+- a `TaskStore` — used as it is; any other object with its ``get`` / ``save`` (and ``list``)
   methods — used through `TaskStore`'s defaults for the rest (no context claims: the server's
-  in-process check alone refuses a second message on a busy context).
+  in-process check alone refuses a second message on a busy context); one with only ``get`` and
+  ``save`` (the reference's seam) lists nothing.
 """
 
 from __future__ import annotations
@@ -65,15 +66,16 @@ def resolve_task_store(store: Any = None, *, runs: Any = None) -> tuple[TaskStor
     found = sql_task_store(store)
     if found is not None:
         return found, False
-    for name in ("get", "save", "list"):
+    for name in ("get", "save"):
         if not callable(getattr(store, name, None)):
-            raise UsageError(f"an A2A task store needs async get/save/list; {store!r} lacks {name}")
+            raise UsageError(f"an A2A task store needs async get/save; {store!r} lacks {name}")
     return _Adapted(store), False
 
 
 class _Adapted(TaskStore):
     """A host's object with ``get`` / ``save`` / ``list`` as a `TaskStore` (the server does
-    not close it): its ``list`` is asked without ``caller``, whose filter is applied here."""
+    not close it): its ``list`` is asked without ``caller``, whose filter is applied here. One
+    without ``list`` (the reference's seam) lists nothing."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
@@ -92,6 +94,8 @@ class _Adapted(TaskStore):
         limit: int = 100,
         caller: str | None = None,
     ) -> list[dict[str, Any]]:
+        if not callable(getattr(self.inner, "list", None)):
+            return []  # the reference's seam: no ListTasks, no look-up by context
         found = cast(
             list[dict[str, Any]],
             await self.inner.list(context_id=context_id, state=state, limit=limit),

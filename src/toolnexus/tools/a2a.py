@@ -14,8 +14,15 @@ and the 0.3 names when the server says so (`toolnexus.tools.a2a_wire`).
 
 Results: completed ⇒ the text parts of the artifacts, joined by ``\\n`` (else the last agent
 message); failed / canceled / rejected ⇒ ``A2A task <id> <state>[: <message>]`` as an error;
-the budget spent ⇒ ``A2A task <id> timed out after <ms>ms (state=<state>)``; the run cancelled
-⇒ ``A2A task <id> canceled``. ``metadata`` is always ``{agent, taskId, state, polls, ms}``.
+the budget spent ⇒ ``A2A task <id> timed out after <ms>ms (state=<state>)``. ``metadata`` is
+always ``{agent, taskId, state, polls, ms}``.
+
+**Cancelling the run cancels the remote task.** When the run's ``ctx.signal`` is set, the request
+in flight (submit, poll or stream) is torn down at once, ``CancelTask`` is sent for a task the
+remote has started and not finished, and the result is ``A2A task <id> canceled`` (state
+``canceled``; the id is empty when the submit itself was cut short). When the call's own task is
+cancelled (an agent interrupted or closed, a host cancelling the run's task), the remote task is
+cancelled on the way out and the cancellation goes on.
 
 **A remote agent that asks back.** A task that turns ``input-required`` (``auth-required``)
 becomes our own `Request` (kind ``input`` / ``authorization``; the prompt from its status
@@ -34,13 +41,15 @@ import json
 import logging
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit
 
 from .._env import expand_env_headers
 from .._types import Tool, ToolContext, ToolResult, sanitize
+from ..errors import RunCancelled
+from ..llm.abort import run_abortable
 from ..suspend import pending
 from ..suspension import Answer
 from .a2a_wire import HttpFailure, Link, RemoteError, Wire
@@ -64,6 +73,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("toolnexus")
+T = TypeVar("T")
 
 DEFAULT_TIMEOUT_MS = 300000
 DEFAULT_POLL_MS = 1000
@@ -72,6 +82,8 @@ DEFAULT_TIMEOUT = DEFAULT_TIMEOUT_MS
 DEFAULT_POLL_EVERY = DEFAULT_POLL_MS
 """The reference's name: the polling interval, in milliseconds."""
 TERMINAL = frozenset({"completed", "failed", "canceled", "rejected"})
+CANCEL_TIMEOUT_S = 5.0
+"""How long the ``CancelTask`` sent for a cancelled call may take (it is cleanup)."""
 
 AgentConfig = dict[str, Any]
 """One entry of the ``agents`` config block: ``{card, headers?, timeout?, pollEvery?,
@@ -292,9 +304,12 @@ class _Caller:
             )
         except TimeoutError:
             return follow.timed_out()
+        except RunCancelled:
+            return await follow.canceled()
         except (RemoteError, HttpFailure) as exc:
             return ToolResult(str(exc), True, follow.metadata())
         except asyncio.CancelledError:
+            await follow.abandon()
             raise
         except Exception as exc:
             return ToolResult(str(exc) or type(exc).__name__, True, follow.metadata())
@@ -339,6 +354,9 @@ class _Follow:
         self.state = ""
         self.polls = 0
         self.artifacts: dict[str, list[str]] = {}
+        self.known = asyncio.Event()
+        """Set once the remote has named the task (a cancel needs its id)."""
+        self.submit: asyncio.Future[Any] | None = None
 
     def elapsed_ms(self) -> float:
         return (time.perf_counter() - self.started) * 1000
@@ -366,6 +384,8 @@ class _Follow:
 
     def _take(self, task: dict[str, Any]) -> dict[str, Any]:
         self.task_id = str(task.get("id") or self.task_id)
+        if self.task_id:
+            self.known.set()
         context = task.get("contextId")
         if isinstance(context, str) and context:
             self.context_id = context
@@ -377,33 +397,65 @@ class _Follow:
     ) -> ToolResult:
         link = self.caller.link
         task: dict[str, Any] | None = None
+        if self.aborted():
+            raise RunCancelled("run cancelled")  # before anything is sent
         if self.caller.streaming:
-            task = await self._stream(parts, task_id, context_id)
+            task = await self._submitting(self._stream(parts, task_id, context_id))
         if task is None and not self.task_id:
-            task = self._take(
-                await asyncio.wait_for(
-                    link.send(parts, task_id=task_id, context_id=context_id, timeout=self.left_s()),
-                    self.left_s(),
-                )
+            left = self.left_s()
+            sent = self._sent(
+                link.send(parts, task_id=task_id, context_id=context_id, timeout=left), left
             )
+            task = await self._submitting(sent)
         elif task is None:
             task = await self._get()
         while self.state not in TERMINAL and self.state not in WAITING:
             if self.aborted():
-                return self._canceled()
+                return await self.canceled()
             if self.left_s() <= 0:
                 return self.timed_out()
             await self._pause()
             if self.aborted():
-                return self._canceled()
+                return await self.canceled()
             task = await self._get()
         return self._result(task)
 
+    async def _sent(self, sending: Awaitable[dict[str, Any]], left: float) -> dict[str, Any]:
+        return self._take(await asyncio.wait_for(sending, left))
+
+    async def _submitting(self, work: Coroutine[Any, Any, T]) -> T:
+        """``work`` submits the task (a send, or the whole stream). A cancel does not cut it
+        off before the remote has named the task — `cleanup` waits for that (briefly) so the
+        task can be cancelled too.
+
+        Raises:
+            RunCancelled: the run's signal was set first.
+        """
+        self.submit = submit = asyncio.ensure_future(work)
+
+        async def shielded() -> T:
+            return await asyncio.shield(submit)
+
+        return await run_abortable(shielded(), cancel=self.signal, deadline=None)
+
+    async def _request(self, call: Callable[[float | None], Awaitable[T]]) -> T:
+        """``call(timeout)``, one request to the remote within what is left of the budget,
+        torn down the moment the run is cancelled.
+
+        Raises:
+            RunCancelled: the run's signal was set first (or already: nothing is sent).
+            TimeoutError: the budget ran out.
+        """
+        left = self.left_s() or None
+
+        async def bounded() -> T:
+            return await asyncio.wait_for(call(left), left)
+
+        return await run_abortable(bounded(), cancel=self.signal, deadline=None)
+
     async def _get(self) -> dict[str, Any]:
         link = self.caller.link
-        task = await asyncio.wait_for(
-            link.get(self.task_id, timeout=self.left_s() or None), self.left_s() or None
-        )
+        task = await self._request(lambda left: link.get(self.task_id, timeout=left))
         self.polls += 1
         return self._take(task)
 
@@ -459,8 +511,42 @@ class _Follow:
             log.info("toolnexus: the stream of A2A task %s dropped; polling", self.task_id)
         return None
 
-    def _canceled(self) -> ToolResult:
+    async def canceled(self) -> ToolResult:
+        """The run was cancelled: cancel the remote task too, then say so."""
+        await self.cleanup()
+        self.state = "canceled"
         return ToolResult(f"A2A task {self.task_id} canceled", True, self.metadata())
+
+    async def abandon(self) -> None:
+        """The call's own task is being cancelled: cancel the remote task on the way out."""
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(self.cleanup())
+
+    async def cleanup(self) -> None:
+        """Stop the submit if it still runs (once the remote has named the task, or after
+        `CANCEL_TIMEOUT_S`), then ``CancelTask`` for a task that was started and has not
+        finished (best effort: a remote that finished meanwhile, or cannot cancel, is only
+        logged)."""
+        submit, self.submit = self.submit, None
+        if submit is not None and not submit.done():
+            if not self.task_id:
+                named = asyncio.ensure_future(self.known.wait())
+                await asyncio.wait(
+                    (submit, named), timeout=CANCEL_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED
+                )
+                named.cancel()
+            submit.cancel()
+            await asyncio.wait((submit,))
+        if submit is not None and not submit.cancelled():
+            submit.exception()  # retrieved: the call is being cancelled anyway
+        if not self.task_id or self.state in TERMINAL:
+            return
+        link = self.caller.link
+        try:
+            cancel = link.cancel(self.task_id, timeout=CANCEL_TIMEOUT_S)
+            self._take(await asyncio.wait_for(cancel, CANCEL_TIMEOUT_S))
+        except Exception as exc:
+            log.info("toolnexus: cancelling A2A task %s failed: %s", self.task_id, exc)
 
     def _result(self, task: dict[str, Any]) -> ToolResult:
         status = cast(dict[str, Any], task.get("status") or {})

@@ -1,11 +1,12 @@
 """The outbound A2A wire: JSON-RPC over one HTTP POST (or an SSE stream), three dialects.
 
-- ``"1.0"``: A2A 1.0 (``SendMessage`` / ``SendStreamingMessage`` / ``GetTask``, the
-  ``A2A-Version: 1.0`` header, ProtoJSON shapes), used when the card lists a JSON-RPC
-  interface of protocol 1.x;
+- ``"1.0"``: A2A 1.0 (``SendMessage`` / ``SendStreamingMessage`` / ``GetTask`` /
+  ``CancelTask``, the ``A2A-Version: 1.0`` header, ProtoJSON shapes), used when the card lists
+  a JSON-RPC interface of protocol 1.x;
 - ``"ref"``: the toolnexus reference wire of CONTRACT §7A (the same method names, 0.3 shapes:
   ``kind`` on parts, ``configuration.blocking: false``);
-- ``"0.3"``: the A2A 0.3 names (``message/send``, ``message/stream``, ``tasks/get``).
+- ``"0.3"``: the A2A 0.3 names (``message/send``, ``message/stream``, ``tasks/get``,
+  ``tasks/cancel``).
 
 A `Link` tries its dialects in order and keeps the first the server accepts: a server that
 answers ``Method not found`` (-32601) or ``version not supported`` (-32009) to a submit moves
@@ -31,9 +32,24 @@ __all__ = ["HttpFailure", "Link", "RemoteError", "Wire", "normalize_event", "nor
 Wire = Literal["1.0", "ref", "0.3"]
 
 _METHODS: dict[Wire, dict[str, str]] = {
-    "1.0": {"send": "SendMessage", "stream": "SendStreamingMessage", "get": "GetTask"},
-    "ref": {"send": "SendMessage", "stream": "SendStreamingMessage", "get": "GetTask"},
-    "0.3": {"send": "message/send", "stream": "message/stream", "get": "tasks/get"},
+    "1.0": {
+        "send": "SendMessage",
+        "stream": "SendStreamingMessage",
+        "get": "GetTask",
+        "cancel": "CancelTask",
+    },
+    "ref": {
+        "send": "SendMessage",
+        "stream": "SendStreamingMessage",
+        "get": "GetTask",
+        "cancel": "CancelTask",
+    },
+    "0.3": {
+        "send": "message/send",
+        "stream": "message/stream",
+        "get": "tasks/get",
+        "cancel": "tasks/cancel",
+    },
 }
 _FALLBACK_CODES = frozenset({-32601, -32009})
 
@@ -264,6 +280,13 @@ class Link:
         wire = self.wire
         return normalize_task(
             await self._call(_METHODS[wire]["get"], {"id": task_id}, wire, timeout)
+        )
+
+    async def cancel(self, task_id: str, *, timeout: float | None) -> dict[str, Any]:
+        """CancelTask → the task (``canceled`` when the remote agreed), in the 0.3 shape."""
+        wire = self.wire
+        return normalize_task(
+            await self._call(_METHODS[wire]["cancel"], {"id": task_id}, wire, timeout)
         )
 
     async def stream(
