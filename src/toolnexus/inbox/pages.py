@@ -6,9 +6,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .._edit_diff import change_text, path_text
 from ..stores.inbox_index import HISTORY_STATUSES, HistoryEntry
-from ..stores.requests import AnswerRecord, PendingEntry
+from ..stores.requests import PendingEntry
 from .detail import decision_of, note_of
+from .exports import history_edits, record_of
 from .html import (
     Markup,
     age_text,
@@ -41,20 +43,25 @@ class ListRow:
     """Its stored checkpoint cannot be read (it can only be cancelled)."""
 
 
-def _record(h: HistoryEntry) -> AnswerRecord:
-    return AnswerRecord(
-        h.request_id, h.answer, h.answered_at, h.answered_by, h.digest, h.status, h.settled_at
-    )
-
-
 def history_decision(h: HistoryEntry) -> str:
     """The decision of a history row (see `toolnexus.inbox.detail.decision_of`)."""
-    return decision_of(_record(h))
+    return decision_of(record_of(h))
 
 
 def history_reason(h: HistoryEntry) -> str:
     """The reason given with a history row's decline or cancel."""
-    return note_of(_record(h))
+    return note_of(record_of(h))
+
+
+def _edits_cell(h: HistoryEntry) -> Markup:
+    """An edited approval's changes, one per line with both values (``amount: 300 → 45``)."""
+    found = history_edits(h)
+    if not found:
+        return el("td", "", class_="edits")
+    items = [
+        el("li", change_text(c), data_path=path_text(c.path), data_change=c.kind) for c in found
+    ]
+    return el("td", el("ul", Markup("".join(items))), class_="edits")
 
 
 def _labelled(label: str, target: str, control: Markup) -> str:
@@ -240,6 +247,7 @@ def _history_row(h: HistoryEntry, base: str) -> str:
         el("td", h.answered_by or "–", class_="answered-by"),
         el("td", history_decision(h), class_="decision"),
         el("td", history_reason(h), class_="reason"),
+        _edits_cell(h),
         el("td", h.kind, class_="kind"),
         el("td", h.tool, class_="tool"),
         el("td", el("a", prompt or h.request_id, href=link), class_="prompt"),
@@ -262,7 +270,8 @@ def history_body(
         '<main id="audit">',
         _history_filters(params, base),
         '<table id="history"><thead><tr><th>When</th><th>Who</th><th>Decision</th>'
-        "<th>Reason</th><th>Kind</th><th>Tool</th><th>Prompt</th><th>Status</th><th>Digest</th>"
+        "<th>Reason</th><th>Edits</th><th>Kind</th><th>Tool</th><th>Prompt</th><th>Status</th>"
+        "<th>Digest</th>"
         "</tr></thead><tbody>",
     ]
     body += [_history_row(h, base) for h in entries]
