@@ -13,7 +13,7 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._ages import age_seconds
 from ..errors import (
@@ -24,7 +24,7 @@ from ..errors import (
     UnknownRequest,
     UsageError,
 )
-from ..intake import AnswerRefused, intake
+from ..intake import AnswerRefused, Approve, Decline, intake
 from ..loop.checkpoint import Checkpoint
 from ..stores.asked import agent_path, asked_of
 from ..stores.checks import call_digest, halted_accepts, halted_call, is_past
@@ -41,7 +41,12 @@ from .pages import ListRow, history_body, list_body
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
 
-__all__ = ["Outcome", "Views", "unreadable_message"]
+__all__ = ["QUICK_SHAPES", "Outcome", "QuickAction", "Views", "unreadable_message"]
+
+QuickAction = Literal["approve", "decline"]
+"""What one click (or a bulk action) does: approve, or decline."""
+QUICK_SHAPES: frozenset[str] = frozenset({"approval", "authorization"})
+"""The answers that need no form (`toolnexus.intake.Accepts.shape`): approved with a click."""
 
 MAX_PER_PAGE = 200
 EXPORT_MAX = 100_000
@@ -78,6 +83,17 @@ def _age(params: Mapping[str, str]) -> float | None:
     if seconds is None:
         raise UsageError(f"age takes an age such as 90s, 15m, 2h or 1d, got {raw!r}")
     return seconds
+
+
+def _filters(params: Mapping[str, str]) -> tuple[str | None, dict[str, Any]]:
+    """The kind and the other filters of the list's query."""
+    filters: dict[str, Any] = {
+        "tool": _text(params, "tool"),
+        "conversation_id": _text(params, "conversation"),
+        "older_than": _age(params),
+        "text": _text(params, "q"),
+    }
+    return _text(params, "kind"), filters
 
 
 def _params(request: HttpRequest) -> dict[str, str]:
@@ -199,7 +215,8 @@ class Views:
                 rows.append(ListRow(e, unreadable=await self._unreadable(e.request_id)))
                 continue
             _, arguments = halted_call(checkpoint)
-            rows.append(ListRow(e, arguments, agent_path(checkpoint.pending)))
+            quick = halted_accepts(checkpoint).shape in QUICK_SHAPES
+            rows.append(ListRow(e, arguments, agent_path(checkpoint.pending), quick=quick))
         return rows
 
     async def _pending(
@@ -207,13 +224,7 @@ class Views:
     ) -> tuple[list[PendingEntry], dict[str, int], int, bool, int]:
         page = _int(params, "page", 1, 1_000_000)
         size = _int(params, "per_page", self.per_page, MAX_PER_PAGE)
-        filters: dict[str, Any] = {
-            "tool": _text(params, "tool"),
-            "conversation_id": _text(params, "conversation"),
-            "older_than": _age(params),
-            "text": _text(params, "q"),
-        }
-        kind = _text(params, "kind")
+        kind, filters = _filters(params)
         entries, counts = await asyncio.gather(
             self.index.search_pending(
                 kind=kind, offset=(page - 1) * size, limit=size + 1, **filters
@@ -223,13 +234,42 @@ class Views:
         total = counts.get(kind, 0) if kind is not None else sum(counts.values())
         return entries[:size], counts, total, len(entries) > size, page
 
-    async def list_page(self, request: HttpRequest, base: str) -> Markup:
-        params = _params(request)
+    async def list_page(
+        self,
+        request: HttpRequest,
+        base: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        user: InboxUser | None = None,
+        csrf: str = "",
+        notice: Markup | None = None,
+    ) -> Markup:
+        """The list page's ``<main>`` for the request's filters (or ``params``); with a
+        ``user`` and their ``csrf``, the forms that answer from the list (and ``notice``, what
+        a bulk action did, at its top)."""
+        params = _params(request) if params is None else dict(params)
         entries, counts, total, more, page = await self._pending(params)
         rows = await self._rows(entries)
         return list_body(
-            rows, base=base, counts=counts, params=params, page=page, more=more, total=total
+            rows,
+            base=base,
+            counts=counts,
+            params=params,
+            page=page,
+            more=more,
+            total=total,
+            csrf=csrf,
+            may_answer=user.may_answer if user is not None else None,
+            notice=notice,
         )
+
+    async def counts(self, request: HttpRequest) -> dict[str, Any]:
+        """The list's counts for the request's filters (what its live script shows):
+        ``{"counts": {kind: n}, "total": n}``, ``total`` of the kind filtered on, if any."""
+        kind, filters = _filters(_params(request))
+        counts = await self.index.count_pending(**filters)
+        total = counts.get(kind, 0) if kind is not None else sum(counts.values())
+        return {"counts": counts, "total": total}
 
     async def _history(
         self, params: Mapping[str, str], offset: int, limit: int
@@ -376,6 +416,32 @@ class Views:
             return Outcome(400, str(exc), exc.errors)
         except (UsageError, AnswerMismatch) as exc:
             return Outcome(400, str(exc))
+        return await self._record(checkpoint, Parsed(answer), user)
+
+    async def quick(
+        self, rid: str, action: QuickAction, reason: str | None, user: InboxUser
+    ) -> Outcome:
+        """Answer ``rid`` with one click, as ``user``: approve one whose answer needs no form
+        (`QUICK_SHAPES`), or decline any, with ``reason`` — through the intake, recorded once.
+        """
+        checkpoint, refused = await self._halted(rid, user)
+        if checkpoint is None:
+            return refused or Outcome(404)
+        shape = halted_accepts(checkpoint)
+        reply = Approve() if action == "approve" else Decline(reason)
+        try:
+            answer = intake(checkpoint.pending, reply, known=shape)
+        except AnswerRefused as exc:
+            return Outcome(400, str(exc), exc.errors)
+        if action == "approve" and shape.shape not in QUICK_SHAPES:
+            # (the intake takes a bare approval of a kind it knows nothing of: its page asks)
+            kind = checkpoint.pending.kind
+            article = "An" if kind[:1] in "aeiou" else "A"
+            return Outcome(
+                400,
+                f"{article} {kind} request is answered on its page, not approved with a click: "
+                f"it accepts {shape.describe()}.",
+            )
         return await self._record(checkpoint, Parsed(answer), user)
 
     async def _record(self, checkpoint: Checkpoint, parsed: Parsed, user: InboxUser) -> Outcome:
