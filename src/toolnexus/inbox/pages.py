@@ -1,4 +1,5 @@
-"""The list, history and login pages (the detail page is `toolnexus.inbox.detail`)."""
+"""The list and history pages (the detail page is `toolnexus.inbox.detail`, the sign-in page
+`toolnexus.inbox.signin`)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from .html import (
     void,
 )
 
-__all__ = ["ListRow", "history_body", "list_body", "login_body", "unreadable_body"]
+__all__ = ["ListRow", "history_body", "list_body", "unreadable_body"]
 
 PROMPT_LIMIT = 200
 ARGS_LIMIT = 160
@@ -299,12 +300,13 @@ def list_body(
     """The list page's ``<main>``: the kinds with their counts, the filters, the table — and,
     for a person (``may_answer``), the forms that answer from it (one row, or a selection)."""
     now = time.time()
+    query = urlencode({k: v for k, v in params.items() if v})
     answering = None
     if may_answer is not None:
-        back = urlencode({k: v for k, v in params.items() if v})
-        answering = _Answering(href(base, "bulk"), csrf, back, may_answer)
+        answering = _Answering(href(base, "bulk"), csrf, query, may_answer)
     body: list[str] = [
-        '<main id="pending">',
+        # (the live script reads the counts of the list's own filters: ``data-query``)
+        f"<main{attrs(id='pending', data_query=query)}>",
         notice or "",
         _kind_tabs(base, counts, params),
         _filters(params, base, sorted(counts)),
@@ -405,19 +407,6 @@ def history_body(
     body.append(_paging(base, "history", params, page, more))
     body.append("</main>")
     return Markup("".join(body))
-
-
-def login_body(*, base: str, csrf: str, error: str = "") -> Markup:
-    """The login form: the user's token, posted once; the session cookie follows."""
-    problem = f'<p class="error" id="error" role="alert">{esc(error)}</p>' if error else ""
-    return Markup(
-        f'<main id="login">{problem}<form method="post" id="login-form"'
-        f"{attrs(action=href(base, 'login'))}>"
-        f'<input type="hidden" name="csrf"{attrs(value=csrf)}>'
-        '<label for="token">Token</label>'
-        '<input type="password" name="token" id="token" autocomplete="current-password" required>'
-        '<button type="submit">Sign in</button></form></main>'
-    )
 
 
 def unreadable_body(rid: str, message: str, *, base: str, csrf: str, allowed: bool) -> Markup:

@@ -106,7 +106,8 @@ class SignIn:
         nonce = login_nonce()
         root = base(request)
         body = login_body(base=root, csrf=nonce, error=error, wait=wait)
-        response = HTMLResponse(page("Sign in", body, base=root), status_code=status)
+        text = page("Sign in", body, base=root, name="login")
+        response = HTMLResponse(text, status_code=status)
         response.headers.update(HEADERS)
         response.set_cookie(
             LOGIN_COOKIE,
