@@ -191,6 +191,8 @@ async def test_the_list_offers_one_click_answers_only_where_no_form_is_needed(st
         assert 'class="row-answer"' not in row(page, rid)  # a form, or too late
         assert f'name="id" value="{rid}" form="bulk"' in row(page, rid)  # a decline suits all
     assert 'class="row-answer"' not in row(bobs, "a-1")  # bob may not answer approvals
+    assert ">Done</button>" in row(page, "z-1")  # the words of a sign-in's own page
+    assert ">Cancel sign-in</button>" in row(page, "z-1")
     await app.aclose()
 
 

@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import re
+import unicodedata
 from typing import Any
 
 from inbox_support import halted, make_app, visitor
@@ -147,3 +148,25 @@ async def test_a_cancelled_request_keeps_its_call_on_its_page(store: Any) -> Non
     assert 'data-status="cancelled"' in page
     assert "&quot;replicas&quot;: 2" in page
     assert "refund everything" in page
+
+
+async def test_an_edits_hidden_characters_are_shown_marked_on_the_page_and_in_the_history(
+    store: Any,
+) -> None:
+    await store.save_halt(halted("h-1"))
+    edited = {"env": "prod\u202e", "replicas": 2, "x\x1b[2J": 1}
+    app = make_app(store)
+    async with visitor(app) as v:
+        done = await v.answer("h-1", action="approve_edited", arguments=json.dumps(edited))
+        assert done.status_code == 303
+        page = (await v.get("/requests/h-1")).text
+        history = (await v.get("/history")).text
+    await app.aclose()
+    rlo = '<span class="invisible" title="U+202E RIGHT-TO-LEFT OVERRIDE">⟨U+202E⟩</span>'
+    for shown in (page, history):
+        assert [c for c in shown if unicodedata.category(c) in ("Cc", "Cf") and c not in "\n"] == []
+    diff = page.split('id="edit-diff"', 1)[1].split("</table>", 1)[0]
+    assert f"&quot;prod{rlo}&quot;" in diff
+    assert '<th scope="row">[&quot;x\\u001b[2J&quot;]</th>' in diff  # a key: quoted as JSON
+    edits = history.split('class="edits"', 1)[1].split("</td>", 1)[0]
+    assert f"env: &quot;prod&quot; → &quot;prod{rlo}&quot;" in edits

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._edit_diff import Change, changes_of, path_text, value_text
+from .._visible import visible
 from ..intake import EDIT_KEY, Accepts
 from ..stores.requests import AnswerRecord
 from ..suspension import Answer, Request, relay_calls_of
@@ -445,7 +446,7 @@ def _diff_table(found: Sequence[Change]) -> Markup:
                 el("th", where, scope="row"),
                 el("td", el("del", before) if before else "–", class_="before"),
                 el("td", el("ins", after) if after else "–", class_="after"),
-                data_path=where,
+                data_path=visible(where),  # (an attribute is not marked: it is shown nowhere)
                 data_change=change.kind,
             )
         )

@@ -65,7 +65,8 @@ def _edits_cell(h: HistoryEntry) -> Markup:
     if not found:
         return el("td", "", class_="edits")
     items = [
-        el("li", change_text(c), data_path=path_text(c.path), data_change=c.kind) for c in found
+        el("li", change_text(c), data_path=visible(path_text(c.path)), data_change=c.kind)
+        for c in found
     ]
     return el("td", el("ul", Markup("".join(items))), class_="edits")
 
@@ -176,14 +177,16 @@ def _row_answer(row: ListRow, answering: _Answering, now: float) -> Markup:
     if not _quick(row, answering, now):
         return el("td", "", class_="answer")
     e = row.entry
+    # (the words of the request's own page: a sign-in is done, or cancelled)
+    yes, no = ("Done", "Cancel sign-in") if e.kind == "authorization" else ("Approve", "Decline")
     return el(
         "td",
         el(
             "form",
             answering.hidden(),
             void("input", type="hidden", name="id", value=e.request_id),
-            _submit("Approve", "approve", "approve"),
-            _submit("Decline", "decline", "decline"),
+            _submit(yes, "approve", "approve"),
+            _submit(no, "decline", "decline"),
             method="post",
             action=answering.action,
             class_="row-answer",

@@ -33,6 +33,7 @@ from ..stores.requests import SETTLED, AnswerRecord, PendingEntry, RunStore
 from ..suspension import Request
 from .auth import InboxUser
 from .detail import RequestView, decision_of, detail_body, note_of, resolved_text
+from .exports import EXPORT_COLUMNS as EXPORT_COLUMNS  # (where it was defined before)
 from .exports import export_text
 from .forms import Parsed, to_answer
 from .html import Markup, iso
