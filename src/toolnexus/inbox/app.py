@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import importlib.resources
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
+from urllib.parse import parse_qsl
 
 from ..errors import CheckpointError, StoreError, UsageError
 from ..security import (
@@ -29,29 +30,34 @@ from ..security import (
 from ..stores.inbox_index import InboxIndex
 from ..stores.requests import RunStore
 from ..stores.sessions import SessionStore
-from .auth import LOGIN_COOKIE, SESSION_COOKIE, SESSION_S, Session, Users, load_users, login_nonce
-from .html import CSP, Markup, esc, href, page, quote_id
+from .api import JsonApi
+from .auth import SESSION_COOKIE, Session, Users, load_users
+from .bulk import answer_many, bulk_section, parse_ids
+from .html import Markup, esc, href, page, quote_id
 from .live import OnRequest, Watcher, log
 from .pages import unreadable_body
 from .paths import Action, request_target
 from .sessions import Sessions, check_csrf, csrf_token
-from .views import Views, unreadable_message
+from .signin import SignIn
+from .views import QuickAction, Views
+from .web import (
+    HEADERS,
+    address,
+    base,
+    bearer,
+    form,
+    see_other,
+    too_many,
+    unreadable,
+    unreadable_json,
+    wants_json,
+)
 
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
     from starlette.responses import Response
 
 __all__ = ["InboxApp", "inbox_app"]
-
-_HEADERS = {
-    "content-security-policy": CSP,
-    "x-content-type-options": "nosniff",
-    # Not "no-referrer": under it a browser sends "Origin: null" with the page's own form
-    # posts, and the site check could not tell them from a sandboxed page's.
-    "referrer-policy": "same-origin",
-    "x-frame-options": "DENY",
-    "cache-control": "no-store",
-}
 
 _STATIC = {"inbox.css": "text/css; charset=utf-8", "inbox.js": "text/javascript; charset=utf-8"}
 
@@ -104,9 +110,6 @@ class InboxApp:
         self.sessions = Sessions(kept, users)
         self._owns_store = owns_store
         self._public = public_url.rstrip("/") if public_url else None
-        self._secure = secure_cookies
-        self.sign_ins = sign_ins if sign_ins is not None else SignInLimit()
-        """Wrong tokens per client address (the form and bearer tokens alike)."""
         self.watcher = Watcher(
             store,
             poll_interval=poll_interval,
@@ -116,6 +119,9 @@ class InboxApp:
         )
         self.views = Views(store, store, per_page=per_page)
         self.title = title
+        limit = sign_ins if sign_ins is not None else SignInLimit()
+        self.signin = SignIn(users, self.sessions, limit, secure_cookies)
+        api = JsonApi(self.views, self.watcher)
         pages: _Targets = {
             ("GET", None): self._guard(self._detail),
             ("GET", "status"): self._guard(self._status),
@@ -126,26 +132,30 @@ class InboxApp:
             ("GET", "answer"): self._to_detail,
             ("GET", "cancel"): self._to_detail,
         }
-        api: _Targets = {
-            ("GET", None): self._guard(self._api_detail, api=True),
-            ("POST", "answer"): self._guard(self._api_answer, api=True),
-            ("POST", "cancel"): self._guard(self._api_cancel, api=True),
+        by_id: _Targets = {
+            ("GET", None): self._guard(api.detail, api=True),
+            ("POST", "answer"): self._guard(api.answer, api=True),
+            ("POST", "cancel"): self._guard(api.cancel, api=True),
         }
         either = ["GET", "POST"]
         routes = [
             Route("/", self._guard(self._list)),
             # The id is read from the raw path (`toolnexus.inbox.paths`): any id is routable.
             Route("/requests/{rest:path}", _by_target(pages), methods=either),
-            Route("/api/requests/{rest:path}", _by_target(api), methods=either),
+            Route("/api/requests/{rest:path}", _by_target(by_id), methods=either),
+            Route("/bulk", self._guard(self._bulk), methods=["POST"]),
+            Route("/bulk", self._to_list, methods=["GET"]),
+            Route("/counts", self._guard(self._counts)),
             Route("/history", self._guard(self._history)),
             Route("/history.jsonl", self._guard(self._export_jsonl)),
             Route("/history.csv", self._guard(self._export_csv)),
             Route("/events", self._guard(self._events)),
-            Route("/login", self._login_form, methods=["GET"]),
-            Route("/login", self._login, methods=["POST"]),
-            Route("/logout", self._guard(self._logout), methods=["POST"]),
+            Route("/login", self._login_page, methods=["GET"]),
+            Route("/login", self.signin.login, methods=["POST"]),
+            Route("/logout", self._guard(self.signin.logout), methods=["POST"]),
             Route("/static/{name}", self._static),
-            Route("/api/pending", self._guard(self._api_pending, api=True)),
+            Route("/api/pending", self._guard(api.pending, api=True)),
+            Route("/api/bulk", self._guard(api.bulk, api=True), methods=["POST"]),
         ]
         self._app = SiteGuard(
             JsonOnly(BodyLimit(Starlette(routes=routes), max_body), prefix="/api/"),
@@ -153,6 +163,15 @@ class InboxApp:
             origins=allowed_origins,
             public_url=public_url,
         )
+
+    @property
+    def sign_ins(self) -> SignInLimit:
+        """Wrong tokens per client address (the form and bearer tokens alike)."""
+        return self.signin.limit
+
+    @sign_ins.setter
+    def sign_ins(self, limit: SignInLimit) -> None:
+        self.signin.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope.get("type") == "lifespan":
@@ -191,11 +210,6 @@ class InboxApp:
             if close is not None:
                 await close()
 
-    def _secure_cookie(self, request: HttpRequest) -> bool:
-        """Whether cookies get ``Secure``: as configured, else when the request came over
-        https (behind a TLS-terminating proxy, configure it)."""
-        return self._secure if self._secure is not None else request.url.scheme == "https"
-
     def _link(self, request_id: str) -> str | None:
         if self._public is None:
             return None
@@ -210,7 +224,7 @@ class InboxApp:
         what a proxy or a tool may add) is not a token at all: it is ignored, never counted as
         a wrong one, and the session cookie decides.
         """
-        token = _bearer(request)
+        token = bearer(request)
         if token is not None:
             user = self.users.by_token(token)
             return False if user is None else Session(user, None)
@@ -230,16 +244,16 @@ class InboxApp:
         async def endpoint(request: HttpRequest) -> Response:
             from starlette.responses import JSONResponse, RedirectResponse
 
-            address = _address(request)
-            if _bearer(request) is not None:
-                wait = self.sign_ins.retry_after(address)
+            client = address(request)
+            if bearer(request) is not None:
+                wait = self.sign_ins.retry_after(client)
                 if wait is not None:  # refused before the token is even looked at
-                    return _too_many(wait)
+                    return too_many(wait)
             session = await self._session(request)
             if session is False:
-                self.sign_ins.failed(address)
+                self.sign_ins.failed(client)
             elif isinstance(session, Session) and session.bearer:
-                self.sign_ins.succeeded(address)
+                self.sign_ins.succeeded(client)
             if isinstance(session, Session) and (not api or session.bearer):
                 if (
                     request.method == "POST"
@@ -256,21 +270,21 @@ class InboxApp:
                         403,
                     )
                 return await handler(request, session)
-            if api or session is False or request.method != "GET" or _wants_json(request):
+            if api or session is False or request.method != "GET" or wants_json(request):
                 return JSONResponse(
                     {"error": "a valid user token is required"},
                     status_code=401,
                     headers={"www-authenticate": 'Bearer realm="toolnexus-inbox"'},
                 )
-            return RedirectResponse(href(_base(request), "login"), status_code=303)
+            return RedirectResponse(href(base(request), "login"), status_code=303)
 
         return endpoint
 
     async def _csrf_ok(self, request: HttpRequest, session: Session) -> bool:
         if session.bearer:
             return True
-        form = await _form(request)
-        given = (form.get("csrf") or [""])[0]
+        posted = await form(request)
+        given = (posted.get("csrf") or [""])[0]
         return check_csrf(session, given)
 
     def _page(
@@ -288,26 +302,77 @@ class InboxApp:
         text = page(
             title,
             Markup(body),  # built here or by the page modules, outside text escaped
-            base=_base(request),
+            base=base(request),
             user=session.user.name if session is not None else None,
             csrf=csrf,
             refresh=refresh,
         )
-        return HTMLResponse(text, status_code=status, headers=_HEADERS)
+        return HTMLResponse(text, status_code=status, headers=HEADERS)
 
     # -- pages -----------------------------------------------------------------------------
 
     async def _list(self, request: HttpRequest, session: Session) -> Response:
+        return await self._list_page(request, session)
+
+    async def _list_page(
+        self,
+        request: HttpRequest,
+        session: Session,
+        params: Mapping[str, str] | None = None,
+        notice: Markup | None = None,
+        status: int = 200,
+    ) -> Response:
         try:
-            body = await self.views.list_page(request, _base(request))
+            body = await self.views.list_page(
+                request,
+                base(request),
+                params=params,
+                user=session.user,
+                csrf=csrf_token(session),
+                notice=notice,
+            )
         except UsageError as exc:
             return self._page(
                 request, session, "Pending", f'<p class="error" id="error">{esc(exc)}</p>', 400
             )
-        return self._page(request, session, self.title, body)
+        return self._page(request, session, self.title, body, status)
+
+    async def _bulk(self, request: HttpRequest, session: Session) -> Response:
+        """``POST /bulk``: approve or decline the selected requests (or one row's), each
+        through the intake and recorded once; the list again, what happened at its top."""
+        posted = await form(request)
+        action = (posted.get("action") or [""])[0]
+        back = dict(parse_qsl((posted.get("back") or [""])[0]))
+        ids = parse_ids(posted.get("id") or [])
+        if action not in ("approve", "decline") or isinstance(ids, str):
+            why = ids if isinstance(ids, str) else "choose Approve or Decline"
+            notice = Markup(f'<p class="error" id="error" role="alert">{esc(why)}.</p>')
+            return await self._list_page(request, session, back, notice, 400)
+        chosen: QuickAction = "approve" if action == "approve" else "decline"
+        reason = (posted.get("reason") or [""])[0].strip() or None
+        items = await answer_many(self.views, ids, chosen, reason, session.user)
+        if any(i.result == "recorded" for i in items):
+            self.watcher.poke()
+        notice = bulk_section(items, chosen, base=base(request))
+        return await self._list_page(request, session, back, notice)
+
+    async def _to_list(self, request: HttpRequest) -> Response:
+        from starlette.responses import RedirectResponse
+
+        return RedirectResponse(href(base(request)), status_code=303)
+
+    async def _counts(self, request: HttpRequest, session: Session) -> Response:
+        """``GET /counts``: the list's counts for its filters, as JSON (the live script)."""
+        from starlette.responses import JSONResponse
+
+        try:
+            found = await self.views.counts(request)
+        except UsageError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400, headers=HEADERS)
+        return JSONResponse(found, headers=HEADERS)
 
     async def _to_detail(self, request: HttpRequest) -> Response:
-        return _see_other(request, request.path_params["rid"])
+        return see_other(request, request.path_params["rid"])
 
     async def _detail(self, request: HttpRequest, session: Session) -> Response:
         rid = request.path_params["rid"]
@@ -329,8 +394,8 @@ class InboxApp:
         except CheckpointError as exc:  # a refused post says why; a page, that it is unreadable
             body = unreadable_body(
                 rid,
-                message or _unreadable(rid, exc),
-                base=_base(request),
+                message or unreadable(rid, exc),
+                base=base(request),
                 csrf=csrf_token(session),
                 allowed=session.user.kinds is None,
             )
@@ -346,7 +411,7 @@ class InboxApp:
             )
         body = self.views.detail(
             view,
-            base=_base(request),
+            base=base(request),
             csrf=csrf_token(session),
             allowed=session.user.may_answer(view.request.kind),
             values=values,
@@ -359,29 +424,29 @@ class InboxApp:
 
     async def _answer(self, request: HttpRequest, session: Session) -> Response:
         rid = request.path_params["rid"]
-        form = await _form(request)
-        outcome = await self.views.answer(rid, form, session.user)
+        posted = await form(request)
+        outcome = await self.views.answer(rid, posted, session.user)
         if outcome.status == 303:
             self.watcher.poke()
-            return _see_other(request, rid)
+            return see_other(request, rid)
         return await self._show(
             request,
             session,
             rid,
             status=outcome.status,
-            values=form if outcome.status == 400 else None,
+            values=posted if outcome.status == 400 else None,
             errors=outcome.errors,
             message=outcome.message,
         )
 
     async def _cancel(self, request: HttpRequest, session: Session) -> Response:
         rid = request.path_params["rid"]
-        form = await _form(request)
-        reason = (form.get("reason") or [""])[0].strip() or None
+        posted = await form(request)
+        reason = (posted.get("reason") or [""])[0].strip() or None
         outcome = await self.views.cancel(rid, reason, session.user)
         if outcome.status == 303:
             self.watcher.poke()
-            return _see_other(request, rid)
+            return see_other(request, rid)
         return await self._show(
             request, session, rid, status=outcome.status, message=outcome.message
         )
@@ -393,14 +458,14 @@ class InboxApp:
         try:
             found = await self.views.status(rid)
         except CheckpointError as exc:
-            return _unreadable_json(rid, exc, _HEADERS)
+            return unreadable_json(rid, exc, HEADERS)
         if found is None:
-            return JSONResponse({"error": "no such request"}, status_code=404, headers=_HEADERS)
-        return JSONResponse(found, headers=_HEADERS)
+            return JSONResponse({"error": "no such request"}, status_code=404, headers=HEADERS)
+        return JSONResponse(found, headers=HEADERS)
 
     async def _history(self, request: HttpRequest, session: Session) -> Response:
         try:
-            body = await self.views.history_page(request, _base(request))
+            body = await self.views.history_page(request, base(request))
         except UsageError as exc:
             return self._page(
                 request, session, "History", f'<p class="error" id="error">{esc(exc)}</p>', 400
@@ -422,7 +487,7 @@ class InboxApp:
             return JSONResponse({"error": str(exc)}, status_code=400)
         media = "application/x-ndjson" if fmt == "jsonl" else "text/csv; charset=utf-8"
         headers = {
-            **_HEADERS,
+            **HEADERS,
             "content-disposition": f'attachment; filename="inbox-history.{fmt}"',
         }
         return Response(text, media_type=media, headers=headers)
@@ -446,75 +511,8 @@ class InboxApp:
 
     # -- signing in ------------------------------------------------------------------------
 
-    async def _login_form(
-        self, request: HttpRequest, error: str = "", status: int = 200
-    ) -> Response:
-        from starlette.responses import HTMLResponse
-
-        from .pages import login_body
-
-        nonce = login_nonce()
-        base = _base(request)
-        text = page("Sign in", login_body(base=base, csrf=nonce, error=error), base=base)
-        response = HTMLResponse(text, status_code=status, headers=_HEADERS)
-        response.set_cookie(
-            LOGIN_COOKIE,
-            nonce,
-            max_age=3600,
-            path=base or "/",
-            httponly=True,
-            samesite="strict",
-            secure=self._secure_cookie(request),
-        )
-        return response
-
-    async def _login(self, request: HttpRequest) -> Response:
-        import hmac
-
-        from starlette.responses import RedirectResponse
-
-        form = await _form(request)
-        given = (form.get("csrf") or [""])[0]
-        expected = request.cookies.get(LOGIN_COOKIE) or ""
-        if not given or not expected or not hmac.compare_digest(given.encode(), expected.encode()):
-            return await self._login_form(request, "The form expired: please sign in again.", 403)
-        address = _address(request)
-        wait = self.sign_ins.retry_after(address)
-        if wait is not None:
-            response = await self._login_form(
-                request, f"Too many wrong tokens from this address: try again in {wait} s.", 429
-            )
-            response.headers["retry-after"] = str(wait)
-            return response
-        token = (form.get("token") or [""])[0].strip()
-        user = self.users.by_token(token) if token else None
-        if user is None:
-            self.sign_ins.failed(address)
-            return await self._login_form(request, "That token is not known.", 401)
-        self.sign_ins.succeeded(address)
-        base = _base(request)
-        response = RedirectResponse(href(base), status_code=303)
-        response.set_cookie(
-            SESSION_COOKIE,
-            await self.sessions.sign_in(user),
-            max_age=int(SESSION_S),
-            path=base or "/",
-            httponly=True,
-            samesite="strict",
-            secure=self._secure_cookie(request),
-        )
-        response.delete_cookie(LOGIN_COOKIE, path=base or "/")
-        return response
-
-    async def _logout(self, request: HttpRequest, session: Session) -> Response:
-        from starlette.responses import RedirectResponse
-
-        if session.cookie is not None:
-            await self.sessions.sign_out(session.cookie)
-        base = _base(request)
-        response = RedirectResponse(href(base, "login"), status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path=base or "/")
-        return response
+    async def _login_page(self, request: HttpRequest) -> Response:
+        return await self.signin.page(request)
 
     async def _static(self, request: HttpRequest) -> Response:
         from starlette.responses import PlainTextResponse, Response
@@ -526,60 +524,6 @@ class InboxApp:
         data = importlib.resources.files("toolnexus.inbox").joinpath("static", name).read_bytes()
         headers = {"cache-control": "public, max-age=3600", "x-content-type-options": "nosniff"}
         return Response(data, media_type=media, headers=headers)
-
-    # -- the JSON API (bearer only) ---------------------------------------------------------
-
-    async def _api_pending(self, request: HttpRequest, session: Session) -> Response:
-        from starlette.responses import JSONResponse
-
-        try:
-            found = await self.views.api_pending(request)
-        except UsageError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        return JSONResponse(found)
-
-    async def _api_detail(self, request: HttpRequest, session: Session) -> Response:
-        from starlette.responses import JSONResponse
-
-        rid = request.path_params["rid"]
-        try:
-            found = await self.views.api_detail(rid)
-        except CheckpointError as exc:
-            return _unreadable_json(rid, exc)
-        if found is None:
-            return JSONResponse({"error": "no such request"}, status_code=404)
-        return JSONResponse(found)
-
-    async def _api_answer(self, request: HttpRequest, session: Session) -> Response:
-        from starlette.responses import JSONResponse
-
-        body = await _json_body(request)
-        if body is None:
-            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
-        outcome = await self.views.api_answer(request.path_params["rid"], body, session.user)
-        if outcome.status == 303:
-            self.watcher.poke()
-            found = await self.views.status(request.path_params["rid"])
-            return JSONResponse(found or {}, status_code=200)
-        return JSONResponse(
-            {"error": outcome.message, "errors": dict(outcome.errors)}, status_code=outcome.status
-        )
-
-    async def _api_cancel(self, request: HttpRequest, session: Session) -> Response:
-        from starlette.responses import JSONResponse
-
-        body = await _json_body(request)
-        if body is None:
-            return JSONResponse({"error": "the body must be a JSON object"}, status_code=400)
-        reason = body.get("reason")
-        if reason is not None and not isinstance(reason, str):
-            return JSONResponse({"error": "reason must be a string"}, status_code=400)
-        outcome = await self.views.cancel(request.path_params["rid"], reason, session.user)
-        if outcome.status == 303:
-            self.watcher.poke()
-            found = await self.views.status(request.path_params["rid"])
-            return JSONResponse(found or {}, status_code=200)
-        return JSONResponse({"error": outcome.message}, status_code=outcome.status)
 
 
 Endpoint = Callable[["HttpRequest"], Awaitable["Response"]]
@@ -595,95 +539,20 @@ def _by_target(handlers: _Targets) -> Endpoint:
 
         target = request_target(request.scope)
         if target is None:
-            return PlainTextResponse("not found", status_code=404, headers=_HEADERS)
+            return PlainTextResponse("not found", status_code=404, headers=HEADERS)
         rid, action = target
         method = "GET" if request.method == "HEAD" else request.method
         handler = handlers.get((method, action))
         if handler is None:
             allowed = sorted({m for m, a in handlers if a == action})
             if not allowed:
-                return PlainTextResponse("not found", status_code=404, headers=_HEADERS)
-            headers = {**_HEADERS, "allow": ", ".join(allowed)}
+                return PlainTextResponse("not found", status_code=404, headers=HEADERS)
+            headers = {**HEADERS, "allow": ", ".join(allowed)}
             return PlainTextResponse("method not allowed", status_code=405, headers=headers)
         request.scope["path_params"] = {"rid": rid}
         return await handler(request)
 
     return endpoint
-
-
-def _address(request: HttpRequest) -> str:
-    """The client's address, as the server saw it: the peer, or the address a trusted proxy
-    forwarded (`toolnexus.serve.server.start` trusts only the ``trusted_proxies`` it is
-    given, none by default; a host running the app in its own server configures that)."""
-    return request.client.host if request.client is not None else ""
-
-
-def _unreadable(rid: str, exc: CheckpointError) -> str:
-    """What the pages say of an unreadable checkpoint; the log keeps the store's own words
-    (which name the database)."""
-    log.warning("inbox: %s", exc)
-    return unreadable_message(rid, exc)
-
-
-def _unreadable_json(
-    rid: str, exc: CheckpointError, headers: Mapping[str, str] | None = None
-) -> Response:
-    from starlette.responses import JSONResponse
-
-    body = {"error": _unreadable(rid, exc), "id": rid, "unreadable": True}
-    return JSONResponse(body, status_code=500, headers=headers)
-
-
-def _bearer(request: HttpRequest) -> str | None:
-    """The token of an ``Authorization: Bearer`` header; ``None`` without one (no header, or
-    another scheme)."""
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" else None
-
-
-def _too_many(seconds: int) -> Response:
-    from starlette.responses import JSONResponse
-
-    return JSONResponse(
-        {"error": f"too many wrong tokens from this address; retry after {seconds} s"},
-        status_code=429,
-        headers={"retry-after": str(seconds)},
-    )
-
-
-def _base(request: HttpRequest) -> str:
-    return str(request.scope.get("root_path") or "").rstrip("/")
-
-
-def _wants_json(request: HttpRequest) -> bool:
-    accept = request.headers.get("accept", "")
-    return "application/json" in accept or "text/event-stream" in accept
-
-
-def _see_other(request: HttpRequest, rid: str) -> Response:
-    from starlette.responses import RedirectResponse
-
-    return RedirectResponse(href(_base(request), f"requests/{quote_id(rid)}"), status_code=303)
-
-
-async def _form(request: HttpRequest) -> dict[str, list[str]]:
-    from .forms import parse_form
-
-    cached = request.scope.get("toolnexus.inbox.form")
-    if cached is None:
-        cached = parse_form(await request.body())
-        request.scope["toolnexus.inbox.form"] = cached
-    return cast(dict[str, list[str]], cached)
-
-
-async def _json_body(request: HttpRequest) -> dict[str, Any] | None:
-    import json
-
-    try:
-        value = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        return None
-    return cast(dict[str, Any], value) if isinstance(value, dict) else None
 
 
 def inbox_app(

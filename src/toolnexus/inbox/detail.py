@@ -11,11 +11,13 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
-from ..intake import Accepts
+from .._edit_diff import Change, changes_of, path_text, value_text
+from .._visible import visible
+from ..intake import EDIT_KEY, Accepts
 from ..stores.requests import AnswerRecord
-from ..suspension import Request, relay_calls_of
+from ..suspension import Answer, Request, relay_calls_of
 from .forms import InputField, answer_shape, input_fields, question_items
 from .html import (
     Markup,
@@ -32,7 +34,7 @@ from .html import (
     void,
 )
 
-__all__ = ["RequestView", "decision_of", "detail_body", "resolved_text"]
+__all__ = ["RequestView", "decision_of", "detail_body", "edit_diff", "note_of", "resolved_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,8 +50,13 @@ class RequestView:
     path: tuple[str, ...] = ()
     user_text: str = ""
     assistant_text: str = ""
+    context_cut: bool = False
+    """The context texts were cut when the store kept them (`toolnexus.stores.asked`)."""
     record: AnswerRecord | None = None
     expired: bool = False
+    kept: bool = True
+    """The call's arguments are known (a finished request saved before the store kept what
+    it asked has none to show)."""
     schema: Mapping[str, Any] | None = None
     """The halted tool's input schema, when the checkpoint keeps it (for edited arguments)."""
     edit_schema: Any = None
@@ -421,14 +428,54 @@ def _cancel_form(view: RequestView, base: str, csrf: str, off: bool) -> Markup:
     )
 
 
-def _edit_audit(original: Mapping[str, Any], approved: str) -> Markup:
-    """What an edited approval replaced: the model's call beside the digest of what ran."""
+def edit_diff(original: Mapping[str, Any], answer: Answer) -> list[Change]:
+    """What the approved arguments changed in the model's (`toolnexus._edit_diff`)."""
+    edited = (answer.data or {}).get(EDIT_KEY)
+    return changes_of(str(original.get("arguments", "")), edited)
+
+
+def _diff_table(found: Sequence[Change]) -> Markup:
+    rows: list[str] = []
+    for change in found:
+        where = path_text(change.path)
+        before = value_text(change.before)
+        after = value_text(change.after)
+        rows.append(
+            el(
+                "tr",
+                el("th", where, scope="row"),
+                el("td", el("del", before) if before else "–", class_="before"),
+                el("td", el("ins", after) if after else "–", class_="after"),
+                data_path=visible(where),  # (an attribute is not marked: it is shown nowhere)
+                data_change=change.kind,
+            )
+        )
+    if not rows:
+        rows.append('<tr><td colspan="3">No value changed (the same call).</td></tr>')
+    return Markup(
+        '<table id="edit-diff" class="diff"><thead><tr><th scope="col">Argument</th>'
+        '<th scope="col">The model\'s</th><th scope="col">Approved</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _edit_audit(record: AnswerRecord) -> Markup:
+    """What an edited approval replaced: each changed value beside the model's, both calls
+    whole, and their digests."""
+    original = record.original or {}
+    edited = (record.answer.data or {}).get(EDIT_KEY)
+    approved = json.dumps(edited, indent=2, ensure_ascii=False, sort_keys=True)
     return Markup(
         '<section id="edit-audit"><h2>Approved with edited arguments</h2>'
+        f"{_diff_table(edit_diff(original, record.answer))}"
+        "<details><summary>Both calls, whole</summary>"
         "<p>The model's arguments, as it asked for the call:</p>"
         f'<pre id="original-arguments">{esc(pretty_json(str(original.get("arguments", ""))))}</pre>'
-        f'<p>Their digest: <code id="original-digest">{esc(original.get("digest", ""))}</code>; '
-        f'the approved call\'s: <code id="approved-digest">{esc(approved)}</code></p></section>'
+        f'<p>The approved arguments:</p><pre id="approved-arguments">{esc(approved)}</pre>'
+        "</details>"
+        f'<p>Digests: the model\'s call <code id="original-digest">'
+        f"{esc(original.get('digest', ''))}</code>; "
+        f'the approved call <code id="approved-digest">{esc(record.digest)}</code></p></section>'
     )
 
 
@@ -442,6 +489,8 @@ def _context(view: RequestView) -> Markup:
         parts.append(
             f'<h3>Assistant</h3><pre class="assistant-message">{esc(view.assistant_text)}</pre>'
         )
+    if view.context_cut:
+        parts.append('<p class="hint" id="context-cut">Long messages were kept cut.</p>')
     parts.append("</details>")
     return Markup("".join(parts))
 
@@ -495,7 +544,14 @@ def detail_body(
                 ),
             )
         )
-    if view.tool:
+    if view.tool and not view.kept:
+        parts.append(
+            '<section id="call"><h2>Arguments</h2><p class="notice" id="arguments-not-kept">'
+            "The arguments of this call were not kept: it was saved by an older toolnexus "
+            "and its run has finished. The digest of what was approved: "
+            f'<code id="digest">{esc(view.digest)}</code></p></section>'
+        )
+    elif view.tool:
         parts.append(
             '<section id="call"><h2>Arguments</h2>'
             f'<pre id="arguments">{esc(pretty_json(view.arguments))}</pre>'
@@ -511,7 +567,7 @@ def detail_body(
         if note:
             parts.append(f'<p id="resolved-reason">Reason: {esc(note)}</p>')
         if record.original is not None:
-            parts.append(_edit_audit(record.original, record.digest))
+            parts.append(_edit_audit(record))
         parts.append(_run_status(record))
         if record.problem:
             parts.append(
@@ -529,27 +585,3 @@ def _safe_url(url: str) -> str:
     """Only http(s) links are made clickable (no ``javascript:``)."""
     lowered = url.strip().lower()
     return url if lowered.startswith(("https://", "http://")) else "#"
-
-
-def message_text(message: Mapping[str, Any] | None) -> str:
-    """A transcript message's text (parts joined; tool calls listed by name and arguments)."""
-    if message is None:
-        return ""
-    content: Any = message.get("content")
-    out: list[str] = []
-    if isinstance(content, str):
-        out.append(content)
-    elif isinstance(content, list):
-        for part in cast(Sequence[Any], content):
-            if isinstance(part, dict):
-                text = cast(dict[str, Any], part).get("text")
-                out.append(text if isinstance(text, str) else json.dumps(part)[:500])
-    calls: Any = message.get("tool_calls")
-    if isinstance(calls, list):
-        for call in cast(list[Any], calls):
-            if isinstance(call, dict):
-                fn: Any = cast(dict[str, Any], call).get("function") or {}
-                if isinstance(fn, dict):
-                    fn_d = cast(dict[str, Any], fn)
-                    out.append(f"→ {fn_d.get('name')}({fn_d.get('arguments')})")
-    return "\n".join(out)

@@ -241,8 +241,10 @@ def page(
     csrf: str = "",
     status: str = "",
     refresh: int | None = None,
+    name: str | None = None,
 ) -> str:
-    """A whole page: the layout around ``body``, with the navigation for a signed-in user."""
+    """A whole page: the product's header (with the navigation for a signed-in user), the
+    title, ``body`` (``name``: the page's ``data-page``, for its layout)."""
     nav = Markup("")
     if user is not None:
         logout = Markup(
@@ -255,6 +257,10 @@ def page(
             f"<a{attrs(href=href(base, 'history'))}>History</a> "
             f'<span id="user">{esc(user)}</span>{logout}</nav>'
         )
+    brand = Markup(
+        f'<a class="brand"{attrs(href=href(base))}><span class="mark" aria-hidden="true">tn'
+        "</span>toolnexus <b>inbox</b></a>"
+    )
     return (
         "<!doctype html>\n"
         f'<html lang="en"><head><meta charset="utf-8">'
@@ -263,6 +269,8 @@ def page(
         f"{_refresh(refresh)}"
         f'<link rel="stylesheet"{attrs(href=href(base, "static/inbox.css"))}>'
         f"<script defer{attrs(src=href(base, 'static/inbox.js'))}></script>"
-        f"</head><body{attrs(data_base=base.rstrip('/') + '/', data_status=status or None)}>"
-        f"{nav}<h1>{esc(title)}</h1>{body}</body></html>\n"
+        f"</head><body{attrs(data_base=base.rstrip('/') + '/', data_status=status or None)}"
+        f"{attrs(data_page=name)}>"
+        f'<header class="bar">{brand}{nav}</header>'
+        f"<h1>{esc(title)}</h1>{body}</body></html>\n"
     )

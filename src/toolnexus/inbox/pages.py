@@ -1,14 +1,20 @@
-"""The list, history and login pages (the detail page is `toolnexus.inbox.detail`)."""
+"""The list and history pages (the detail page is `toolnexus.inbox.detail`, the sign-in page
+`toolnexus.inbox.signin`)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
+from .._edit_diff import change_text, path_text
+from .._visible import visible
+from ..stores.checks import is_past
 from ..stores.inbox_index import HISTORY_STATUSES, HistoryEntry
-from ..stores.requests import AnswerRecord, PendingEntry
+from ..stores.requests import PendingEntry
 from .detail import decision_of, note_of
+from .exports import history_edits, record_of
 from .html import (
     Markup,
     age_text,
@@ -23,7 +29,7 @@ from .html import (
     void,
 )
 
-__all__ = ["ListRow", "history_body", "list_body", "login_body", "unreadable_body"]
+__all__ = ["ListRow", "history_body", "list_body", "unreadable_body"]
 
 PROMPT_LIMIT = 200
 ARGS_LIMIT = 160
@@ -39,22 +45,30 @@ class ListRow:
     path: tuple[str, ...] = ()
     unreadable: bool = False
     """Its stored checkpoint cannot be read (it can only be cancelled)."""
-
-
-def _record(h: HistoryEntry) -> AnswerRecord:
-    return AnswerRecord(
-        h.request_id, h.answer, h.answered_at, h.answered_by, h.digest, h.status, h.settled_at
-    )
+    quick: bool = False
+    """Its answer needs no form: it may be approved (or declined) from the list."""
 
 
 def history_decision(h: HistoryEntry) -> str:
     """The decision of a history row (see `toolnexus.inbox.detail.decision_of`)."""
-    return decision_of(_record(h))
+    return decision_of(record_of(h))
 
 
 def history_reason(h: HistoryEntry) -> str:
     """The reason given with a history row's decline or cancel."""
-    return note_of(_record(h))
+    return note_of(record_of(h))
+
+
+def _edits_cell(h: HistoryEntry) -> Markup:
+    """An edited approval's changes, one per line with both values (``amount: 300 → 45``)."""
+    found = history_edits(h)
+    if not found:
+        return el("td", "", class_="edits")
+    items = [
+        el("li", change_text(c), data_path=visible(path_text(c.path)), data_change=c.kind)
+        for c in found
+    ]
+    return el("td", el("ul", Markup("".join(items))), class_="edits")
 
 
 def _labelled(label: str, target: str, control: Markup) -> str:
@@ -127,7 +141,65 @@ def _kind_tabs(base: str, counts: Mapping[str, int], params: Mapping[str, str]) 
     return el("nav", Markup(" ".join(tabs)), id="kinds")
 
 
-def _list_row(row: ListRow, base: str, now: float) -> str:
+@dataclass(frozen=True, slots=True)
+class _Answering:
+    """What the list's answer forms need: where they post, the CSRF token, the list's own
+    query (to come back to), and which kinds the person may answer."""
+
+    action: str
+    csrf: str
+    back: str
+    may_answer: Callable[[str], bool]
+
+    def hidden(self) -> Markup:
+        return Markup(
+            void("input", type="hidden", name="csrf", value=self.csrf)
+            + void("input", type="hidden", name="back", value=self.back)
+        )
+
+
+def _quick(row: ListRow, answering: _Answering, now: float) -> bool:
+    """Whether ``row`` is answered from the list: its answer needs no form, it waits for a
+    person (not flagged, not expired, readable), and this person may answer its kind."""
+    e = row.entry
+    return (
+        row.quick
+        and not row.unreadable
+        and not e.problem
+        and e.status == "pending"
+        and answering.may_answer(e.kind)
+        and not is_past(e.expires_at, now)
+    )
+
+
+def _row_answer(row: ListRow, answering: _Answering, now: float) -> Markup:
+    """The one-click answer of a row whose answer needs no form (its page does the rest)."""
+    if not _quick(row, answering, now):
+        return el("td", "", class_="answer")
+    e = row.entry
+    # (the words of the request's own page: a sign-in is done, or cancelled)
+    yes, no = ("Done", "Cancel sign-in") if e.kind == "authorization" else ("Approve", "Decline")
+    return el(
+        "td",
+        el(
+            "form",
+            answering.hidden(),
+            void("input", type="hidden", name="id", value=e.request_id),
+            _submit(yes, "approve", "approve"),
+            _submit(no, "decline", "decline"),
+            method="post",
+            action=answering.action,
+            class_="row-answer",
+        ),
+        class_="answer",
+    )
+
+
+def _submit(label: str, action: str, cls: str) -> Markup:
+    return el("button", label, type="submit", name="action", value=action, class_=cls)
+
+
+def _list_row(row: ListRow, base: str, now: float, answering: _Answering | None) -> str:
     e = row.entry
     prompt, _ = truncate(e.prompt, PROMPT_LIMIT)
     args, cut = truncate(row.arguments, ARGS_LIMIT)
@@ -135,7 +207,21 @@ def _list_row(row: ListRow, base: str, now: float) -> str:
     flag = el("p", "Needs an operator: ", e.problem, class_="problem") if e.problem else Markup("")
     if row.unreadable:
         flag = Markup(flag + el("p", UNREADABLE_NOTE, class_="problem unreadable"))
-    cells = [
+    cells: list[str] = []
+    if answering is not None:
+        # (read out as text: its invisible characters marked, as on the page)
+        label = visible(truncate(e.prompt or e.request_id, 60)[0])
+        box = void(
+            "input",
+            type="checkbox",
+            name="id",
+            value=e.request_id,
+            form="bulk",
+            class_="select",
+            aria_label=f"Select: {label}",
+        )
+        cells.append(el("td", box, class_="select"))
+    cells += [
         el("td", e.kind, class_="kind"),
         el(
             "td",
@@ -144,23 +230,61 @@ def _list_row(row: ListRow, base: str, now: float) -> str:
             class_="prompt",
         ),
         el("td", e.tool, class_="tool"),
-        el("td", el("code", args, class_="arguments truncated" if cut else "arguments")),
+        el(
+            "td",
+            el("code", args, class_="arguments truncated" if cut else "arguments"),
+            class_="args",
+        ),
         el("td", e.conversation_id or "–", class_="conversation"),
         el("td", " / ".join(row.path) or "–", class_="agent-path"),
         el(
-            "td", el("time", age_text(now - e.created_at), datetime=iso(e.created_at)), class_="age"
+            "td",
+            el("time", age_text(now - e.created_at), datetime=iso(e.created_at)),
+            class_="age",
         ),
-        el("td", expiry_markup(e.expires_at, now)),
+        el("td", expiry_markup(e.expires_at, now), class_="expiry"),
     ]
+    if answering is not None:
+        cells.append(_row_answer(row, answering, now))
     return el(
         "tr",
         Markup("".join(cells)),
         data_request_id=e.request_id,
         data_kind=e.kind,
         data_status=e.status,
+        data_quick="true" if answering is not None and _quick(row, answering, now) else None,
         data_unreadable="true" if row.unreadable else None,
         class_="flagged" if e.problem or row.unreadable else None,
     )
+
+
+def _bulk_form(answering: _Answering) -> Markup:
+    """The selection's actions (the rows' checkboxes belong to this form: ``form="bulk"``)."""
+    return el(
+        "form",
+        answering.hidden(),
+        el("span", "", id="selected", aria_live="polite"),
+        _submit("Approve selected", "approve", "approve"),
+        el("label", "Reason", for_="bulk-reason", class_="reason-label"),
+        void(
+            "input",
+            type="text",
+            name="reason",
+            id="bulk-reason",
+            placeholder="why (optional, for a decline)",
+        ),
+        _submit("Decline selected", "decline", "decline"),
+        id="bulk",
+        method="post",
+        action=answering.action,
+        class_="bulk",
+    )
+
+
+_HEAD = (
+    "<th>Kind</th><th>Prompt</th><th>Tool</th><th>Arguments</th><th>Conversation</th>"
+    "<th>Agent</th><th>Age</th><th>Expires</th>"
+)
 
 
 def list_body(
@@ -172,24 +296,38 @@ def list_body(
     page: int,
     more: bool,
     total: int,
+    csrf: str = "",
+    may_answer: Callable[[str], bool] | None = None,
+    notice: Markup | None = None,
 ) -> Markup:
-    """The list page's ``<main>``: the kinds with their counts, the filters, the table."""
+    """The list page's ``<main>``: the kinds with their counts, the filters, the table — and,
+    for a person (``may_answer``), the forms that answer from it (one row, or a selection)."""
     now = time.time()
+    query = urlencode({k: v for k, v in params.items() if v})
+    answering = None
+    if may_answer is not None:
+        answering = _Answering(href(base, "bulk"), csrf, query, may_answer)
     body: list[str] = [
-        '<main id="pending">',
+        # (the live script reads the counts of the list's own filters: ``data-query``)
+        f"<main{attrs(id='pending', data_query=query)}>",
+        notice or "",
         _kind_tabs(base, counts, params),
         _filters(params, base, sorted(counts)),
-        f'<p>Waiting: <span id="total">{total}</span></p>',
+        f'<p class="waiting">Waiting: <span id="total">{total}</span></p>',
         '<p id="live" hidden>New requests arrived: <a href="">reload</a></p>',
     ]
+    if answering is not None and rows:
+        body.append(_bulk_form(answering))
     if not rows:
         body.append('<p id="empty">Nothing is waiting.</p>')
-    body.append(
-        '<table id="requests"><thead><tr><th>Kind</th><th>Prompt</th><th>Tool</th>'
-        "<th>Arguments</th><th>Conversation</th><th>Agent</th><th>Age</th><th>Expires</th>"
-        "</tr></thead><tbody>"
-    )
-    body += [_list_row(row, base, now) for row in rows]
+    head = _HEAD
+    if answering is not None:
+        select_all = void(
+            "input", type="checkbox", id="select-all", aria_label="Select every row", hidden=True
+        )
+        head = f'<th class="select">{select_all}</th>{head}<th>Answer</th>'
+    body.append(f'<table id="requests"><thead><tr>{head}</tr></thead><tbody>')
+    body += [_list_row(row, base, now, answering) for row in rows]
     body.append("</tbody></table>")
     body.append(_paging(base, "", params, page, more))
     body.append("</main>")
@@ -240,6 +378,7 @@ def _history_row(h: HistoryEntry, base: str) -> str:
         el("td", h.answered_by or "–", class_="answered-by"),
         el("td", history_decision(h), class_="decision"),
         el("td", history_reason(h), class_="reason"),
+        _edits_cell(h),
         el("td", h.kind, class_="kind"),
         el("td", h.tool, class_="tool"),
         el("td", el("a", prompt or h.request_id, href=link), class_="prompt"),
@@ -262,7 +401,8 @@ def history_body(
         '<main id="audit">',
         _history_filters(params, base),
         '<table id="history"><thead><tr><th>When</th><th>Who</th><th>Decision</th>'
-        "<th>Reason</th><th>Kind</th><th>Tool</th><th>Prompt</th><th>Status</th><th>Digest</th>"
+        "<th>Reason</th><th>Edits</th><th>Kind</th><th>Tool</th><th>Prompt</th><th>Status</th>"
+        "<th>Digest</th>"
         "</tr></thead><tbody>",
     ]
     body += [_history_row(h, base) for h in entries]
@@ -270,19 +410,6 @@ def history_body(
     body.append(_paging(base, "history", params, page, more))
     body.append("</main>")
     return Markup("".join(body))
-
-
-def login_body(*, base: str, csrf: str, error: str = "") -> Markup:
-    """The login form: the user's token, posted once; the session cookie follows."""
-    problem = f'<p class="error" id="error" role="alert">{esc(error)}</p>' if error else ""
-    return Markup(
-        f'<main id="login">{problem}<form method="post" id="login-form"'
-        f"{attrs(action=href(base, 'login'))}>"
-        f'<input type="hidden" name="csrf"{attrs(value=csrf)}>'
-        '<label for="token">Token</label>'
-        '<input type="password" name="token" id="token" autocomplete="current-password" required>'
-        '<button type="submit">Sign in</button></form></main>'
-    )
 
 
 def unreadable_body(rid: str, message: str, *, base: str, csrf: str, allowed: bool) -> Markup:

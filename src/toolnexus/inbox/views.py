@@ -10,13 +10,10 @@ request, the call, the digest and the context), turns a form or a JSON body into
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._ages import age_seconds
 from ..errors import (
@@ -27,14 +24,17 @@ from ..errors import (
     UnknownRequest,
     UsageError,
 )
-from ..intake import AnswerRefused, intake
+from ..intake import AnswerRefused, Approve, Decline, intake
 from ..loop.checkpoint import Checkpoint
+from ..stores.asked import agent_path, asked_of
 from ..stores.checks import call_digest, halted_accepts, halted_call, is_past
 from ..stores.inbox_index import HistoryEntry, InboxIndex
 from ..stores.requests import SETTLED, AnswerRecord, PendingEntry, RunStore
 from ..suspension import Request
 from .auth import InboxUser
-from .detail import RequestView, decision_of, detail_body, message_text, note_of, resolved_text
+from .detail import RequestView, decision_of, detail_body, note_of, resolved_text
+from .exports import EXPORT_COLUMNS as EXPORT_COLUMNS  # (where it was defined before)
+from .exports import export_text
 from .forms import Parsed, to_answer
 from .html import Markup, iso
 from .pages import ListRow, history_body, list_body
@@ -42,26 +42,15 @@ from .pages import ListRow, history_body, list_body
 if TYPE_CHECKING:
     from starlette.requests import Request as HttpRequest
 
-__all__ = ["Outcome", "Views", "unreadable_message"]
+__all__ = ["QUICK_SHAPES", "Outcome", "QuickAction", "Views", "unreadable_message"]
+
+QuickAction = Literal["approve", "decline"]
+"""What one click (or a bulk action) does: approve, or decline."""
+QUICK_SHAPES: frozenset[str] = frozenset({"approval", "authorization"})
+"""The answers that need no form (`toolnexus.intake.Accepts.shape`): approved with a click."""
 
 MAX_PER_PAGE = 200
 EXPORT_MAX = 100_000
-EXPORT_COLUMNS = (
-    "request_id",
-    "kind",
-    "tool",
-    "prompt",
-    "conversation_id",
-    "status",
-    "decision",
-    "answered_by",
-    "answered_at",
-    "reason",
-    "digest",
-    "original_arguments",
-    "original_digest",
-    "problem",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +84,17 @@ def _age(params: Mapping[str, str]) -> float | None:
     if seconds is None:
         raise UsageError(f"age takes an age such as 90s, 15m, 2h or 1d, got {raw!r}")
     return seconds
+
+
+def _filters(params: Mapping[str, str]) -> tuple[str | None, dict[str, Any]]:
+    """The kind and the other filters of the list's query."""
+    filters: dict[str, Any] = {
+        "tool": _text(params, "tool"),
+        "conversation_id": _text(params, "conversation"),
+        "older_than": _age(params),
+        "text": _text(params, "q"),
+    }
+    return _text(params, "kind"), filters
 
 
 def _params(request: HttpRequest) -> dict[str, str]:
@@ -137,6 +137,10 @@ class Views:
     async def request_view(self, rid: str) -> RequestView | None:
         """The detail page's data for ``rid``; ``None`` when the store knows no such request.
 
+        A waiting request is shown from its checkpoint; an answered one from what the store
+        kept with its row (`toolnexus.stores.asked`: the call and the context, which outlive
+        the checkpoint a finished run drops) and its answer record.
+
         Raises:
             CheckpointError: the stored checkpoint of a request still waiting cannot be read
                 (one answered or settled is shown from its audit row).
@@ -148,21 +152,14 @@ class Views:
                 raise
             checkpoint = None
         record = await self.store.answer_record(rid)
+        info = await self._settled_entry(rid) if record is not None else None
         if checkpoint is None:
             if record is None:
                 return None
-            info = await self._settled_entry(rid)
-            req = Request(rid, info.kind if info else "unknown", info.prompt if info else "")
-            return RequestView(
-                request=req,
-                tool=info.tool if info else "",
-                digest=record.digest,
-                conversation_id=info.conversation_id if info else None,
-                created_at=info.created_at if info else None,
-                record=record,
-            )
+            return _answered_view(rid, record, info)
         req = checkpoint.pending
-        name, arguments = halted_call(checkpoint)
+        asked = info.asked if info is not None and info.asked is not None else None
+        asked = asked or asked_of(checkpoint)  # (a resume may have replaced the checkpoint)
         schema = next(
             (
                 slot.input_schema
@@ -171,24 +168,17 @@ class Views:
             ),
             None,
         )
-        path_raw: Any = (req.data or {}).get("path")
-        path = (
-            tuple(str(p) for p in cast(list[Any], path_raw)) if isinstance(path_raw, list) else ()
-        )
-        users = [m for m in checkpoint.messages if m.get("role") == "user"]
-        assistant = checkpoint.messages[-1] if checkpoint.messages else None
-        if assistant is not None and assistant.get("role") != "assistant":
-            assistant = None
         return RequestView(
             request=req,
-            tool=name,
-            arguments=arguments,
-            digest=call_digest(name, arguments),
+            tool=asked.tool,
+            arguments=asked.arguments,
+            digest=call_digest(asked.tool, asked.arguments),
             conversation_id=checkpoint.conversation_id,
             created_at=checkpoint.created_at,
-            path=path,
-            user_text=message_text(users[-1] if users else None),
-            assistant_text=message_text(assistant),
+            path=asked.path,
+            user_text=asked.user_text,
+            assistant_text=asked.assistant_text,
+            context_cut=asked.cut,
             record=record,
             expired=record is None and is_past(req.expiresAt, time.time()),
             schema=schema if isinstance(schema, dict) else None,
@@ -226,13 +216,8 @@ class Views:
                 rows.append(ListRow(e, unreadable=await self._unreadable(e.request_id)))
                 continue
             _, arguments = halted_call(checkpoint)
-            path_raw: Any = (checkpoint.pending.data or {}).get("path")
-            path = (
-                tuple(str(p) for p in cast(list[Any], path_raw))
-                if isinstance(path_raw, list)
-                else ()
-            )
-            rows.append(ListRow(e, arguments, path))
+            quick = halted_accepts(checkpoint).shape in QUICK_SHAPES
+            rows.append(ListRow(e, arguments, agent_path(checkpoint.pending), quick=quick))
         return rows
 
     async def _pending(
@@ -240,13 +225,7 @@ class Views:
     ) -> tuple[list[PendingEntry], dict[str, int], int, bool, int]:
         page = _int(params, "page", 1, 1_000_000)
         size = _int(params, "per_page", self.per_page, MAX_PER_PAGE)
-        filters: dict[str, Any] = {
-            "tool": _text(params, "tool"),
-            "conversation_id": _text(params, "conversation"),
-            "older_than": _age(params),
-            "text": _text(params, "q"),
-        }
-        kind = _text(params, "kind")
+        kind, filters = _filters(params)
         entries, counts = await asyncio.gather(
             self.index.search_pending(
                 kind=kind, offset=(page - 1) * size, limit=size + 1, **filters
@@ -256,13 +235,42 @@ class Views:
         total = counts.get(kind, 0) if kind is not None else sum(counts.values())
         return entries[:size], counts, total, len(entries) > size, page
 
-    async def list_page(self, request: HttpRequest, base: str) -> Markup:
-        params = _params(request)
+    async def list_page(
+        self,
+        request: HttpRequest,
+        base: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        user: InboxUser | None = None,
+        csrf: str = "",
+        notice: Markup | None = None,
+    ) -> Markup:
+        """The list page's ``<main>`` for the request's filters (or ``params``); with a
+        ``user`` and their ``csrf``, the forms that answer from the list (and ``notice``, what
+        a bulk action did, at its top)."""
+        params = _params(request) if params is None else dict(params)
         entries, counts, total, more, page = await self._pending(params)
         rows = await self._rows(entries)
         return list_body(
-            rows, base=base, counts=counts, params=params, page=page, more=more, total=total
+            rows,
+            base=base,
+            counts=counts,
+            params=params,
+            page=page,
+            more=more,
+            total=total,
+            csrf=csrf,
+            may_answer=user.may_answer if user is not None else None,
+            notice=notice,
         )
+
+    async def counts(self, request: HttpRequest) -> dict[str, Any]:
+        """The list's counts for the request's filters (what its live script shows):
+        ``{"counts": {kind: n}, "total": n}``, ``total`` of the kind filtered on, if any."""
+        kind, filters = _filters(_params(request))
+        counts = await self.index.count_pending(**filters)
+        total = counts.get(kind, 0) if kind is not None else sum(counts.values())
+        return {"counts": counts, "total": total}
 
     async def _history(
         self, params: Mapping[str, str], offset: int, limit: int
@@ -288,22 +296,15 @@ class Views:
     async def export(self, request: HttpRequest, fmt: str) -> str:
         """Every history row matching the filters, as JSON lines or CSV."""
         params = _params(request)
-        rows: list[dict[str, Any]] = []
+        rows: list[HistoryEntry] = []
         offset = 0
         while offset < EXPORT_MAX:
             chunk = await self._history(params, offset, 500)
-            rows += [_history_json(h) for h in chunk]
+            rows += chunk
             if len(chunk) < 500:
                 break
             offset += 500
-        if fmt == "jsonl":
-            return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        for r in rows:
-            writer.writerow({k: _csv_cell(r.get(k)) for k in EXPORT_COLUMNS})
-        return out.getvalue()
+        return export_text(rows, fmt)
 
     async def api_pending(self, request: HttpRequest) -> dict[str, Any]:
         params = _params(request)
@@ -418,6 +419,32 @@ class Views:
             return Outcome(400, str(exc))
         return await self._record(checkpoint, Parsed(answer), user)
 
+    async def quick(
+        self, rid: str, action: QuickAction, reason: str | None, user: InboxUser
+    ) -> Outcome:
+        """Answer ``rid`` with one click, as ``user``: approve one whose answer needs no form
+        (`QUICK_SHAPES`), or decline any, with ``reason`` — through the intake, recorded once.
+        """
+        checkpoint, refused = await self._halted(rid, user)
+        if checkpoint is None:
+            return refused or Outcome(404)
+        shape = halted_accepts(checkpoint)
+        reply = Approve() if action == "approve" else Decline(reason)
+        try:
+            answer = intake(checkpoint.pending, reply, known=shape)
+        except AnswerRefused as exc:
+            return Outcome(400, str(exc), exc.errors)
+        if action == "approve" and shape.shape not in QUICK_SHAPES:
+            # (the intake takes a bare approval of a kind it knows nothing of: its page asks)
+            kind = checkpoint.pending.kind
+            article = "An" if kind[:1] in "aeiou" else "A"
+            return Outcome(
+                400,
+                f"{article} {kind} request is answered on its page, not approved with a click: "
+                f"it accepts {shape.describe()}.",
+            )
+        return await self._record(checkpoint, Parsed(answer), user)
+
     async def _record(self, checkpoint: Checkpoint, parsed: Parsed, user: InboxUser) -> Outcome:
         rid = checkpoint.pending.id
         if parsed.answer is None:
@@ -459,6 +486,40 @@ class Views:
         return Outcome(303)
 
 
+def _answered_view(rid: str, record: AnswerRecord, info: HistoryEntry | None) -> RequestView:
+    """The page of a request whose checkpoint is gone (its run finished, or was cancelled):
+    what the store kept of what it asked, else — a row saved before it kept that — the
+    model's call from the edit audit, else nothing (the page says so, rather than ``{}``)."""
+    asked = info.asked if info is not None else None
+    req = Request(
+        rid,
+        info.kind if info else "unknown",
+        info.prompt if info else "",
+        url=asked.url if asked is not None else None,
+    )
+    if asked is not None:
+        tool, arguments, kept = asked.tool, asked.arguments, True
+    elif record.original is not None:
+        tool = str(record.original.get("tool", ""))
+        arguments, kept = str(record.original.get("arguments", "{}")), True
+    else:
+        tool, arguments, kept = (info.tool if info else ""), "{}", False
+    return RequestView(
+        request=req,
+        tool=tool,
+        arguments=arguments,
+        digest=call_digest(tool, arguments) if kept else record.digest,
+        conversation_id=info.conversation_id if info else None,
+        created_at=info.created_at if info else None,
+        path=asked.path if asked is not None else (),
+        user_text=asked.user_text if asked is not None else "",
+        assistant_text=asked.assistant_text if asked is not None else "",
+        context_cut=asked.cut if asked is not None else False,
+        record=record,
+        kept=kept,
+    )
+
+
 def _may_cancel(user: InboxUser, kind: str | None) -> Outcome | None:
     """Refused (403) when ``user`` may not act on a request of ``kind``; a request whose kind
     cannot be read (its checkpoint is unreadable) only by a user who may answer every kind."""
@@ -496,31 +557,3 @@ def _entry_json(e: PendingEntry) -> dict[str, Any]:
         "status": e.status,
         "problem": e.problem,
     }
-
-
-def _history_json(h: HistoryEntry) -> dict[str, Any]:
-    record = AnswerRecord(
-        h.request_id, h.answer, h.answered_at, h.answered_by, h.digest, h.status, h.settled_at
-    )
-    return {
-        "request_id": h.request_id,
-        "kind": h.kind,
-        "tool": h.tool,
-        "prompt": h.prompt,
-        "conversation_id": h.conversation_id,
-        "status": h.status,
-        "decision": decision_of(record),
-        "answered_by": h.answered_by,
-        "answered_at": iso(h.answered_at),
-        "reason": note_of(record),
-        "digest": h.digest,
-        "original_arguments": (h.original or {}).get("arguments"),
-        "original_digest": (h.original or {}).get("digest"),
-        "problem": h.problem,
-    }
-
-
-def _csv_cell(value: Any) -> str:
-    """A CSV cell that a spreadsheet will not run as a formula."""
-    text = "" if value is None else str(value)
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

@@ -29,6 +29,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import UsageError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer
+from .asked import Asked
 from .checks import check_optional_text
 from .requests import PendingEntry, RequestStatus
 
@@ -69,6 +70,9 @@ class HistoryEntry:
             with ``answer`` (the edited arguments) and ``digest``, the whole edit.
         problem: what a resumer reported when it flagged the request (T13), else ``None``.
         flagged_at: when it was flagged (``None``: never).
+        asked: what the request asked — its call and the conversation around it — as the
+            store kept it with the checkpoint (`toolnexus.stores.asked`); ``None`` for a
+            row saved before the store kept it (or a claim made with no halted run).
     """
 
     request_id: str
@@ -86,6 +90,7 @@ class HistoryEntry:
     original: dict[str, Any] | None = None
     problem: str | None = None
     flagged_at: float | None = None
+    asked: Asked | None = None
 
 
 @runtime_checkable

@@ -20,6 +20,7 @@ from ..errors import CheckpointError, LeaseLost, RequestExpired, UnknownRequest
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Answer, expired_decline
 from ._runrows import recorded_audit, taken_claim
+from .asked import asked_of, decode_asked, encode_asked
 from .checks import (
     call_digest,
     cancelled_answer,
@@ -88,6 +89,7 @@ class _Row:
     original: str | None = None  # the model's call an edited approval replaced (JSON text)
     problem: str | None = None  # what a resumer flagged (T13), until T7 clears it
     flagged_at: float | None = None
+    asked: str | None = None  # what the request asked (JSON text), kept when T8/T11 drop it
 
 
 class InMemoryRunStore:
@@ -120,6 +122,7 @@ class InMemoryRunStore:
             row.entry = pending_entry(checkpoint)
         row.info = row.entry
         row.queue = checkpoint.queue
+        row.asked = encode_asked(asked_of(checkpoint))
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
         row = self._rows.get(check_request_id(request_id))
@@ -244,7 +247,7 @@ class InMemoryRunStore:
                 )
             ):
                 continue
-            out.append(_history(info, record))
+            out.append(_history(info, record, row.asked))
         out.sort(key=lambda h: (h.answered_at, h.request_id), reverse=True)
         return out[start : start + size]
 
@@ -632,7 +635,7 @@ def _matches(needle: str | None, e: PendingEntry) -> bool:
     return needle is None or matches_text(needle, e.prompt, e.tool, e.request_id, e.conversation_id)
 
 
-def _history(info: PendingEntry, record: AnswerRecord) -> HistoryEntry:
+def _history(info: PendingEntry, record: AnswerRecord, asked: str | None) -> HistoryEntry:
     return HistoryEntry(
         request_id=record.request_id,
         kind=info.kind,
@@ -649,6 +652,7 @@ def _history(info: PendingEntry, record: AnswerRecord) -> HistoryEntry:
         original=record.original,
         problem=record.problem,
         flagged_at=record.flagged_at,
+        asked=decode_asked(asked),
     )
 
 

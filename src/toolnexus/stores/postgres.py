@@ -50,6 +50,7 @@ from . import postgres_runs as runs
 from ._codec import check_id, decode_messages, encode_messages
 from ._handlerows import check_runtime_id, decode_handle_row, encode_handle_rows
 from ._runrows import halt_row, listed, load_checkpoint
+from .asked import asked_of, encode_asked
 from .checks import (
     check_answer,
     check_claim,
@@ -100,23 +101,24 @@ _LOAD_HANDLES = (
     " ORDER BY handle_id"
 )
 _DELETE_HANDLES = "DELETE FROM toolnexus_runtime_handles WHERE runtime_key = %s"
-# T1: saving again replaces the checkpoint and its index columns and keeps the status. The
-# checkpoint's hash and declared version go with its text (the one-statement answer's proof
-# that it is readable, migration 9): the server hashes the text it stores (sent once).
+# T1: saving again replaces the checkpoint, its index columns and what it asked (migration 12:
+# kept when the checkpoint goes), and keeps the status. The checkpoint's hash and declared
+# version go with its text (the one-statement answer's proof that it is readable, migration
+# 9): the server hashes the text it stores (sent once).
 _SAVE_HALT = (
     "INSERT INTO toolnexus_halts (key, request_id, status, checkpoint, kind, tool,"
     " conversation_id, created_at, expires_at, prompt, queue_key, halt_digest, deadline,"
-    " checkpoint_sha256, checkpoint_version)"
+    " checkpoint_sha256, checkpoint_version, asked)"
     " VALUES (%(key)s, %(id)s, 'pending', %(checkpoint)s, %(kind)s, %(tool)s,"
     " %(conversation)s, %(created)s, %(expires)s, %(prompt)s, %(queue)s, %(digest)s,"
-    " %(deadline)s, sha256(convert_to(%(checkpoint)s, 'UTF8')), %(version)s)"
+    " %(deadline)s, sha256(convert_to(%(checkpoint)s, 'UTF8')), %(version)s, %(asked)s)"
     " ON CONFLICT (key) DO UPDATE SET checkpoint = EXCLUDED.checkpoint,"
     " kind = EXCLUDED.kind, tool = EXCLUDED.tool, conversation_id = EXCLUDED.conversation_id,"
     " created_at = EXCLUDED.created_at, expires_at = EXCLUDED.expires_at,"
     " prompt = EXCLUDED.prompt, queue_key = EXCLUDED.queue_key,"
     " halt_digest = EXCLUDED.halt_digest, deadline = EXCLUDED.deadline,"
     " checkpoint_sha256 = EXCLUDED.checkpoint_sha256,"
-    " checkpoint_version = EXCLUDED.checkpoint_version"
+    " checkpoint_version = EXCLUDED.checkpoint_version, asked = EXCLUDED.asked"
 )
 _LOAD_HALT = "SELECT checkpoint FROM toolnexus_halts WHERE key = %s"
 
@@ -291,6 +293,7 @@ class PostgresStore(PostgresInboxIndex):
             "digest": row.digest,
             "deadline": row.deadline,
             "version": row.version,
+            "asked": encode_asked(asked_of(checkpoint)),
         }
         async with self._cursor() as cur:
             await cur.execute(_SAVE_HALT, values, prepare=True)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, LiteralString
 
 from ..loop.checkpoint import Checkpoint
 from ._runrows import lapsed_status, listed, pending, request_record
+from .asked import decode_asked
 from .checks import (
     check_filters,
     check_limit,
@@ -59,7 +60,7 @@ _LOAD_HALTS: LiteralString = (
 _HISTORY: LiteralString = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
     " answered_by, answered_at, digest, settled_at, recorded, lease_until, original, problem,"
-    " flagged_at FROM toolnexus_halts"
+    " flagged_at, asked FROM toolnexus_halts"
     " WHERE answered_at IS NOT NULL AND answer IS NOT NULL"
     " AND (status IN ('answered', 'done', 'expired', 'cancelled')"
     " OR (status = 'claimed' AND recorded))"
@@ -268,7 +269,7 @@ def unannounced_query(now: float) -> tuple[LiteralString, list[object]]:
 def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:
     rid, kind, prompt, tool, conversation_id, created_at, status, text = row[:8]
     who, answered_at, digest, settled_at, recorded, lease_until = row[8:14]
-    original, problem, flagged_at = row[14:]
+    original, problem, flagged_at, asked = row[14:]
     rid = from_bytea(rid)
     current: RequestStatus = lapsed_status(status, recorded, lease_until, now)  # pyright: ignore[reportAssignmentType]
     record = request_record(
@@ -301,4 +302,5 @@ def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry
         original=record.original,
         problem=record.problem,
         flagged_at=record.flagged_at,
+        asked=decode_asked(asked),
     )

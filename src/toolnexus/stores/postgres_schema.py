@@ -77,6 +77,9 @@ Versions:
       (`toolnexus.stores.sessions`), keyed by the sha256 of the session cookie (the digest's
       bytes), with the user's name (``BYTEA``), the tag of the token they signed in with, and
       when it began and ends (indexed: expired rows are deleted by that index).
+    12 ``asked``: ``toolnexus_halts.asked`` (``TEXT``, JSON), what the request asked
+      (`toolnexus.stores.asked`), written with the checkpoint at save_halt and kept when the
+      checkpoint goes (see the SQLite migration 10). Rows saved before have none.
 """
 
 from __future__ import annotations
@@ -321,6 +324,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             ")",
             "CREATE INDEX toolnexus_inbox_sessions_expiry ON toolnexus_inbox_sessions (expires_at)",
         ),
+    ),
+    Migration(
+        version=12,
+        name="asked",
+        statements=("ALTER TABLE toolnexus_halts ADD COLUMN asked TEXT",),
     ),
 )
 """Every migration, oldest first. Append only."""

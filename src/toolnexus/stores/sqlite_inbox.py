@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from ..loop.checkpoint import Checkpoint
 from ._runrows import lapsed_status, listed, pending, request_record
+from .asked import decode_asked
 from .checks import (
     check_filters,
     check_limit,
@@ -42,7 +43,7 @@ T = TypeVar("T")
 _HISTORY = (
     "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answer,"
     " answered_by, answered_at, digest, settled_at, recorded, lease_until, original, problem,"
-    " flagged_at FROM halts"
+    " flagged_at, asked FROM halts"
     " WHERE answered_at IS NOT NULL AND answer IS NOT NULL"
     " AND (status IN ('answered', 'done', 'expired', 'cancelled')"
     " OR (status = 'claimed' AND recorded = 1))"
@@ -207,7 +208,7 @@ class SqliteInboxIndex:
 def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry:
     rid, kind, prompt, tool, conversation_id, created_at, status, text = row[:8]
     who, answered_at, digest, settled_at, recorded, lease_until = row[8:14]
-    original, problem, flagged_at = row[14:]
+    original, problem, flagged_at, asked = row[14:]
     current: RequestStatus = lapsed_status(status, recorded, lease_until, now)  # pyright: ignore[reportAssignmentType]
     record = request_record(
         rid,
@@ -239,4 +240,5 @@ def _history_entry(row: tuple[Any, ...], now: float, where: str) -> HistoryEntry
         original=record.original,
         problem=record.problem,
         flagged_at=record.flagged_at,
+        asked=decode_asked(asked),
     )

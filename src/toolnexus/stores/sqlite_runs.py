@@ -82,14 +82,16 @@ class ClaimRow(NamedTuple):
     checkpoint: str | None
 
 
-# T1. Saving again replaces the checkpoint and its index columns, and keeps the status.
+# T1. Saving again replaces the checkpoint, its index columns and what it asked (migration
+# 10: kept when the checkpoint goes), and keeps the status.
 _SAVE_HALT = (
     "INSERT INTO halts (request_id, status, checkpoint, kind, tool, conversation_id,"
-    " created_at, expires_at, prompt, queue) VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?)"
+    " created_at, expires_at, prompt, queue, asked)"
+    " VALUES (?, 'pending', ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     " ON CONFLICT (request_id) DO UPDATE SET checkpoint = excluded.checkpoint,"
     " kind = excluded.kind, tool = excluded.tool, conversation_id = excluded.conversation_id,"
     " created_at = excluded.created_at, expires_at = excluded.expires_at,"
-    " prompt = excluded.prompt, queue = excluded.queue"
+    " prompt = excluded.prompt, queue = excluded.queue, asked = excluded.asked"
 )
 # The columns a resume's progress (T7) replaces.
 _CHECKPOINT_COLUMNS = (
@@ -243,10 +245,10 @@ _COLUMNS = 8
 checkpoint when an answer comes)."""
 
 
-def save_halt(row: HaltRow, queue: str, conn: sqlite3.Connection) -> None:
+def save_halt(row: HaltRow, queue: str, asked: str, conn: sqlite3.Connection) -> None:
     # One upsert: a halt is nearly always new (a resume records its progress by T7, not
     # here), and a replace keeps the row's status.
-    conn.execute(_SAVE_HALT, (*row[:_COLUMNS], queue))
+    conn.execute(_SAVE_HALT, (*row[:_COLUMNS], queue, asked))
 
 
 def load_halt(request_id: str, conn: sqlite3.Connection) -> object:

@@ -34,6 +34,7 @@ from ._runrows import (
     request_record,
     taken_claim,
 )
+from .asked import asked_of, encode_asked
 from .checks import (
     check_answer,
     check_filters,
@@ -102,8 +103,9 @@ class SqliteRunStore:
             StoreError: the database failed; nothing changed.
         """
         row = halt_row(checkpoint, digest=False)
-        job = partial(sqlite_runs.save_halt, row, checkpoint.queue)
-        await self._fast(job, wal_pages(row.checkpoint) + 1)
+        asked = encode_asked(asked_of(checkpoint))
+        job = partial(sqlite_runs.save_halt, row, checkpoint.queue, asked)
+        await self._fast(job, wal_pages(row.checkpoint) + wal_pages(asked) - 1)
 
     async def load_halt(self, request_id: str) -> Checkpoint | None:
         """The checkpoint waiting on ``request_id`` (any status), or ``None``.

@@ -61,6 +61,11 @@ Versions:
       row per session keyed by the sha256 of its cookie, with the user's name, the tag of the
       token they signed in with, and when it began and ends (indexed: expired rows are
       deleted by that index).
+    10 ``asked``: ``halts.asked``, what the request asked (`toolnexus.stores.asked`: the
+      halted call's tool and arguments, the agent path, the link, and the conversation
+      around it) as JSON, written with the checkpoint at ``save_halt`` and kept when the
+      checkpoint goes (T8, T11), so a finished request's page still shows its call. Rows
+      saved before have none.
 """
 
 from __future__ import annotations
@@ -323,6 +328,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             ")",
             "CREATE INDEX inbox_sessions_expiry ON inbox_sessions (expires_at)",
         ),
+    ),
+    Migration(
+        version=10,
+        name="asked",
+        statements=("ALTER TABLE halts ADD COLUMN asked TEXT",),
     ),
 )
 """Every migration, oldest first. Append only."""

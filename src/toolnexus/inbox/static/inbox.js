@@ -83,20 +83,103 @@
         banner(data.status + who + ": this request was resolved elsewhere. Reload to see how.");
       }
     });
-    source.addEventListener("counts", function (ev) {
-      var counts = JSON.parse(ev.data), total = 0;
-      Object.keys(counts).forEach(function (k) { total += counts[k]; });
-      document.querySelectorAll("#kinds a[data-kind]").forEach(function (a) {
-        var k = a.getAttribute("data-kind"), span = a.querySelector(".count");
-        if (span) { span.textContent = k ? (counts[k] || 0) : total; }
-      });
+    // The event's counts are the whole store's; the list shows those of its own filters:
+    // ask for them.
+    source.addEventListener("counts", refreshCounts);
+  }
+
+  // -- counts that stay true --------------------------------------------------------------
+
+  function refreshCounts() {
+    var main = document.getElementById("pending");
+    if (!main || !document.getElementById("kinds")) { return; }
+    var query = main.getAttribute("data-query") || "";
+    fetch(base + "counts" + (query ? "?" + query : ""),
+          { headers: { accept: "application/json" }, credentials: "same-origin" })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (got) { if (got) { showCounts(got.counts || {}, got.total); } })
+      .catch(function () {});
+  }
+
+  function kindTab(nav, kind) {
+    var all = nav.querySelector('a[data-kind=""]');
+    var a = document.createElement("a");
+    var url = new URL(all ? all.href : window.location.href, window.location.href);
+    url.searchParams.set("kind", kind);
+    url.searchParams.delete("page");
+    a.href = url.pathname + url.search;
+    a.setAttribute("data-kind", kind);
+    a.appendChild(document.createTextNode(kind + " "));
+    var span = document.createElement("span");
+    span.className = "count";
+    a.appendChild(span);
+    var after = null;  // the tabs stay in the order of their kinds, as the server writes them
+    nav.querySelectorAll("a[data-kind]").forEach(function (tab) {
+      var k = tab.getAttribute("data-kind");
+      if (k && k < kind) { after = tab; }
     });
+    var anchor = after || all;
+    if (anchor) { anchor.insertAdjacentElement("afterend", a); } else { nav.appendChild(a); }
+    nav.insertBefore(document.createTextNode(" "), a);
+    var select = document.getElementById("filter-kind");
+    if (select && !select.querySelector('option[value="' + CSS.escape(kind) + '"]')) {
+      var option = document.createElement("option");
+      option.value = kind;
+      option.textContent = kind;
+      select.appendChild(option);
+    }
+    return a;
+  }
+
+  function showCounts(counts, total) {
+    var nav = document.getElementById("kinds"), sum = 0;
+    Object.keys(counts).forEach(function (k) {
+      sum += counts[k];
+      if (!nav.querySelector('a[data-kind="' + CSS.escape(k) + '"]')) { kindTab(nav, k); }
+    });
+    nav.querySelectorAll("a[data-kind]").forEach(function (a) {
+      var k = a.getAttribute("data-kind"), span = a.querySelector(".count");
+      if (span) { span.textContent = String(k ? (counts[k] || 0) : sum); }
+    });
+    var shown = document.getElementById("total");
+    if (shown && typeof total === "number") { shown.textContent = String(total); }
+  }
+
+  // -- a selection of rows ----------------------------------------------------------------
+
+  function selection() {
+    var form = document.getElementById("bulk");
+    if (!form) { return; }
+    var boxes = document.querySelectorAll('input.select[form="bulk"]');
+    var all = document.getElementById("select-all");
+    var said = document.getElementById("selected");
+    var buttons = form.querySelectorAll("button");
+    function update() {
+      var n = 0;
+      boxes.forEach(function (b) { if (b.checked) { n += 1; } });
+      if (said) { said.textContent = n ? n + " selected" : ""; }
+      buttons.forEach(function (b) { b.disabled = n === 0; });
+      if (all) {
+        all.checked = n > 0 && n === boxes.length;
+        all.indeterminate = n > 0 && n < boxes.length;
+      }
+    }
+    if (all) {
+      all.hidden = false;
+      all.addEventListener("change", function () {
+        boxes.forEach(function (b) { b.checked = all.checked; });
+        update();
+      });
+    }
+    boxes.forEach(function (b) { b.addEventListener("change", update); });
+    update();
   }
 
   document.addEventListener("DOMContentLoaded", function () {
     tick();
     setInterval(tick, 1000);
     follow();
+    selection();
     live();
   });
 })();
