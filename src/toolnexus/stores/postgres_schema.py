@@ -77,6 +77,14 @@ Versions:
       (`toolnexus.stores.sessions`), keyed by the sha256 of the session cookie (the digest's
       bytes), with the user's name (``BYTEA``), the tag of the token they signed in with, and
       when it began and ends (indexed: expired rows are deleted by that index).
+    12 ``operator_reads``: ``holder`` on ``toolnexus_halts``, who took the claim (T4, T5: the
+      taking process's `toolnexus.stores.requests.holder_name`; rows claimed before have
+      none); ``toolnexus_halts_runs``, a partial index of the rows between an answer and
+      their end (``answered``, ``claimed``) by age, for the operator's listing of runs in
+      flight; and ``toolnexus_halts_id_prefix``, the first 64 bytes of each request id, for
+      finding the requests whose id begins with what an operator typed (a range on it, the
+      full prefix checked on the rows it finds; ids stay unbounded, the key stays their
+      hash). Building it reads every row once and holds off writes while it runs.
 """
 
 from __future__ import annotations
@@ -320,6 +328,17 @@ MIGRATIONS: tuple[Migration, ...] = (
             " expires_at DOUBLE PRECISION NOT NULL"
             ")",
             "CREATE INDEX toolnexus_inbox_sessions_expiry ON toolnexus_inbox_sessions (expires_at)",
+        ),
+    ),
+    Migration(
+        version=12,
+        name="operator_reads",
+        statements=(
+            "ALTER TABLE toolnexus_halts ADD COLUMN holder TEXT",
+            "CREATE INDEX toolnexus_halts_runs ON toolnexus_halts (created_at)"
+            " WHERE status IN ('answered', 'claimed')",
+            "CREATE INDEX toolnexus_halts_id_prefix ON toolnexus_halts"
+            " ((substr(request_id, 1, 64)))",
         ),
     ),
 )

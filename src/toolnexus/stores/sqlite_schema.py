@@ -61,6 +61,11 @@ Versions:
       row per session keyed by the sha256 of its cookie, with the user's name, the tag of the
       token they signed in with, and when it began and ends (indexed: expired rows are
       deleted by that index).
+    10 ``operator_reads``: ``halts.holder``, who took the claim (T4, T5: the taking process's
+      `toolnexus.stores.requests.holder_name`), and ``halts_runs``, a partial index of the
+      rows between an answer and their end (``answered``, ``claimed``) in age order, for the
+      operator's listing of runs in flight (`InboxIndex.list_runs`). Rows of version 9 have no
+      holder. (A request id prefix is looked up on the primary key's index.)
 """
 
 from __future__ import annotations
@@ -322,6 +327,16 @@ MIGRATIONS: tuple[Migration, ...] = (
             " expires_at REAL NOT NULL"
             ")",
             "CREATE INDEX inbox_sessions_expiry ON inbox_sessions (expires_at)",
+        ),
+    ),
+    Migration(
+        version=10,
+        name="operator_reads",
+        statements=(
+            "ALTER TABLE halts ADD COLUMN holder TEXT",
+            # The runs in flight: few rows (what is queued or held now), oldest first.
+            "CREATE INDEX halts_runs ON halts (created_at, request_id)"
+            " WHERE status IN ('answered', 'claimed')",
         ),
     ),
 )
