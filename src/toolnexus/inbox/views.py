@@ -29,10 +29,10 @@ from ..errors import (
 )
 from ..intake import AnswerRefused, intake
 from ..loop.checkpoint import Checkpoint
-from ..stores.checks import call_digest, halted_accepts, halted_call, is_past
+from ..stores.checks import halted_accepts, halted_call, is_past
 from ..stores.inbox_index import HistoryEntry, InboxIndex
+from ..stores.lookup import read_request
 from ..stores.requests import SETTLED, AnswerRecord, PendingEntry, RunStore
-from ..suspension import Request
 from .auth import InboxUser
 from .detail import RequestView, decision_of, detail_body, message_text, note_of, resolved_text
 from .forms import Parsed, to_answer
@@ -130,10 +130,6 @@ class Views:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def _settled_entry(self, rid: str) -> HistoryEntry | None:
-        found = await self.index.list_history(request_id=rid, limit=1)
-        return found[0] if found else None
-
     async def request_view(self, rid: str) -> RequestView | None:
         """The detail page's data for ``rid``; ``None`` when the store knows no such request.
 
@@ -141,28 +137,20 @@ class Views:
             CheckpointError: the stored checkpoint of a request still waiting cannot be read
                 (one answered or settled is shown from its audit row).
         """
-        try:
-            checkpoint = await self.store.load_halt(rid)
-        except CheckpointError:
-            if await self.store.answer_record(rid) is None:
-                raise
-            checkpoint = None
-        record = await self.store.answer_record(rid)
+        facts = await read_request(self.store, self.index, rid)
+        if facts is None:
+            return None
+        checkpoint, record = facts.checkpoint, facts.record
         if checkpoint is None:
-            if record is None:
-                return None
-            info = await self._settled_entry(rid)
-            req = Request(rid, info.kind if info else "unknown", info.prompt if info else "")
             return RequestView(
-                request=req,
-                tool=info.tool if info else "",
-                digest=record.digest,
-                conversation_id=info.conversation_id if info else None,
-                created_at=info.created_at if info else None,
+                request=facts.request,
+                tool=facts.tool,
+                digest=facts.digest,
+                conversation_id=facts.conversation_id,
+                created_at=facts.created_at,
                 record=record,
             )
         req = checkpoint.pending
-        name, arguments = halted_call(checkpoint)
         schema = next(
             (
                 slot.input_schema
@@ -181,11 +169,11 @@ class Views:
             assistant = None
         return RequestView(
             request=req,
-            tool=name,
-            arguments=arguments,
-            digest=call_digest(name, arguments),
-            conversation_id=checkpoint.conversation_id,
-            created_at=checkpoint.created_at,
+            tool=facts.tool,
+            arguments=facts.arguments or "{}",
+            digest=facts.digest,
+            conversation_id=facts.conversation_id,
+            created_at=facts.created_at,
             path=path,
             user_text=message_text(users[-1] if users else None),
             assistant_text=message_text(assistant),
