@@ -146,14 +146,14 @@ def build() -> Callable[[list[str] | None], int]:
             float,
             typer.Option(
                 metavar="SECONDS",
-                help="Seconds a stop may take; then the worker exits at once (exit code 1) "
-                "and another worker takes over its runs when their leases run out.",
+                help="After SIGINT/SIGTERM, how long the runs in flight get to finish; then "
+                "they are abandoned (another worker resumes them when their lease runs out).",
             ),
         ] = 20.0,
     ) -> int:
         """Resume the answered runs of an app's store.
 
-        Until SIGINT or SIGTERM.
+        Until SIGINT or SIGTERM; then the runs in flight get --grace seconds to finish.
         """
         from .worker import run_worker
 
