@@ -25,7 +25,7 @@ def terminal(args: list[str], columns: int) -> list[str]:
     """``toolnexus *args`` in a pseudo-terminal ``columns`` wide; the lines it drew (rich's
     styling taken out)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "NO_COLOR")}
-    env["TERM"] = "xterm-256color"
+    env.update(TERM="xterm-256color", PYTHONIOENCODING="utf-8")
     child = pexpect.spawn(
         sys.executable,
         ["-m", "toolnexus", *args],

@@ -59,13 +59,7 @@ from ._runrows import (
     stored_digest,
     taken_claim,
 )
-from .checks import (
-    cancelled_answer,
-    conflict,
-    encode_answer,
-    is_past,
-    load_checkpoint,
-)
+from .checks import cancelled_answer, conflict, encode_answer, is_past, load_checkpoint
 from .postgres_listen import CHANNEL_OF_SCHEMA
 from .postgres_schema import from_bytea, row_key, to_bytea
 from .requests import EXPIRED_BY, AnswerRecord, Claim, holder_name
