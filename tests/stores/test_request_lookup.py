@@ -7,8 +7,9 @@ from typing import Any, cast
 
 import pytest
 from halt_support import ARGS, T0, checkpoint
-from run_backends import Clock, yes
+from run_backends import Backend, Clock, yes
 
+from toolnexus.errors import CheckpointError
 from toolnexus.stores.checks import call_digest
 from toolnexus.stores.lookup import read_request, run_text
 from toolnexus.stores.requests import AnswerRecord
@@ -46,6 +47,25 @@ async def test_a_settled_request_is_read_from_its_audit_row(store: Any, clock: C
     assert facts.arguments is None
     assert facts.record is not None
     assert facts.record.answered_by == "ana"
+
+
+async def test_an_unreadable_checkpoint_is_read_past_once_answered_never_while_waiting(
+    store: Any, backend: Backend, clock: Clock
+) -> None:
+    for rid in ("waiting", "answered"):
+        await store.save_halt(checkpoint(rid, prompt=f"Deploy {rid}?"))
+    await store.post_answer("answered", yes("answered"), answered_by="ana")
+    for rid in ("waiting", "answered"):
+        backend.corrupt(store, rid, "{not json")
+    with pytest.raises(CheckpointError):
+        await read_request(store, store, "waiting")
+    facts = await read_request(store, store, "answered")
+    assert facts is not None
+    assert (facts.status, facts.checkpoint, facts.request.prompt) == (
+        "answered",
+        None,
+        "Deploy answered?",  # from the audit row
+    )
 
 
 async def test_an_unknown_request_is_none(store: Any) -> None:
