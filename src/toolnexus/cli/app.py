@@ -175,6 +175,7 @@ def build() -> Callable[[list[str] | None], int]:
         token: Annotated[
             str | None,
             typer.Option(
+                metavar="TOKEN",
                 envvar="TOOLNEXUS_SERVE_TOKEN",
                 help="Require this bearer token on every route (or TOOLNEXUS_SERVE_TOKEN).",
             ),
@@ -182,6 +183,7 @@ def build() -> Callable[[list[str] | None], int]:
         callers: Annotated[
             str | None,
             typer.Option(
+                metavar="FILE",
                 help='A callers file (JSON: {"callers": [{"name", "token" or '
                 '"token_sha256"}]}): several callers, each with its own bearer token, each '
                 "seeing only the A2A tasks it created (instead of --token; see docs/serving.md).",
@@ -233,18 +235,23 @@ def build() -> Callable[[list[str] | None], int]:
         webhook: Annotated[
             str | None, typer.Option(metavar="URL", help="POSTed once per new request.")
         ] = None,
-        poll_interval: Annotated[float, typer.Option(help="Seconds between store polls.")] = 1.0,
+        poll_interval: Annotated[
+            float, typer.Option(metavar="SECONDS", help="Seconds between store polls.")
+        ] = 1.0,
         secret_file: Annotated[
-            str | None, typer.Option(help="No longer used (sessions are kept in the store).")
+            str | None,
+            typer.Option(metavar="FILE", help="No longer used (sessions are kept in the store)."),
         ] = None,
         public_url: Annotated[
-            str | None, typer.Option(help="The inbox's address, for links.")
+            str | None, typer.Option(metavar="URL", help="The inbox's address, for links.")
         ] = None,
         allow_host: AllowHostOpt = None,
         allow_origin: AllowOriginOpt = None,
         max_failed_sign_ins: Annotated[
             int,
-            typer.Option(help="Wrong tokens per client address per minute before 429 (0: off)."),
+            typer.Option(
+                metavar="N", help="Wrong tokens per client address per minute before 429 (0: off)."
+            ),
         ] = 10,
         trusted_proxy: TrustedProxyOpt = None,
     ) -> int:
