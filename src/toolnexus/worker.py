@@ -22,6 +22,12 @@ A run that cannot be resumed here (its tool is missing from this worker's toolki
 fails, …) is not retried in a hot loop: the worker keeps holding it for ``retry_s`` seconds, logs
 the error once, and reports it in `Worker.errors`; then it is queued again, for this worker or
 another one.
+
+Stopping: `stop` cancels the runs in flight at once; each is given back as a failure is — held
+for ``retry_s`` seconds, then queued again for any worker (the resume starts over from the last
+recorded step, so a tool call that was cut off runs again). To let them finish first, call
+`stop_taking`, wait for the runs in `Worker.in_flight` (or the task `start` returned), then
+`stop`; the ones `stop` had to cancel are in `Worker.abandoned`.
 """
 
 from __future__ import annotations
@@ -105,6 +111,10 @@ class Worker:
         """Resumes that failed here (each is retried after ``retry_s``)."""
         self.errors: dict[str, str] = {}
         """The last error per request id that failed here (cleared when it settles)."""
+        self.abandoned: list[str] = []
+        """The request ids whose resume was cancelled before it ended (by `stop`, or a cancel
+        of the worker's task): each is held for ``retry_s`` seconds, then queued again."""
+        self._in_flight: dict[str, Claim] = {}
 
     # -- one pass ----------------------------------------------------------------------------
 
@@ -153,10 +163,19 @@ class Worker:
             open_lane()
         return taken
 
+    @property
+    def in_flight(self) -> tuple[str, ...]:
+        """The request ids this worker is resuming now, in the order it took them."""
+        return tuple(self._in_flight)
+
     async def _resume(self, claim: Claim) -> None:
         rid = claim.request_id
+        self._in_flight[rid] = claim
         try:
             result = await self._resume_claim(claim, self.resumption)
+        except asyncio.CancelledError:
+            self.abandoned.append(rid)
+            raise
         except LeaseLost as exc:
             self.failed += 1
             log.warning("toolnexus: worker lost request %s to another resumer: %s", rid, exc)
@@ -170,6 +189,8 @@ class Worker:
             self.resumed += 1
             self.errors.pop(rid, None)
             await self._report(rid, result)
+        finally:
+            self._in_flight.pop(rid, None)
 
     async def _report(self, rid: str, result: Any) -> None:
         if self._on_result is None:
@@ -212,9 +233,15 @@ class Worker:
             self._runner = asyncio.ensure_future(self.run())
         return self._runner
 
+    def stop_taking(self) -> None:
+        """Take no further run; the runs in flight go on to their end (`stop` cancels them).
+        The worker's task ends once they have."""
+        self._stopping.set()
+
     async def stop(self) -> None:
-        """Stop taking runs and wait for the ones in flight to be cancelled (their claims run
-        out and another worker finishes them)."""
+        """Stop taking runs and cancel the ones in flight, waiting for the cancellation: each
+        is held for ``retry_s`` seconds, then queued again for any worker (`abandoned` names
+        them). After `stop_taking`, only what has not finished yet is cancelled."""
         self._stopping.set()
         runner, self._runner = self._runner, None
         if runner is None:

@@ -98,7 +98,7 @@ async def test_app_takes_a_file_path(tmp_path: Path) -> None:
     )
     assert worker.stderr is not None
     line = await asyncio.wait_for(worker.stderr.readline(), 50)
-    assert line.decode().strip() == "worker: ready"
+    assert line.decode().startswith("worker: ready, holding the runs it takes as ")
     _, err = await stop(worker, 30, "the worker")
     assert worker.returncode == 0, err.decode()
     assert "worker: stopped (0 resumed, 0 failed)" in err.decode()

@@ -1,6 +1,7 @@
 """``toolnexus worker --grace``: a stop that cannot finish (a tool that swallows every
-cancel) ends after the grace period with exit code 1 and the stuck tasks' stacks on stderr;
-the run stays claimed, for another worker once its lease runs out."""
+cancel) ends after the grace period and as long again for the cancel, with exit code 1 and the
+stuck tasks' stacks on stderr; the run stays claimed, for another worker once its lease runs
+out."""
 
 from __future__ import annotations
 
@@ -58,7 +59,10 @@ async def test_a_stop_that_cannot_finish_ends_after_the_grace_period(tmp_path: P
         _, err = await stop(worker, 30, "the worker")
     assert worker.returncode == 1
     text = err.decode()
-    assert "worker: the shutdown took longer than 1s; exiting now" in text
+    # --grace 1: a second for the run to finish, then it is cancelled, and a second more
+    assert "worker: 1s passed: abandoning the runs still in flight" in text
+    assert "worker: the runs in flight did not end 1s after being cancelled; exiting now" in text
+    assert f"still held: {rid}" in text
     assert "in _resume" in text  # the stuck task's stack: the resume in flight
     reopened: Any = resolve_store(url)
     async with reopened:

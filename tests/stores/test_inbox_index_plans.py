@@ -97,3 +97,39 @@ async def test_the_postgres_inbox_queries_read_their_indexes_at_100000_rows(pg_u
             plan = "\n".join(line for (line,) in conn.execute("EXPLAIN " + sql, args))
             assert "Seq Scan" not in plan, f"{name}:\n{plan}"
             assert f"using {index}" in plan.lower() or index in plan, f"{name}:\n{plan}"
+
+
+# -- the operator's reads (SQLite migration 10, Postgres migration 12) -----------------------
+
+
+async def test_a_prefix_and_the_runs_in_flight_read_their_indexes_on_sqlite(
+    filled: SqliteStore,
+) -> None:
+    find = partial(sqlite_inbox._find_ids, "r0123", 10)  # pyright: ignore[reportPrivateUsage]
+    assert_indexed(await plans_of(filled, find), "sqlite_autoindex_halts_1")  # the primary key
+    runs_sql = sqlite_inbox._RUNS  # pyright: ignore[reportPrivateUsage]
+    plans = await plans_of(filled, lambda conn: conn.execute(runs_sql, (1.5, 100, 0)).fetchall())
+    assert_indexed(plans, "halts_runs")
+    assert not any("TEMP B-TREE" in step for plan in plans.values() for step in plan), plans
+
+
+async def test_the_postgres_operator_reads_use_their_indexes_at_100000_rows(pg_url: str) -> None:
+    async with PostgresStore(pg_url) as store:
+        await store.list_pending(limit=1)  # migrated
+    with pg_connect(pg_url) as conn:
+        conn.execute(FILL, {"t0": T0})
+        conn.execute("ANALYZE toolnexus_halts")
+        ids = "".join(
+            [inbox._IDS_FROM, inbox._IDS_BELOW, inbox._IDS_ORDER]  # pyright: ignore[reportPrivateUsage]
+        )
+        plans = {
+            "find_request_ids": (ids, [b"r123", b"r124", 4, b"r123", 10], "_id_prefix"),
+            "list_runs": (inbox._RUNS, [T0, 100, 0], "toolnexus_halts_runs"),  # pyright: ignore[reportPrivateUsage]
+        }
+        for name, (sql, args, index) in plans.items():
+            plan = "\n".join(line for (line,) in conn.execute("EXPLAIN " + sql, args))
+            assert "Seq Scan" not in plan, f"{name}:\n{plan}"
+            assert index in plan, f"{name}:\n{plan}"
+    async with PostgresStore(pg_url) as store:
+        found = await store.find_request_ids("r1234")
+    assert found == ["r1234", *(f"r1234{n}" for n in range(10))][:10]

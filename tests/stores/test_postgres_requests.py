@@ -159,12 +159,17 @@ PLANS: dict[str, tuple[str, str, object]] = {
     "take()": (
         "toolnexus_halts_queue",
         runs._TAKE_OLDEST,  # pyright: ignore[reportPrivateUsage]
-        {"now": T0, "lease": T0 + 300, "queue": hashlib.sha256(b"").digest()},
+        {"now": T0, "lease": T0 + 300, "holder": "w:1", "queue": hashlib.sha256(b"").digest()},
     ),
     "take(queue=...)": (
         "toolnexus_halts_queue",
         runs._TAKE_OLDEST,  # pyright: ignore[reportPrivateUsage]
-        {"now": T0, "lease": T0 + 300, "queue": hashlib.sha256(b"agents/rt-1").digest()},
+        {
+            "now": T0,
+            "lease": T0 + 300,
+            "holder": "w:1",
+            "queue": hashlib.sha256(b"agents/rt-1").digest(),
+        },
     ),
     "purge": (
         "toolnexus_halts_settled",
@@ -213,7 +218,12 @@ async def test_a_queue_filled_in_a_burst_is_taken_head_first_before_any_analyze(
         conn.execute("ALTER TABLE toolnexus_halts SET (autovacuum_enabled = false)")
         conn.execute(BURST, {"t0": T0})
         sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + runs._TAKE_OLDEST  # pyright: ignore[reportPrivateUsage]
-        args = {"now": T0, "lease": T0 + 300, "queue": hashlib.sha256(b"").digest()}
+        args = {
+            "now": T0,
+            "lease": T0 + 300,
+            "holder": "w:1",
+            "queue": hashlib.sha256(b"").digest(),
+        }
         with conn.transaction(force_rollback=True):
             (plan,) = conn.execute(sql, args).fetchone() or (None,)
     text = json.dumps(plan)

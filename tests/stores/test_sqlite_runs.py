@@ -284,6 +284,7 @@ async def test_a_version_3_file_keeps_its_requests_with_finished_ones_settled(
             "halts_unannounced",
             "halts_history",
             "halts_answerer",
+            "halts_runs",
         }
 
 

@@ -2,8 +2,12 @@
 
     toolnexus pending  --store URL [--kind K] [--tool T] [--json]
     toolnexus answer   REQUEST_ID --store URL (--approve | --decline [--reason R] | --data JSON
-                       | --text T) [--as NAME]
+                       | --text T) [--as NAME] [--wait [--timeout S]]
     toolnexus cancel   REQUEST_ID --store URL [--reason R] [--as NAME]
+    toolnexus show     REQUEST_ID --store URL [--json]   (one request, whatever its state)
+    toolnexus runs     --store URL [--json]   (answered, not finished: queued or held, by whom)
+    toolnexus history  --store URL [--kind K] [--tool T] [--by NAME] [--status S] [--since AGE]
+                       [--search TEXT] [--json]
     toolnexus purge    --store URL --older-than 30d
     toolnexus tools    [--config mcp.json] [--skills DIR] [--json]
     toolnexus worker   --app module:factory
@@ -14,7 +18,8 @@
 
 ``python -m toolnexus`` is the same program. The commands that touch a store need no toolkit:
 an answer given here is recorded exactly once, and a worker (``toolnexus worker``, or any
-process running ``client.worker``) finishes the run. Exit codes are in `toolnexus.cli.codes`.
+process running ``client.worker``) finishes the run. A REQUEST_ID may be any unique beginning of
+an id. Exit codes are in `toolnexus.cli.codes`.
 """
 
 from __future__ import annotations

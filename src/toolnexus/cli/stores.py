@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any, cast
@@ -121,20 +122,25 @@ def _json_object(text: str, flag: str) -> dict[str, Any]:
     return cast(dict[str, Any], parsed)
 
 
-def parse_age(text: str) -> float:
-    """Seconds in an age such as ``90s``, ``15m``, ``12h``, ``30d`` or ``2w`` (bare: seconds).
+def parse_age(text: str, flag: str = "--older-than") -> float:
+    """Seconds in an age such as ``90s``, ``15m``, ``12h``, ``30d`` or ``2w`` (bare: seconds),
+    read as the inbox reads its age filter (`toolnexus._ages`).
 
     Raises:
-        UsageError: anything else.
+        UsageError: anything else (the message names ``flag``).
     """
     seconds = age_seconds(text)
     if seconds is None:
-        raise UsageError(f"--older-than takes an age such as 30d, 12h or 15m, got {text!r}")
+        raise UsageError(f"{flag} takes an age such as 30d, 12h or 15m, got {text!r}")
     return seconds
 
 
 def record_json(record: AnswerRecord) -> dict[str, Any]:
-    """An answer record as JSON-safe data."""
+    """An answer record as JSON-safe data. A claim's ``lease_until`` is a number, or ``null``
+    with ``lease_forever`` true for a request held until an operator acts (JSON has no
+    infinity)."""
+    lease = record.lease_until
+    forever = lease is not None and math.isinf(lease)
     return {
         "request_id": record.request_id,
         "status": record.status,
@@ -144,4 +150,9 @@ def record_json(record: AnswerRecord) -> dict[str, Any]:
         "digest": record.digest,
         "original": record.original,
         "problem": record.problem,
+        "flagged_at": record.flagged_at,
+        "settled_at": record.settled_at,
+        "holder": record.holder,
+        "lease_until": None if forever else lease,
+        "lease_forever": forever,
     }

@@ -9,6 +9,7 @@ import inspect
 import os
 import signal
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn
@@ -18,9 +19,11 @@ import typer
 from .._visible import visible
 from ..client import Client
 from ..errors import UsageError
+from ..stores.requests import holder_name
 from ..stores.runs import InMemoryRunStore
 from . import codes
 from .running import task_stack
+from .stopping import Stopping
 
 __all__ = ["load_app", "run_worker"]
 
@@ -85,42 +88,92 @@ def _durable(client: Client) -> None:
         )
 
 
+class _Signals:
+    """SIGINT and SIGTERM as they arrive: the first stops the worker, the next hurries it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._queue: asyncio.Queue[int] = asyncio.Queue()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._queue.put_nowait, sig)
+
+    async def next(self) -> int:
+        return await self._queue.get()
+
+
+async def _first(task: asyncio.Future[Any], signals: _Signals, timeout: float) -> bool:
+    """Wait until ``task`` ends, a signal comes or ``timeout`` passes; whether a signal came.
+    (``task`` is never cancelled here.)"""
+    came = asyncio.ensure_future(signals.next())
+    try:
+        await asyncio.wait({task, came}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not came.done():
+            came.cancel()
+    return came.done() and not came.cancelled()
+
+
 async def run_worker(ref: str, concurrency: int, grace: float = 20.0) -> int:
+    """Resume the app's answered runs until SIGINT/SIGTERM; then give the runs in flight
+    ``grace`` seconds to finish, abandon the rest, and say which went which way (`Stopping`)."""
     client, toolkit = await load_app(ref)
     _durable(client)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    signals = _Signals(asyncio.get_running_loop())
+    stopping = Stopping(in_flight=())
 
     def done(request_id: str, result: Any) -> None:
-        typer.echo(visible(f"{request_id}: {getattr(result, 'status', '?')}"))
+        status = getattr(result, "status", "?")
+        typer.echo(visible(f"{request_id}: {status}"))
+        if request_id in stopping.in_flight:
+            stopping.finished[request_id] = str(status)
 
     await client.__aenter__()  # (left by hand below: the shutdown has a deadline)
     work = client.worker(toolkit, concurrency=concurrency, on_result=done)
-    work.start()
-    typer.echo("worker: ready", err=True)
-    await stop.wait()
+    runner = work.start()
+    typer.echo(f"worker: ready, holding the runs it takes as {holder_name()}", err=True)
+    await signals.next()
+    work.stop_taking()
+    stopping = Stopping(in_flight=work.in_flight)
+    typer.echo(visible(stopping.announce(grace)), err=True)
+    if stopping.in_flight:
+        hurried = await _first(runner, signals, grace)
+        if not runner.done():
+            why = "asked again" if hurried else f"{grace:g}s passed"
+            typer.echo(f"worker: {why}: abandoning the runs still in flight", err=True)
+    stop = asyncio.ensure_future(work.stop())
+    bound = max(grace, 1.0)
+    hurried = await _first(stop, signals, bound)
+    if not stop.done():
+        late = f"the runs in flight did not end {bound:g}s after being cancelled"
+        _abandon("asked to stop again" if hurried else late, work)
+    stop.result()
     try:
-        async with asyncio.timeout(grace):
-            await work.stop()
+        async with asyncio.timeout(bound):
+            lines = await stopping.report(work, client.run_store, time.time())
             await client.aclose()
     except TimeoutError:
-        _abandon(grace, work)
-    typer.echo(f"worker: stopped ({work.resumed} resumed, {work.failed} failed)", err=True)
+        _abandon(f"the store did not close within {bound:g}s", work)
+    for line in lines:
+        typer.echo(visible(line), err=True)
+    left = f", {len(work.abandoned)} abandoned" if work.abandoned else ""
+    typer.echo(f"worker: stopped ({work.resumed} resumed, {work.failed} failed{left})", err=True)
     return codes.OK
 
 
-def _abandon(grace: float, work: Any) -> NoReturn:
-    """The shutdown outran ``grace``: say where every task stands, then exit at once.
+def _abandon(why: str, work: Any) -> NoReturn:
+    """The runs in flight did not end soon after being cancelled (a tool that ignores
+    cancellation), or a signal came meanwhile (``why``): say where every task stands, then
+    exit at once.
 
     Nothing is lost by leaving: a run this worker still held is handed to another worker
     when its lease runs out (fencing keeps this one from committing anything after that).
     `asyncio.run` would wait for the stuck tasks, so the process ends with `os._exit`.
     """
+    held = ", ".join(work.in_flight) or "none"
     typer.echo(
-        f"worker: the shutdown took longer than {grace:g}s; exiting now ({work.resumed} "
-        "resumed; any run still held goes to another worker when its lease runs out)",
+        visible(
+            f"worker: {why}; exiting now ({work.resumed} resumed; still held: {held} — each "
+            "goes to another worker when its lease runs out)"
+        ),
         err=True,
     )
     for task in asyncio.all_tasks():

@@ -16,6 +16,7 @@ from typing import Any
 from .._edit_diff import Change, changes_of, path_text, value_text
 from .._visible import visible
 from ..intake import EDIT_KEY, Accepts
+from ..stores.lookup import decision_of, note_of, run_text
 from ..stores.requests import AnswerRecord
 from ..suspension import Answer, Request, relay_calls_of
 from .forms import InputField, answer_shape, input_fields, question_items
@@ -70,29 +71,6 @@ class RequestView:
         return answer_shape(self.request, tool=self.tool, edit_schema=self.edit_schema)
 
 
-def decision_of(record: AnswerRecord) -> str:
-    """What the recorded answer decided, in one word or two."""
-    answer = record.answer
-    if record.status == "cancelled" or answer.reason == "cancelled":
-        return "cancelled"
-    if record.status == "expired" or answer.reason == "expired":
-        return "expired"
-    if not answer.ok:
-        return "declined"
-    if answer.data and "arguments" in answer.data:
-        return "approved with edits"
-    if answer.data:
-        return "answered"
-    return "approved"
-
-
-def note_of(record: AnswerRecord) -> str:
-    """The reason a person gave with a decline or a cancel (``""`` when none)."""
-    data = record.answer.data or {}
-    note = data.get("note")
-    return note if isinstance(note, str) else ""
-
-
 def resolved_text(record: AnswerRecord) -> str:
     """ "answered by ana at 2026-…" (or cancelled / expired)."""
     who = f" by {record.answered_by}" if record.answered_by else ""
@@ -105,28 +83,12 @@ def resolved_text(record: AnswerRecord) -> str:
     return f"answered{who} at {when} ({decision})"
 
 
-_RUN_TEXT = {
-    "answered": "queued: waiting for a worker to resume the run",
-    "claimed": "resuming on a worker",
-    "done": "done",
-    "expired": "expired: the run went on with the expired decline",
-    "cancelled": "cancelled: the run was ended",
-}
-
-
 def _run_status(record: AnswerRecord) -> Markup:
     outcome = record.outcome or {}
     status = record.status
-    text = _RUN_TEXT.get(status, status)
-    run_state = outcome.get("status")
+    text = run_text(record)
     final = ""
-    if status in ("done", "expired") and isinstance(run_state, str):
-        if run_state in ("error", "failed"):
-            text = f"failed ({run_state})"
-        elif run_state == "pending":
-            text = "done: the run halted again on a new request"
-        else:
-            text = f"done ({run_state})"
+    if status in ("done", "expired") and isinstance(outcome.get("status"), str):
         body = outcome.get("text")
         if isinstance(body, str) and body:
             final = f'<pre id="final-text">{esc(body)}</pre>'

@@ -27,6 +27,7 @@ from .checks import (
     halted_request,
     load_checkpoint,
 )
+from .inbox_index import RunEntry
 from .requests import AnswerRecord, Claim, PendingEntry, RequestStatus
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "recorded_answer",
     "recorded_audit",
     "request_record",
+    "run_entry",
     "stored_digest",
     "taken_claim",
 ]
@@ -268,6 +270,31 @@ def taken_claim(
     )
 
 
+def run_entry(row: tuple[Any, ...], now: float) -> RunEntry:
+    """A row of the runs in flight (``request_id, kind, prompt, tool, conversation_id,
+    created_at, status, answered_by, answered_at, recorded, lease_until, holder, problem,
+    flagged_at``, text decoded) as `InboxIndex.list_runs` returns it, T10 applied at ``now``."""
+    rid, kind, prompt, tool, conversation_id, created_at, status, who, answered_at = row[:9]
+    recorded, lease_until, holder, problem, flagged_at = row[9:]
+    current = cast(RequestStatus, lapsed_status(status, recorded, lease_until, now))
+    claimed = current == "claimed"
+    return RunEntry(
+        rid,
+        kind or "",
+        prompt or "",
+        tool or "",
+        conversation_id,
+        float(created_at or 0.0),
+        current,
+        who if isinstance(who, str) else None,
+        float(answered_at) if isinstance(answered_at, int | float) else None,
+        float(lease_until) if claimed and isinstance(lease_until, int | float) else None,
+        holder if claimed and isinstance(holder, str) else None,
+        problem if isinstance(problem, str) else None,
+        float(flagged_at) if isinstance(flagged_at, int | float) else None,
+    )
+
+
 def lapsed_status(status: object, recorded: object, lease_until: object, now: float) -> str:
     """A row's status with T10 applied: a claim whose lease ran out counts as given back,
     ``answered`` when its answer was recorded before the claim, else ``pending``."""
@@ -290,9 +317,13 @@ def request_record(
     original: object = None,
     problem: object = None,
     flagged_at: object = None,
+    lease_until: object = None,
+    holder: object = None,
 ) -> AnswerRecord:
     """`answer_record` with the request's status, when it settled, the run's outcome, the
-    model's call an edit replaced (``original``, JSON text) and a resumer's ``problem``.
+    model's call an edit replaced (``original``, JSON text) and a resumer's ``problem``; and,
+    while ``status`` is ``claimed``, the claim's lease and holder (else both ``None``: a
+    lapsed or finished claim holds nothing).
 
     Raises:
         StoreError: the stored answer, outcome or original is not readable JSON
@@ -307,6 +338,10 @@ def request_record(
         original=None if original is None else _object(request_id, original, where, "original"),
         problem=problem if isinstance(problem, str) else None,
         flagged_at=float(flagged_at) if isinstance(flagged_at, int | float) else None,
+        lease_until=float(lease_until)
+        if status == "claimed" and isinstance(lease_until, int | float)
+        else None,
+        holder=holder if status == "claimed" and isinstance(holder, str) else None,
     )
 
 

@@ -1,5 +1,6 @@
-"""What an approvals inbox asks of a run store beyond `RunStore`: search, counts, history,
-and announcing each new request once.
+"""What an approvals inbox and the command line ask of a run store beyond `RunStore`: search,
+counts, history, the runs in flight, ids by their first characters, and announcing each new
+request once.
 
 Every backend (memory, SQLite, Postgres) implements `InboxIndex` over the same rows as the
 request state machine of `toolnexus.stores.requests`; one contract suite runs against all
@@ -10,7 +11,12 @@ three. The queries are indexed so that a page of 10,000 pending requests stays f
   for an operator, T13);
 - `InboxIndex.count_pending`: how many requests of each kind wait (the same filters, no kind);
 - `InboxIndex.list_history`: the requests that were answered, declined, cancelled or expired,
-  newest answer first, by person, status or kind;
+  newest answer first, by person, status, kind or tool;
+- `InboxIndex.list_runs`: the requests between an answer and their end — queued for a resumer
+  or held by one (with who holds it and until when) — oldest first;
+- `InboxIndex.find_request_ids`: the ids that begin with a prefix (an operator types the first
+  characters of an id), in order, from the primary key's index (SQLite) or an index of each
+  id's first 64 bytes (Postgres);
 - `InboxIndex.take_unannounced`: the pending requests nobody has announced yet, marked
   announced in the same step — so two inbox processes on one store notify once.
 
@@ -37,13 +43,16 @@ __all__ = [
     "HISTORY_STATUSES",
     "HistoryEntry",
     "InboxIndex",
+    "RunEntry",
     "check_history_status",
     "check_ids",
     "check_offset",
+    "check_prefix",
     "check_search",
     "like_pattern",
     "matches_text",
     "parsed_halts",
+    "prefix_end",
 ]
 
 HISTORY_STATUSES: frozenset[str] = frozenset(
@@ -93,6 +102,39 @@ class HistoryEntry:
     asked: Asked | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class RunEntry:
+    """One request between its answer and its end: queued for a resumer, or held by one.
+
+    Attributes:
+        request_id, kind, prompt, tool, conversation_id, created_at: as in `PendingEntry`
+            (empty for a claim made for a request that had no row: a host-held transcript).
+        status: ``answered`` (queued: waiting for a resumer, T2/T9/T10) or ``claimed`` (a
+            resumer holds it under a live lease, T4/T5).
+        answered_by, answered_at: who answered and when; ``answered_at`` is ``None`` for a
+            host resuming with its own answer (T4), recorded only once applied (T7).
+        lease_until: while ``claimed``, when the lease runs out (``math.inf``: held for an
+            operator); else ``None``.
+        holder: while ``claimed``, who holds it (`toolnexus.stores.requests.holder_name`;
+            ``None`` when the claim was taken before stores recorded it).
+        problem, flagged_at: what a resumer flagged (T13), and when.
+    """
+
+    request_id: str
+    kind: str
+    prompt: str
+    tool: str
+    conversation_id: str | None
+    created_at: float
+    status: RequestStatus
+    answered_by: str | None = None
+    answered_at: float | None = None
+    lease_until: float | None = None
+    holder: str | None = None
+    problem: str | None = None
+    flagged_at: float | None = None
+
+
 @runtime_checkable
 class InboxIndex(Protocol):
     """The inbox's queries over a run store's rows (see the module docstring)."""
@@ -132,6 +174,7 @@ class InboxIndex(Protocol):
         answered_by: str | None = None,
         status: str | None = None,
         kind: str | None = None,
+        tool: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
         request_id: str | None = None,
@@ -141,8 +184,21 @@ class InboxIndex(Protocol):
         """Requests with a recorded answer (or cancel), newest answer first.
 
         ``answered_after`` (seconds since the epoch) keeps those answered strictly later;
-        ``request_id`` keeps that one request (its audit row).
+        ``request_id`` keeps that one request (its audit row); ``tool`` those of that tool.
         A host's own claim (T4) shows once it has been applied or settled."""
+        ...
+
+    async def list_runs(self, *, offset: int = 0, limit: int = 100) -> list[RunEntry]:
+        """The requests between an answer and their end, oldest request first: answered
+        (queued for a resumer) and claimed under a live lease, whoever answered — a host's
+        own claim (T4) included. A claim whose lease ran out shows as what it is again
+        (queued; a T4 claim is pending, and not listed here)."""
+        ...
+
+    async def find_request_ids(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """The ids of the requests the store keeps, whatever their status, that begin with
+        ``prefix``, in code point order (an id equal to ``prefix`` first), at most
+        ``limit``: what resolves an id an operator typed in part."""
         ...
 
     async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
@@ -177,6 +233,35 @@ def check_ids(values: object) -> list[str]:
     if len(listed) > MAX_IDS:
         raise UsageError(f"at most {MAX_IDS} request ids at once, got {len(listed)}")
     return list(dict.fromkeys(check_request_id(v) for v in listed))
+
+
+def check_prefix(value: object) -> str:
+    """The beginning of a request id: a non-empty string."""
+    from .checks import check_request_id
+
+    return check_request_id(value)
+
+
+_TOP = 0x10FFFF
+
+
+def prefix_end(prefix: str) -> str | None:
+    """The least string above every string that begins with ``prefix``, in code point order
+    (UTF-8's byte order, SQLite's ``BINARY``): ``prefix`` with its last character raised by one
+    (past the surrogates; a last U+10FFFF dropped first). ``None`` when nothing is above (a
+    prefix of U+10FFFF only). With it, ``prefix <= id < prefix_end(prefix)`` is a range an
+    index answers.
+
+    >>> prefix_end("pnd-1a"), prefix_end("a\U0010ffff")
+    ('pnd-1b', 'b')
+    """
+    stem = prefix.rstrip(chr(_TOP))
+    if not stem:
+        return None
+    cp = ord(stem[-1]) + 1
+    if 0xD800 <= cp <= 0xDFFF:
+        cp = 0xE000
+    return stem[:-1] + chr(cp)
 
 
 def check_offset(value: object) -> int:

@@ -44,9 +44,11 @@ from .checks import (
 )
 from .inbox_index import (
     HistoryEntry,
+    RunEntry,
     check_history_status,
     check_ids,
     check_offset,
+    check_prefix,
     check_search,
     matches_text,
 )
@@ -59,6 +61,7 @@ from .requests import (
     Claim,
     PendingEntry,
     RequestStatus,
+    holder_name,
 )
 from .sessions import MemorySessions
 
@@ -90,6 +93,7 @@ class _Row:
     problem: str | None = None  # what a resumer flagged (T13), until T7 clears it
     flagged_at: float | None = None
     asked: str | None = None  # what the request asked (JSON text), kept when T8/T11 drop it
+    holder: str | None = None  # who took the claim (T4, T5)
 
 
 class InMemoryRunStore:
@@ -149,6 +153,8 @@ class InMemoryRunStore:
             None if row.original is None else json.loads(row.original),
             row.problem,
             row.flagged_at,
+            row.lease_until if status == "claimed" else None,
+            row.holder if status == "claimed" else None,
         )
 
     async def list_pending(
@@ -213,6 +219,7 @@ class InMemoryRunStore:
         answered_by: str | None = None,
         status: str | None = None,
         kind: str | None = None,
+        tool: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
         request_id: str | None = None,
@@ -223,6 +230,7 @@ class InMemoryRunStore:
         who = check_optional_text(answered_by, "answered_by")
         wanted = check_history_status(status)
         of_kind = check_optional_text(kind, "kind")
+        of_tool = check_optional_text(tool, "tool")
         needle = check_search(text)
         after = None if answered_after is None else check_seconds(answered_after, "answered_after")
         start = check_offset(offset)
@@ -240,6 +248,7 @@ class InMemoryRunStore:
                 (who is not None and record.answered_by != who)
                 or (wanted is not None and record.status != wanted)
                 or (of_kind is not None and info.kind != of_kind)
+                or (of_tool is not None and info.tool != of_tool)
                 or (after is not None and not record.answered_at > after)
                 or (
                     needle is not None
@@ -250,6 +259,42 @@ class InMemoryRunStore:
             out.append(_history(info, record, row.asked))
         out.sort(key=lambda h: (h.answered_at, h.request_id), reverse=True)
         return out[start : start + size]
+
+    async def list_runs(self, *, offset: int = 0, limit: int = 100) -> list[RunEntry]:
+        start = check_offset(offset)
+        size = check_limit(limit)
+        out: list[RunEntry] = []
+        for rid, row in self._rows.items():
+            status = self._status(row)
+            if status not in ("answered", "claimed"):
+                continue
+            info = row.info or PendingEntry(rid, "", "", "", None, 0.0, None)
+            claimed = status == "claimed"
+            out.append(
+                RunEntry(
+                    rid,
+                    info.kind,
+                    info.prompt,
+                    info.tool,
+                    info.conversation_id,
+                    info.created_at,
+                    status,
+                    row.answered_by,
+                    row.answered_at,
+                    row.lease_until if claimed else None,
+                    row.holder if claimed else None,
+                    row.problem,
+                    row.flagged_at,
+                )
+            )
+        out.sort(key=lambda r: (r.created_at, r.request_id))
+        return out[start : start + size]
+
+    async def find_request_ids(self, prefix: str, *, limit: int = 10) -> list[str]:
+        start = check_prefix(prefix)
+        size = check_limit(limit)
+        # A scan: this store lives in one process, for tests and development.
+        return sorted(rid for rid in self._rows if rid.startswith(start))[:size]
 
     async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
         out: dict[str, Checkpoint] = {}
@@ -593,6 +638,7 @@ class InMemoryRunStore:
         row.status = "claimed"
         row.token += 1
         row.lease_until = self._now() + lease
+        row.holder = holder_name()
         assert row.answer is not None
         return Answer.from_dict(json.loads(row.answer))
 

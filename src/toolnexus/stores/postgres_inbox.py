@@ -2,7 +2,9 @@
 
 Read through the partial indexes of migration 7: ``toolnexus_halts_pending`` for the waiting
 rows and their counts, ``toolnexus_halts_history`` / ``toolnexus_halts_answerer`` for the
-audit newest first, ``toolnexus_halts_unannounced`` for the rows no inbox announced yet. The
+audit newest first, ``toolnexus_halts_unannounced`` for the rows no inbox announced yet; and
+those of migration 12: ``toolnexus_halts_runs`` for the runs in flight and
+``toolnexus_halts_id_prefix`` for the ids that begin with a prefix. The
 announcing step is one ``UPDATE … WHERE key IN (SELECT … FOR UPDATE SKIP LOCKED)``, so two
 inbox processes never hand out one request twice. Text columns are ``BYTEA`` (see
 `toolnexus.stores.postgres_schema`): the search decodes them and folds case with ``lower``
@@ -16,7 +18,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, LiteralString
 
 from ..loop.checkpoint import Checkpoint
-from ._runrows import lapsed_status, listed, pending, request_record
+from ._runrows import lapsed_status, listed, pending, request_record, run_entry
 from .asked import decode_asked
 from .checks import (
     check_filters,
@@ -27,9 +29,11 @@ from .checks import (
 )
 from .inbox_index import (
     HistoryEntry,
+    RunEntry,
     check_history_status,
     check_ids,
     check_offset,
+    check_prefix,
     check_search,
     like_pattern,
     parsed_halts,
@@ -41,7 +45,13 @@ from .requests import PendingEntry, RequestStatus
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
 
-__all__ = ["PostgresInboxIndex", "history_query", "pending_filters", "unannounced_query"]
+__all__ = [
+    "PostgresInboxIndex",
+    "bytes_end",
+    "history_query",
+    "pending_filters",
+    "unannounced_query",
+]
 
 # One decode and one fold per row: the four columns joined by U+001F, which a needle
 # holding none cannot match across. ``lower`` is ten times faster here than an ASCII-only
@@ -64,6 +74,23 @@ _HISTORY: LiteralString = (
     " WHERE answered_at IS NOT NULL AND answer IS NOT NULL"
     " AND (status IN ('answered', 'done', 'expired', 'cancelled')"
     " OR (status = 'claimed' AND recorded))"
+)
+# The runs in flight, by the partial index ``toolnexus_halts_runs``: answered, or claimed under
+# a live lease — but a host's own claim (T4, not recorded) whose lease ran out, pending again.
+_RUNS: LiteralString = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answered_by,"
+    " answered_at, recorded, lease_until, holder, problem, flagged_at FROM toolnexus_halts"
+    " WHERE status IN ('answered', 'claimed')"
+    " AND (status = 'answered' OR recorded OR lease_until > %s)"
+    " ORDER BY created_at, request_id LIMIT %s OFFSET %s"
+)
+# A range on the index of the ids' first 64 bytes (``bytea`` compares bytewise: UTF-8's
+# order, the other stores' order); the whole prefix checked on the rows it finds.
+_HEAD: LiteralString = "substr(request_id, 1, 64)"
+_IDS_FROM: LiteralString = "SELECT request_id FROM toolnexus_halts WHERE " + _HEAD + " >= %s"
+_IDS_BELOW: LiteralString = " AND " + _HEAD + " < %s"
+_IDS_ORDER: LiteralString = (
+    " AND substr(request_id, 1, %s) = %s ORDER BY " + _HEAD + ", request_id LIMIT %s"
 )
 _STATUS: dict[str, LiteralString] = {
     "answered": " AND (status = 'answered' OR (status = 'claimed' AND lease_until <= %s))",
@@ -183,6 +210,7 @@ class PostgresInboxIndex:
         answered_by: str | None = None,
         status: str | None = None,
         kind: str | None = None,
+        tool: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
         request_id: str | None = None,
@@ -190,6 +218,7 @@ class PostgresInboxIndex:
         limit: int = 100,
     ) -> list[HistoryEntry]:
         """Answered, cancelled and expired requests, newest first (see `InboxIndex`)."""
+        of_tool = check_optional_text(tool, "tool")
         only = None if request_id is None else check_request_id(request_id)
         who = check_optional_text(answered_by, "answered_by")
         wanted = check_history_status(status)
@@ -200,10 +229,29 @@ class PostgresInboxIndex:
         size = check_limit(limit)
         now = self._now()
         filters = (only, who, wanted, of_kind, needle, after)
-        sql, args = history_query(filters, now)
+        sql, args = history_query(filters, now, tool=of_tool)
         sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT %s OFFSET %s")
         rows = await self._rows("".join(sql), [*args, size, start])
         return [_history_entry(row, now, self._where) for row in rows]
+
+    async def list_runs(self, *, offset: int = 0, limit: int = 100) -> list[RunEntry]:
+        """The requests between an answer and their end, oldest first (see `InboxIndex`)."""
+        start = check_offset(offset)
+        size = check_limit(limit)
+        now = self._now()
+        rows = await self._rows(_RUNS, [now, size, start])
+        return [run_entry(tuple(from_bytea(value) for value in row), now) for row in rows]
+
+    async def find_request_ids(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """The ids that begin with ``prefix``, in order (see `InboxIndex`)."""
+        start = check_prefix(prefix).encode()
+        size = check_limit(limit)
+        head = start[:64]
+        end = bytes_end(head)
+        sql: LiteralString = _IDS_FROM + ("" if end is None else _IDS_BELOW) + _IDS_ORDER
+        bounds = [head] if end is None else [head, end]
+        rows = await self._rows(sql, [*bounds, len(start), start, size])
+        return [str(from_bytea(rid)) for (rid,) in rows]
 
     async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
         """Many checkpoints in one read, by request id (see `InboxIndex.load_halts`)."""
@@ -222,12 +270,22 @@ class PostgresInboxIndex:
         return sorted(entries, key=lambda e: (e.created_at, e.request_id))
 
 
+def bytes_end(head: bytes) -> bytes | None:
+    """The least byte string above every one that begins with ``head`` (its trailing 0xFF
+    bytes dropped, the last one left raised by one); ``None`` when there is none."""
+    stem = head.rstrip(b"\xff")
+    return None if not stem else stem[:-1] + bytes([stem[-1] + 1])
+
+
 def history_query(
     filters: tuple[str | None, str | None, str | None, str | None, str | None, float | None],
     now: float,
+    *,
+    tool: str | None = None,
 ) -> tuple[list[LiteralString], list[object]]:
     """`list_history`'s query without its order and limit: ``filters`` are the request id,
-    who answered, the status, the kind, the search text and the answered-after moment."""
+    who answered, the status, the kind, the search text and the answered-after moment;
+    ``tool`` keeps that tool's requests."""
     only, who, wanted, of_kind, needle, after = filters
     sql: list[LiteralString] = [_HISTORY]
     args: list[object] = []
@@ -244,6 +302,9 @@ def history_query(
     if of_kind is not None:
         sql.append(" AND kind = %s")
         args.append(of_kind.encode())
+    if tool is not None:
+        sql.append(" AND tool = %s")
+        args.append(tool.encode())
     if after is not None:
         sql.append(" AND answered_at > %s")
         args.append(after)

@@ -59,16 +59,10 @@ from ._runrows import (
     stored_digest,
     taken_claim,
 )
-from .checks import (
-    cancelled_answer,
-    conflict,
-    encode_answer,
-    is_past,
-    load_checkpoint,
-)
+from .checks import cancelled_answer, conflict, encode_answer, is_past, load_checkpoint
 from .postgres_listen import CHANNEL_OF_SCHEMA
 from .postgres_schema import from_bytea, row_key, to_bytea
-from .requests import EXPIRED_BY, AnswerRecord, Claim
+from .requests import EXPIRED_BY, AnswerRecord, Claim, holder_name
 
 if TYPE_CHECKING:
     from psycopg import AsyncCursor
@@ -174,12 +168,13 @@ _CANCEL = (
 # One row: the claim's token, or (token NULL) who holds the row and how (``_WHY``).
 _CLAIM = (
     "WITH c AS (INSERT INTO toolnexus_halts AS h (key, request_id, status, answer,"
-    " answered_by, digest, original, lease_until, token) VALUES (%(key)s, %(id)s, 'claimed',"
-    " %(answer)s, %(by)s, %(digest)s, %(original)s, %(lease)s, 1)"
+    " answered_by, digest, original, lease_until, holder, token) VALUES (%(key)s, %(id)s,"
+    " 'claimed', %(answer)s, %(by)s, %(digest)s, %(original)s, %(lease)s, %(holder)s, 1)"
     " ON CONFLICT (key) DO UPDATE SET status = 'claimed', answer = EXCLUDED.answer,"
     " answered_by = EXCLUDED.answered_by, digest = EXCLUDED.digest,"
     " original = EXCLUDED.original,"
-    " lease_until = EXCLUDED.lease_until, answered_at = NULL, recorded = false,"
+    " lease_until = EXCLUDED.lease_until, holder = EXCLUDED.holder, answered_at = NULL,"
+    " recorded = false,"
     " token = h.token + 1 WHERE " + _CLAIMABLE + " RETURNING h.token),"
     " w AS (" + _WHY.format("c") + ")"
     " SELECT c.token, NULL, NULL, NULL, NULL FROM c"
@@ -188,7 +183,7 @@ _CLAIM = (
 _HOLDER = "SELECT answered_by, status, recorded, lease_until FROM toolnexus_halts WHERE key = %s"
 _TAKEN: LiteralString = (
     "UPDATE toolnexus_halts AS h SET status = 'claimed', token = h.token + 1,"
-    " lease_until = %(lease)s WHERE "
+    " lease_until = %(lease)s, holder = %(holder)s WHERE "
 )
 _RETURN_CLAIM: LiteralString = (
     " RETURNING h.request_id, h.token, h.answer, h.answered_by, h.checkpoint, h.digest"
@@ -256,7 +251,7 @@ _PURGE = (
 )
 _ANSWER = (
     "SELECT answer, answered_at, answered_by, digest, status, recorded, lease_until,"
-    " settled_at, outcome, original, problem, flagged_at FROM toolnexus_halts"
+    " settled_at, outcome, original, problem, flagged_at, holder FROM toolnexus_halts"
     " WHERE key = %s AND answer IS NOT NULL"
 )
 # A pending row always has its checkpoint and no recorded answer (T1, T9), so only a claim
@@ -601,6 +596,7 @@ async def claim(
         "digest": digest,
         "original": original,
         "lease": lease_until,
+        "holder": holder_name(),
         "now": now,
     }
     for attempt in range(_RETRIES):
@@ -629,7 +625,7 @@ async def take(
     ``None`` when there is none. The checkpoint comes with it (read with the take: one round
     trip fewer for the resumer); one that cannot be read is handed over as ``None`` with why
     (`taken_claim`), never raised: the row is taken already."""
-    values: dict[str, Any] = {"now": now, "lease": lease_until}
+    values: dict[str, Any] = {"now": now, "lease": lease_until, "holder": holder_name()}
     if request_id is None:
         await cur.execute(_TAKE_OLDEST, {**values, "queue": row_key(queue)}, prepare=True)
     else:
@@ -779,7 +775,7 @@ async def answer_of(
     if row is None:
         return None
     text, answered_at, by, digest, status, recorded, lease_until, settled_at, kept = row[:9]
-    original, problem, flagged_at = row[9:]
+    original, problem, flagged_at, holder = row[9:]
     current = lapsed_status(status, recorded, lease_until, now)
     if current == "pending" or (current == "claimed" and not recorded):
         return None
@@ -796,4 +792,6 @@ async def answer_of(
         original=original,
         problem=from_bytea(problem),
         flagged_at=flagged_at,
+        lease_until=lease_until,
+        holder=holder,
     )

@@ -80,6 +80,14 @@ Versions:
     12 ``asked``: ``toolnexus_halts.asked`` (``TEXT``, JSON), what the request asked
       (`toolnexus.stores.asked`), written with the checkpoint at save_halt and kept when the
       checkpoint goes (see the SQLite migration 10). Rows saved before have none.
+    13 ``operator_reads``: ``holder`` on ``toolnexus_halts``, who took the claim (T4, T5: the
+      taking process's `toolnexus.stores.requests.holder_name`; rows claimed before have
+      none); ``toolnexus_halts_runs``, a partial index of the rows between an answer and
+      their end (``answered``, ``claimed``) by age, for the operator's listing of runs in
+      flight; and ``toolnexus_halts_id_prefix``, the first 64 bytes of each request id, for
+      finding the requests whose id begins with what an operator typed (a range on it, the
+      full prefix checked on the rows it finds; ids stay unbounded, the key stays their
+      hash). Building it reads every row once and holds off writes while it runs.
 """
 
 from __future__ import annotations
@@ -329,6 +337,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=12,
         name="asked",
         statements=("ALTER TABLE toolnexus_halts ADD COLUMN asked TEXT",),
+    ),
+    Migration(
+        version=13,
+        name="operator_reads",
+        statements=(
+            "ALTER TABLE toolnexus_halts ADD COLUMN holder TEXT",
+            "CREATE INDEX toolnexus_halts_runs ON toolnexus_halts (created_at)"
+            " WHERE status IN ('answered', 'claimed')",
+            "CREATE INDEX toolnexus_halts_id_prefix ON toolnexus_halts"
+            " ((substr(request_id, 1, 64)))",
+        ),
     ),
 )
 """Every migration, oldest first. Append only."""

@@ -1,5 +1,5 @@
 """The PostgreSQL store's inbox sessions (`toolnexus.stores.sessions.SessionStore`), in
-``toolnexus_inbox_sessions`` (migration 10). Each operation is one statement on a pooled
+``toolnexus_inbox_sessions`` (migration 11). Each operation is one statement on a pooled
 connection; the key column holds the sha256's bytes, the user's name is ``BYTEA`` as every user
 string (see `toolnexus.stores.postgres_schema`)."""
 

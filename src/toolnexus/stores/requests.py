@@ -21,9 +21,11 @@ it implements by the row number of this table:
       ``expiresAt``                                       by `EXPIRED_BY`; ``post_answer``
                                                           raises `RequestExpired`
  T4   ``pending`` / no row   ``claim(answer)`` → Claim    ``claimed``: a host resumes with its
-                                                          own answer; new token; lease
+                                                          own answer; new token; lease;
+                                                          the holder (`holder_name`)
  T5   ``answered``           ``take(id?)`` → Claim        ``claimed``: a resumer takes the
-                                                          recorded answer; new token; lease
+                                                          recorded answer; new token; lease;
+                                                          the holder (`holder_name`)
  T6   ``claimed`` (token)    ``renew(claim)``             ``claimed``: the lease extended
  T7   ``claimed`` (token)    ``save_progress(cp, claim)`` ``claimed``: resolved calls recorded;
                                                           the answer now counts as recorded
@@ -87,6 +89,9 @@ settles it (T3): the inbox shows it as expired.
 
 from __future__ import annotations
 
+import functools
+import os
+import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -107,6 +112,7 @@ __all__ = [
     "RequestStatus",
     "RunStore",
     "WaitingReader",
+    "holder_name",
 ]
 
 DEFAULT_LEASE_S = 300.0
@@ -122,6 +128,18 @@ HaltStatus = RequestStatus  # the name this type had before the answered/claimed
 
 SETTLED: frozenset[str] = frozenset({"done", "expired", "cancelled"})
 """The final states: nothing moves a request out of them (only `RunStore.purge` deletes it)."""
+
+
+def holder_name() -> str:
+    """Who takes a claim (T4, T5) in this process, as every store records it: the host's name
+    and the process id (``build-7:41234``), what an operator reads to tell which worker holds
+    a request. ``toolnexus worker`` prints it when it starts."""
+    return f"{_host()}:{os.getpid()}"  # the pid read each time: a forked child is another holder
+
+
+@functools.cache
+def _host() -> str:
+    return socket.gethostname() or "localhost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +190,10 @@ class AnswerRecord:
         problem: what a resumer reported when it flagged the request (T13), kept once it
             settles or is cancelled; ``None`` when none.
         flagged_at: when it was flagged (``None``: never).
+        lease_until: while ``claimed``, when the claim's lease runs out (seconds since the
+            epoch; ``math.inf`` for a request held for an operator, T13); else ``None``.
+        holder: while ``claimed``, who holds the claim (`holder_name` of the process that
+            took it; ``None`` for a claim taken before stores recorded it); else ``None``.
     """
 
     request_id: str
@@ -185,6 +207,8 @@ class AnswerRecord:
     original: dict[str, Any] | None = None
     problem: str | None = None
     flagged_at: float | None = None
+    lease_until: float | None = field(default=None, compare=False)
+    holder: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,8 +2,9 @@
 
 Scans, so they run on the worker thread (``_call``), each one job. They read the ``halts``
 table through its partial indexes (migration 6): ``halts_pending`` for the waiting rows and
-their counts, ``halts_history`` / ``halts_answerer`` for the audit newest first, and
-``halts_unannounced`` for the rows no inbox has announced yet.
+their counts, ``halts_history`` / ``halts_answerer`` for the audit newest first,
+``halts_unannounced`` for the rows no inbox has announced yet, ``halts_runs`` (migration 11)
+for the runs in flight, and the primary key's index for the ids that begin with a prefix.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from functools import partial
 from typing import Any, TypeVar
 
 from ..loop.checkpoint import Checkpoint
-from ._runrows import lapsed_status, listed, pending, request_record
+from ._runrows import lapsed_status, listed, pending, request_record, run_entry
 from .asked import decode_asked
 from .checks import (
     check_filters,
@@ -25,12 +26,15 @@ from .checks import (
 )
 from .inbox_index import (
     HistoryEntry,
+    RunEntry,
     check_history_status,
     check_ids,
     check_offset,
+    check_prefix,
     check_search,
     like_pattern,
     parsed_halts,
+    prefix_end,
 )
 from .requests import PendingEntry, RequestStatus
 from .sqlite_runs import TEXT_MATCH, WAITING_WHERE, list_pending, pending_filters
@@ -57,6 +61,20 @@ _STATUS = {
     "cancelled": " AND status = 'cancelled'",
 }
 _MARK = "UPDATE halts SET announced = 1 WHERE request_id = ?"
+# The runs in flight, by the partial index ``halts_runs``: answered, or claimed under a live
+# lease — but a host's own claim (T4, not recorded) whose lease ran out, pending again.
+_RUNS = (
+    "SELECT request_id, kind, prompt, tool, conversation_id, created_at, status, answered_by,"
+    " answered_at, recorded, lease_until, holder, problem, flagged_at FROM halts"
+    " WHERE status IN ('answered', 'claimed')"
+    " AND (status = 'answered' OR recorded = 1 OR lease_until > ?)"
+    " ORDER BY created_at, request_id LIMIT ? OFFSET ?"
+)
+# A range on the primary key (``BINARY``: UTF-8 byte order, code point order); the prefix is
+# checked on the rows found, so no upper bound is needed when `prefix_end` has none.
+_IDS_FROM = "SELECT request_id FROM halts WHERE request_id >= ?"
+_IDS_BELOW = " AND request_id < ?"
+_IDS_ORDER = " AND substr(request_id, 1, ?) = ? ORDER BY request_id LIMIT ?"
 
 
 def _count(where: str, args: list[object], conn: sqlite3.Connection) -> dict[str, int]:
@@ -70,6 +88,7 @@ def _history(
     limit: int,
     now: float,
     conn: sqlite3.Connection,
+    tool: str | None = None,
 ) -> list[tuple[Any, ...]]:
     who, status, kind, text, after, only = filters
     sql = [_HISTORY]
@@ -87,6 +106,9 @@ def _history(
     if kind is not None:
         sql.append(" AND kind = ?")
         args.append(kind)
+    if tool is not None:
+        sql.append(" AND tool = ?")
+        args.append(tool)
     if after is not None:
         sql.append(" AND answered_at > ?")
         args.append(after)
@@ -95,6 +117,14 @@ def _history(
         args.append(like_pattern(text))
     sql.append(" ORDER BY answered_at DESC, request_id DESC LIMIT ? OFFSET ?")
     return conn.execute("".join(sql), [*args, limit, offset]).fetchall()
+
+
+def _find_ids(prefix: str, limit: int, conn: sqlite3.Connection) -> list[str]:
+    end = prefix_end(prefix)
+    sql = _IDS_FROM + ("" if end is None else _IDS_BELOW) + _IDS_ORDER
+    bounds = [prefix] if end is None else [prefix, end]
+    rows = conn.execute(sql, [*bounds, len(prefix), prefix, limit]).fetchall()
+    return [str(row[0]) for row in rows]
 
 
 def _load_halts(ids: list[str], conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
@@ -169,6 +199,7 @@ class SqliteInboxIndex:
         answered_by: str | None = None,
         status: str | None = None,
         kind: str | None = None,
+        tool: str | None = None,
         text: str | None = None,
         answered_after: float | None = None,
         request_id: str | None = None,
@@ -176,6 +207,7 @@ class SqliteInboxIndex:
         limit: int = 100,
     ) -> list[HistoryEntry]:
         """Answered, cancelled and expired requests, newest first (see `InboxIndex`)."""
+        of_tool = check_optional_text(tool, "tool")
         filters = (
             check_optional_text(answered_by, "answered_by"),
             check_history_status(status),
@@ -187,8 +219,22 @@ class SqliteInboxIndex:
         start = check_offset(offset)
         size = check_limit(limit)
         now = self._now()
-        rows = await self._call(partial(_history, filters, start, size, now))
+        rows = await self._call(partial(_history, filters, start, size, now, tool=of_tool))
         return [_history_entry(row, now, self._path) for row in rows]
+
+    async def list_runs(self, *, offset: int = 0, limit: int = 100) -> list[RunEntry]:
+        """The requests between an answer and their end, oldest first (see `InboxIndex`)."""
+        start = check_offset(offset)
+        size = check_limit(limit)
+        now = self._now()
+        rows = await self._call(lambda conn: conn.execute(_RUNS, (now, size, start)).fetchall())
+        return [run_entry(row, now) for row in rows]
+
+    async def find_request_ids(self, prefix: str, *, limit: int = 10) -> list[str]:
+        """The ids that begin with ``prefix``, in order (see `InboxIndex`)."""
+        start = check_prefix(prefix)
+        size = check_limit(limit)
+        return await self._call(partial(_find_ids, start, size))
 
     async def load_halts(self, request_ids: Sequence[str]) -> dict[str, Checkpoint]:
         """Many checkpoints in one read, by request id (see `InboxIndex.load_halts`)."""

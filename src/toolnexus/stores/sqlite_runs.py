@@ -38,7 +38,7 @@ from ._runrows import (
 )
 from .checks import conflict, encode_answer, is_past
 from .inbox_index import like_pattern
-from .requests import EXPIRED_BY
+from .requests import EXPIRED_BY, holder_name
 from .sqlite_schema import immediate
 from .sqlite_watch import AnswerRow, AnswerWatch, answer_row
 
@@ -109,13 +109,13 @@ _WHO = "SELECT answered_by FROM halts WHERE request_id = ?"
 # T4 on a request with no row: a bare row, so that it is answered only once too.
 _INSERT_CLAIM = (
     "INSERT INTO halts (request_id, status, answer, answered_by, digest, original,"
-    " lease_until, token) VALUES (?, 'claimed', ?, ?, ?, ?, ?, 1)"
+    " lease_until, holder, token) VALUES (?, 'claimed', ?, ?, ?, ?, ?, ?, 1)"
     " ON CONFLICT (request_id) DO NOTHING"
 )
 # T4 (and T10 for a claim made with its own answer): pending, or such a claim run out.
 _CLAIM = (
     "UPDATE halts SET status = 'claimed', answer = ?, answered_by = ?, digest = ?,"
-    " original = ?, answered_at = NULL, token = ?, lease_until = ?"
+    " original = ?, answered_at = NULL, token = ?, lease_until = ?, holder = ?"
     " WHERE request_id = ? AND token = ? AND recorded = 0"
     " AND (status = 'pending' OR (status = 'claimed' AND lease_until <= ?))"
 )
@@ -124,7 +124,7 @@ _CLAIM = (
 # claim a request that has no row).
 _CLAIM_PENDING = (
     "UPDATE halts SET status = 'claimed', answer = ?, answered_by = ?, digest = ?,"
-    " original = ?, answered_at = NULL, token = token + 1, lease_until = ?"
+    " original = ?, answered_at = NULL, token = token + 1, lease_until = ?, holder = ?"
     " WHERE request_id = ? AND recorded = 0"
     " AND (status = 'pending' OR (status = 'claimed' AND lease_until <= ?)) RETURNING token"
 )
@@ -142,7 +142,7 @@ _QUEUE_HEAD = (
     " ORDER BY answered_at, request_id LIMIT 1"
 )
 _TAKE = (
-    "UPDATE halts SET status = 'claimed', token = ?, lease_until = ?"
+    "UPDATE halts SET status = 'claimed', token = ?, lease_until = ?, holder = ?"
     f" WHERE request_id = ? AND token = ? AND {_IS_QUEUED}"
 )
 # T6–T9 and T13 write only while the row is claimed under the holder's token.
@@ -402,22 +402,24 @@ def claim(
     """
     until = now + lease_s
     recorded = (answer, answered_by, digest, original)
+    holder = holder_name()
 
     def attempt() -> int:
         state = _state(conn, request_id)
         if state is None:
-            if conn.execute(_INSERT_CLAIM, (request_id, *recorded, until)).rowcount == 0:
+            values = (request_id, *recorded, until, holder)
+            if conn.execute(_INSERT_CLAIM, values).rowcount == 0:
                 raise _Overtaken
             return 1
         _refuse_unless_pending(request_id, state, now)
         token = state.token + 1
-        values = (*recorded, token, until, request_id, state.token, now)
+        values = (*recorded, token, until, holder, request_id, state.token, now)
         if conn.execute(_CLAIM, values).rowcount == 0:
             raise _Overtaken
         return token
 
     # (`fetchall`: the statement runs to its end, so an autocommit write commits here.)
-    values = (*recorded, until, request_id, now)
+    values = (*recorded, until, holder, request_id, now)
     taken = conn.execute(_CLAIM_PENDING, values).fetchall()
     return int(taken[0][0]) if taken else _optimistic(conn, attempt)
 
@@ -611,7 +613,8 @@ def _hold(
     """
     token, text, who, digest, checkpoint = found
     answer = answer_record(request_id, text, None, who, None, where).answer
-    if conn.execute(_TAKE, (token + 1, until, request_id, token, now)).rowcount == 0:
+    values = (token + 1, until, holder_name(), request_id, token, now)
+    if conn.execute(_TAKE, values).rowcount == 0:
         raise _Overtaken
     by = who if isinstance(who, str) else None
     tag = digest if isinstance(digest, str) else ""

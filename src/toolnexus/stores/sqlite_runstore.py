@@ -398,7 +398,7 @@ class SqliteRunStore:
         if found is None:
             return None
         answer, answered_at, who, digest, status, recorded, lease_until, settled = found[:8]
-        outcome, original, problem, flagged_at = found[8:]
+        outcome, original, problem, flagged_at, holder = found[8:]
         now_status = lapsed_status(status, recorded, lease_until, self._now())
         return request_record(
             request_id,
@@ -413,6 +413,8 @@ class SqliteRunStore:
             original=original,
             problem=problem,
             flagged_at=flagged_at,
+            lease_until=lease_until,
+            holder=holder,
         )
 
     def _claim(self, request_id: str, held: ClaimRow) -> Claim:

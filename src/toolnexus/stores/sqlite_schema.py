@@ -66,6 +66,11 @@ Versions:
       around it) as JSON, written with the checkpoint at ``save_halt`` and kept when the
       checkpoint goes (T8, T11), so a finished request's page still shows its call. Rows
       saved before have none.
+    11 ``operator_reads``: ``halts.holder``, who took the claim (T4, T5: the taking process's
+      `toolnexus.stores.requests.holder_name`), and ``halts_runs``, a partial index of the
+      rows between an answer and their end (``answered``, ``claimed``) in age order, for the
+      operator's listing of runs in flight (`InboxIndex.list_runs`). Rows of version 10 have no
+      holder. (A request id prefix is looked up on the primary key's index.)
 """
 
 from __future__ import annotations
@@ -333,6 +338,16 @@ MIGRATIONS: tuple[Migration, ...] = (
         version=10,
         name="asked",
         statements=("ALTER TABLE halts ADD COLUMN asked TEXT",),
+    ),
+    Migration(
+        version=11,
+        name="operator_reads",
+        statements=(
+            "ALTER TABLE halts ADD COLUMN holder TEXT",
+            # The runs in flight: few rows (what is queued or held now), oldest first.
+            "CREATE INDEX halts_runs ON halts (created_at, request_id)"
+            " WHERE status IN ('answered', 'claimed')",
+        ),
     ),
 )
 """Every migration, oldest first. Append only."""

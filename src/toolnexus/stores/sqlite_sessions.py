@@ -1,5 +1,5 @@
 """The SQLite store's inbox sessions (`toolnexus.stores.sessions.SessionStore`), in the
-``inbox_sessions`` table (migration 8).
+``inbox_sessions`` table (migration 9).
 
 Each is one short statement or transaction, run inline like the store's other hot operations
 (``SqliteStore._fast``: every request of a signed-in person looks its session up).

@@ -22,7 +22,7 @@ __all__ = ["HAS_RECORD", "RECORD_COLUMNS", "AnswerRow", "AnswerWatch", "answer_r
 
 RECORD_COLUMNS = (
     "answer, answered_at, answered_by, digest, status, recorded, lease_until, settled_at, outcome,"
-    " original, problem, flagged_at"
+    " original, problem, flagged_at, holder"
 )
 """The columns an `AnswerRecord` is built from, in `AnswerRow` order."""
 
@@ -31,9 +31,9 @@ HAS_RECORD = "answer IS NOT NULL AND status <> 'pending' AND (status <> 'claimed
 answer (T4) is not: that answer is recorded only when the run completes. No clock in it, so
 a parked run is woken by a write, never by time passing."""
 
-AnswerRow = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
+AnswerRow = tuple[Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any, Any]
 """``(answer, answered_at, answered_by, digest, status, recorded, lease_until, settled_at,
-outcome, original, problem, flagged_at)`` as stored."""
+outcome, original, problem, flagged_at, holder)`` as stored."""
 
 _ANSWER = f"SELECT {RECORD_COLUMNS} FROM halts WHERE request_id = ? AND {HAS_RECORD}"
 _ANSWERED_AMONG = (
