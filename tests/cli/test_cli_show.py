@@ -143,14 +143,16 @@ async def test_an_edit_shows_the_models_call_and_the_edited_one_with_both_digest
     assert record["original"]["digest"] == shown["digest"][0]
     assert record["digest"] == shown["digest"][1]
     assert record["outcome"] == {"status": "done", "text": "Ran 40."}
-    assert data["arguments"] is None  # the checkpoint went when the run settled
+    # the checkpoint went when the run settled; the store kept what it asked (stores/asked.py)
+    assert json.loads(str(data["arguments"])) == model
 
 
 async def test_a_decline_and_a_cancel_keep_who_and_why(states: str) -> None:
     declined = await show(states, "st-declined")
     assert declined["answered"][0].startswith("declined by ana, ")
     assert declined["reason"] == ["not today"]
-    assert declined["arguments"] == ["not kept once the run settled"]
+    # kept after the run settled (stores/asked.py), as the model wrote them
+    assert json.loads(declined["arguments"][0])["rid"] == "st-declined"
     cancelled = await show(states, "st-cancelled")
     assert cancelled["state"] == ["cancelled: the run was ended"]
     assert cancelled["cancelled"][0].startswith("cancelled by ops, ")
