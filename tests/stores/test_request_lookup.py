@@ -44,7 +44,7 @@ async def test_a_settled_request_is_read_from_its_audit_row(store: Any, clock: C
         "refund",
     )
     assert facts.checkpoint is None
-    assert facts.arguments is None
+    assert facts.arguments == ARGS  # kept by the store when the halt was saved (stores/asked.py)
     assert facts.record is not None
     assert facts.record.answered_by == "ana"
 
