@@ -5,16 +5,18 @@ first characters (`toolnexus.cli.ids`)."""
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..errors import UsageError
-from ..stores.requests import PendingEntry, RunStore
 from . import codes
 from .ids import resolve_id
 from .shell import JsonOpt, StoreOpt, fail, guarded, json_line, say
 from .stores import open_store, parse_age, record_json, reply_from_flags
+
+if TYPE_CHECKING:  # the store modules load with the command that runs, not for ``--help``
+    from ..stores.requests import PendingEntry, RunStore
 
 __all__ = ["register"]
 

@@ -9,11 +9,13 @@ them; one that none has is the command's unknown-request error.
 
 from __future__ import annotations
 
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import UnknownRequest, UsageError
-from ..stores.inbox_index import InboxIndex
-from ..stores.requests import RunStore
+
+if TYPE_CHECKING:  # the store modules load with the command that runs, not for ``--help``
+    from ..stores.inbox_index import InboxIndex
+    from ..stores.requests import RunStore
 
 __all__ = ["SHOWN", "index_of", "resolve_id"]
 
@@ -53,6 +55,8 @@ def index_of(runs: RunStore) -> InboxIndex:
     Raises:
         UsageError: a store that keeps no index of its requests.
     """
+    from ..stores.inbox_index import InboxIndex
+
     if not isinstance(runs, InboxIndex):
         raise UsageError(f"the store {type(runs).__name__} keeps no index of its requests")
     return cast(InboxIndex, runs)

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ..errors import UsageError
-from ..stores.inbox_index import HistoryEntry, RunEntry, check_history_status
-from ..stores.lookup import decision_of, note_of, read_request
-from ..stores.requests import AnswerRecord
 from . import codes
 from .ids import index_of, resolve_id
 from .shell import JsonOpt, StoreOpt, fail, guarded, json_line
 from .stores import open_store, parse_age
+
+if TYPE_CHECKING:  # the store modules load with the command that runs, not for ``--help``
+    from ..stores.inbox_index import HistoryEntry, RunEntry
 
 __all__ = ["register"]
 
@@ -50,6 +50,8 @@ def register(app: typer.Typer) -> None:
 
             async with open_store(store) as runs:
                 rid = await resolve_id(runs, request_id)
+                from ..stores.lookup import read_request
+
                 facts = await read_request(runs, index_of(runs), rid)
             if facts is None:  # (purged between the two reads)
                 return fail(f'no request "{rid}" in the store', codes.UNKNOWN)
@@ -119,6 +121,8 @@ def register(app: typer.Typer) -> None:
         Answered, declined, cancelled or expired, filtered as in the inbox.
         """
         try:
+            from ..stores.inbox_index import check_history_status
+
             wanted = check_history_status(status)
             within = None if since is None else parse_age(since, "--since")
         except UsageError as exc:
@@ -179,6 +183,9 @@ def run_json(e: RunEntry, now: float) -> dict[str, Any]:
 def history_json(h: HistoryEntry) -> dict[str, Any]:
     """A history row as JSON data (``toolnexus history --json``): the inbox's export's fields,
     with the answer, the model's call an edit replaced, and times as seconds since the epoch."""
+    from ..stores.lookup import decision_of, note_of
+    from ..stores.requests import AnswerRecord
+
     record = AnswerRecord(
         h.request_id, h.answer, h.answered_at, h.answered_by, h.digest, h.status, h.settled_at
     )
