@@ -84,8 +84,10 @@
       }
     });
     // The event's counts are the whole store's; the list shows those of its own filters:
-    // ask for them.
+    // ask for them. On hello too: from hello on no arrival is missed, but one between the
+    // page's rendering and hello has no event of its own, so the counts are read again then.
     source.addEventListener("counts", refreshCounts);
+    source.addEventListener("hello", refreshCounts);
   }
 
   // -- counts that stay true --------------------------------------------------------------
@@ -142,7 +144,13 @@
       if (span) { span.textContent = String(k ? (counts[k] || 0) : sum); }
     });
     var shown = document.getElementById("total");
-    if (shown && typeof total === "number") { shown.textContent = String(total); }
+    if (shown && typeof total === "number") {
+      if (total > Number(shown.textContent)) {  // more than the page shows: say so
+        var note = document.getElementById("live");
+        if (note) { note.hidden = false; }
+      }
+      shown.textContent = String(total);
+    }
   }
 
   // -- a selection of rows ----------------------------------------------------------------
