@@ -26,11 +26,11 @@ from ..errors import (
 )
 from ..intake import AnswerRefused, Approve, Decline, intake
 from ..loop.checkpoint import Checkpoint
-from ..stores.asked import agent_path, asked_of
+from ..stores.asked import agent_path
 from ..stores.checks import call_digest, halted_accepts, halted_call, is_past
 from ..stores.inbox_index import HistoryEntry, InboxIndex
+from ..stores.lookup import read_request
 from ..stores.requests import SETTLED, AnswerRecord, PendingEntry, RunStore
-from ..suspension import Request
 from .auth import InboxUser
 from .detail import RequestView, decision_of, detail_body, note_of, resolved_text
 from .exports import EXPORT_COLUMNS as EXPORT_COLUMNS  # (where it was defined before)
@@ -130,59 +130,49 @@ class Views:
 
     # -- reading ---------------------------------------------------------------------------
 
-    async def _settled_entry(self, rid: str) -> HistoryEntry | None:
-        found = await self.index.list_history(request_id=rid, limit=1)
-        return found[0] if found else None
-
     async def request_view(self, rid: str) -> RequestView | None:
         """The detail page's data for ``rid``; ``None`` when the store knows no such request.
 
-        A waiting request is shown from its checkpoint; an answered one from what the store
-        kept with its row (`toolnexus.stores.asked`: the call and the context, which outlive
-        the checkpoint a finished run drops) and its answer record.
+        The one read of a request (`toolnexus.stores.lookup.read_request`, which the command
+        line's ``show`` reads too): a waiting request from its checkpoint, an answered one from
+        what the store kept with its row and its answer record.
 
         Raises:
             CheckpointError: the stored checkpoint of a request still waiting cannot be read
                 (one answered or settled is shown from its audit row).
         """
-        try:
-            checkpoint = await self.store.load_halt(rid)
-        except CheckpointError:
-            if await self.store.answer_record(rid) is None:
-                raise
-            checkpoint = None
-        record = await self.store.answer_record(rid)
-        info = await self._settled_entry(rid) if record is not None else None
-        if checkpoint is None:
-            if record is None:
-                return None
-            return _answered_view(rid, record, info)
-        req = checkpoint.pending
-        asked = info.asked if info is not None and info.asked is not None else None
-        asked = asked or asked_of(checkpoint)  # (a resume may have replaced the checkpoint)
-        schema = next(
-            (
-                slot.input_schema
-                for slot in checkpoint.outstanding
-                if slot.request is not None and slot.request.id == rid
-            ),
-            None,
-        )
+        facts = await read_request(self.store, self.index, rid)
+        if facts is None:
+            return None
+        asked, checkpoint, record = facts.asked, facts.checkpoint, facts.record
+        arguments = facts.arguments
+        schema = None
+        if checkpoint is not None:
+            schema = next(
+                (
+                    slot.input_schema
+                    for slot in checkpoint.outstanding
+                    if slot.request is not None and slot.request.id == rid
+                ),
+                None,
+            )
+        req = facts.request
         return RequestView(
             request=req,
-            tool=asked.tool,
-            arguments=asked.arguments,
-            digest=call_digest(asked.tool, asked.arguments),
-            conversation_id=checkpoint.conversation_id,
-            created_at=checkpoint.created_at,
-            path=asked.path,
-            user_text=asked.user_text,
-            assistant_text=asked.assistant_text,
-            context_cut=asked.cut,
+            tool=facts.tool,
+            arguments=arguments if arguments is not None else "{}",
+            digest=call_digest(facts.tool, arguments) if arguments is not None else facts.digest,
+            conversation_id=facts.conversation_id,
+            created_at=facts.created_at,
+            path=asked.path if asked is not None else (),
+            user_text=asked.user_text if asked is not None else "",
+            assistant_text=asked.assistant_text if asked is not None else "",
+            context_cut=asked.cut if asked is not None else False,
             record=record,
+            kept=arguments is not None,
             expired=record is None and is_past(req.expiresAt, time.time()),
             schema=schema if isinstance(schema, dict) else None,
-            edit_schema=schema,
+            edit_schema=schema if checkpoint is not None else None,
         )
 
     def detail(self, view: RequestView, **options: Any) -> Markup:
@@ -484,40 +474,6 @@ class Views:
         except UsageError as exc:
             return Outcome(400, str(exc))
         return Outcome(303)
-
-
-def _answered_view(rid: str, record: AnswerRecord, info: HistoryEntry | None) -> RequestView:
-    """The page of a request whose checkpoint is gone (its run finished, or was cancelled):
-    what the store kept of what it asked, else — a row saved before it kept that — the
-    model's call from the edit audit, else nothing (the page says so, rather than ``{}``)."""
-    asked = info.asked if info is not None else None
-    req = Request(
-        rid,
-        info.kind if info else "unknown",
-        info.prompt if info else "",
-        url=asked.url if asked is not None else None,
-    )
-    if asked is not None:
-        tool, arguments, kept = asked.tool, asked.arguments, True
-    elif record.original is not None:
-        tool = str(record.original.get("tool", ""))
-        arguments, kept = str(record.original.get("arguments", "{}")), True
-    else:
-        tool, arguments, kept = (info.tool if info else ""), "{}", False
-    return RequestView(
-        request=req,
-        tool=tool,
-        arguments=arguments,
-        digest=call_digest(tool, arguments) if kept else record.digest,
-        conversation_id=info.conversation_id if info else None,
-        created_at=info.created_at if info else None,
-        path=asked.path if asked is not None else (),
-        user_text=asked.user_text if asked is not None else "",
-        assistant_text=asked.assistant_text if asked is not None else "",
-        context_cut=asked.cut if asked is not None else False,
-        record=record,
-        kept=kept,
-    )
 
 
 def _may_cancel(user: InboxUser, kind: str | None) -> Outcome | None:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from ..errors import CheckpointError
 from ..loop.checkpoint import Checkpoint
 from ..suspension import Request
-from .checks import call_digest, halted_call
-from .inbox_index import InboxIndex
+from .asked import Asked, asked_of
+from .checks import call_digest
+from .inbox_index import HistoryEntry, InboxIndex
 from .requests import AnswerRecord, RequestStatus, RunStore
 
 __all__ = ["RUN_TEXT", "RequestFacts", "decision_of", "note_of", "read_request", "run_text"]
@@ -33,8 +34,8 @@ class RequestFacts:
         tool: the halted call's tool (``""`` for a halt at the model call).
         arguments: the halted call's arguments as the model wrote them (JSON text): from the
             checkpoint while it is kept, then from what the store kept of the request
-            (`toolnexus.stores.asked`); ``None`` for a row saved before the store kept that
-            (an edit keeps the model's in ``record.original``).
+            (`toolnexus.stores.asked`) or, for a row saved before it kept that, the model's
+            call in the edit audit (``record.original``); ``None`` when none of them has it.
         digest: the halted call's digest while halted; the one recorded with the answer after.
         conversation_id, created_at: the run's.
         checkpoint: the halted run (``None`` once settled).
@@ -49,6 +50,9 @@ class RequestFacts:
     created_at: float | None = None
     checkpoint: Checkpoint | None = None
     record: AnswerRecord | None = None
+    asked: Asked | None = None
+    """What the request asked with its context (`toolnexus.stores.asked`): from the checkpoint,
+    or what the store kept; ``None`` for a settled row saved before the store kept that."""
 
     @property
     def status(self) -> RequestStatus:
@@ -58,6 +62,11 @@ class RequestFacts:
 
 async def read_request(runs: RunStore, index: InboxIndex, request_id: str) -> RequestFacts | None:
     """The facts about ``request_id``; ``None`` when the store knows no such request.
+
+    While the run is halted, what was asked comes from the checkpoint (or from what the store
+    kept with the row, which a resume that halted again leaves as the request's own); once
+    the checkpoint is gone, from what the store kept (`toolnexus.stores.asked`), else — a row
+    saved before it kept that — the model's call in the edit audit, else nothing.
 
     Raises:
         CheckpointError: the stored checkpoint of a request still waiting cannot be read (one
@@ -71,33 +80,50 @@ async def read_request(runs: RunStore, index: InboxIndex, request_id: str) -> Re
             raise
         checkpoint = None
     record = await runs.answer_record(request_id)
-    if checkpoint is None:
-        if record is None:
-            return None
+    info: HistoryEntry | None = None
+    if record is not None:
         found = await index.list_history(request_id=request_id, limit=1)
         info = found[0] if found else None
-        asked = info.asked if info is not None else None  # kept when the checkpoint went
+    kept = info.asked if info is not None else None
+    if checkpoint is not None:
+        asked = kept or asked_of(checkpoint)
         return RequestFacts(
-            request=Request(
-                request_id, info.kind if info else "unknown", info.prompt if info else ""
-            ),
-            tool=asked.tool if asked is not None else (info.tool if info else ""),
-            arguments=asked.arguments if asked is not None else None,
-            digest=record.digest,
-            conversation_id=info.conversation_id if info else None,
-            created_at=info.created_at if info else None,
+            request=checkpoint.pending,
+            tool=asked.tool,
+            arguments=asked.arguments,
+            digest=call_digest(asked.tool, asked.arguments),
+            conversation_id=checkpoint.conversation_id,
+            created_at=checkpoint.created_at,
+            checkpoint=checkpoint,
             record=record,
+            asked=asked,
         )
-    name, arguments = halted_call(checkpoint)
+    if record is None:
+        return None
+    request = Request(
+        request_id,
+        info.kind if info else "unknown",
+        info.prompt if info else "",
+        url=kept.url if kept is not None else None,
+    )
+    if kept is not None:
+        tool, arguments = kept.tool, kept.arguments
+    elif record.original is not None:
+        tool, arguments = (
+            str(record.original.get("tool", "")),
+            str(record.original.get("arguments", "{}")),
+        )
+    else:
+        tool, arguments = (info.tool if info else ""), None
     return RequestFacts(
-        request=checkpoint.pending,
-        tool=name,
+        request=request,
+        tool=tool,
         arguments=arguments,
-        digest=call_digest(name, arguments),
-        conversation_id=checkpoint.conversation_id,
-        created_at=checkpoint.created_at,
-        checkpoint=checkpoint,
+        digest=record.digest,
+        conversation_id=info.conversation_id if info else None,
+        created_at=info.created_at if info else None,
         record=record,
+        asked=kept,
     )
 
 
